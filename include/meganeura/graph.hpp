@@ -1,0 +1,127 @@
+// The graph IR: a model is a DAG of nodes, each an op from the op table with attributes, a
+// shape and a dtype inferred (and checked) when the node is added.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "meganeura/dtype.hpp"
+#include "meganeura/op_list.hpp"
+
+namespace meganeura {
+
+inline constexpr int kMaxRank = 8;
+
+using Shape = std::vector<int64_t>;
+std::string shape_str(const Shape& s);  // "[2,3,4]"
+int64_t numel(const Shape& s);
+
+enum class Op : uint8_t {
+#define MN_OP_ENUM(e, name, kind, lo, hi, rule) e,
+  MN_OP_LIST(MN_OP_ENUM)
+#undef MN_OP_ENUM
+};
+
+enum class OpKind : uint8_t { Leaf, Unary, Binary, Compare, Select, Convert, Contract, Reduce, Row, Movement, Index, Loss };
+
+std::string_view op_name(Op op);
+OpKind op_kind(Op op);
+int op_count();     // number of rows in the op table
+Op op_at(int i);    // the i-th row, for tests that enumerate every op
+
+// Attributes of a node. One flat struct so that hashing, equality and printing see every field;
+// each op documents which fields it uses.
+struct Attrs {
+  std::vector<int64_t> axes;   // reduce: axes (sorted, non-negative); permute: the permutation
+  int64_t axis = 0;            // softmax, argmax, slice, concat, gather, scatter_add
+  int64_t start = 0, end = 0, step = 1;  // slice (normalised: 0 <= start, end <= dim)
+  int64_t count = 0;           // one_hot: number of classes
+  int64_t ignore_index = -100; // cross_entropy
+  double scalar = 0;           // pow: exponent; rms_norm/layer_norm: eps
+  bool keepdim = false;        // reduce
+  bool transpose_a = false, transpose_b = false;  // matmul
+  DType dtype = DType::f32;    // cast: target
+  bool operator==(const Attrs&) const = default;
+};
+
+struct Node {
+  Op op;
+  std::vector<int> inputs;
+  Attrs attrs;
+  Shape shape;
+  DType dtype;
+  std::string name;                 // input/parameter name, else the scope it was built in
+  std::vector<std::byte> constant;  // data of a Constant node, in dtype
+};
+
+class Graph;
+
+// A handle to a node of a graph: what user code passes around, like torch.Tensor.
+class Tensor {
+ public:
+  Tensor() = default;
+  Tensor(Graph* g, int id) : g_(g), id_(id) {}
+  Graph& graph() const { return *g_; }
+  int id() const { return id_; }
+  const Node& node() const;
+  const Shape& shape() const { return node().shape; }
+  DType dtype() const { return node().dtype; }
+  int rank() const { return static_cast<int>(shape().size()); }
+  int64_t dim(int i) const;  // negative i counts from the end
+  bool valid() const { return g_ != nullptr; }
+
+ private:
+  Graph* g_ = nullptr;
+  int id_ = -1;
+};
+
+class Graph {
+ public:
+  Graph() = default;
+  Graph(const Graph&) = delete;  // Tensors point at their graph
+  Graph& operator=(const Graph&) = delete;
+
+  Tensor input(std::string name, Shape shape, DType dtype = f32);
+  Tensor parameter(std::string name, Shape shape, DType dtype = f32);
+  Tensor constant(std::span<const float> values, Shape shape);
+  Tensor constant(std::span<const int32_t> values, Shape shape);
+  Tensor scalar(float value);  // a rank-0 f32 constant
+  void output(std::string name, Tensor t);
+
+  // Names the nodes built while the returned guard lives ("blocks.3.attn"); errors quote it.
+  class Scope {
+   public:
+    explicit Scope(Graph& g) : g_(&g) {}
+    Scope(Scope&& o) noexcept : g_(o.g_) { o.g_ = nullptr; }
+    Scope(const Scope&) = delete;
+    ~Scope();
+   private:
+    Graph* g_;
+  };
+  [[nodiscard]] Scope scope(std::string_view name);
+
+  // Adds a node: checks arity, promotes f16/bf16 inputs to f32 where the op computes, infers
+  // shape and dtype. Throws ShapeError/DTypeError naming the node.
+  Tensor add(Op op, std::vector<Tensor> inputs, Attrs attrs = {});
+
+  const Node& node(int id) const { return nodes_.at(static_cast<size_t>(id)); }
+  const std::vector<Node>& nodes() const { return nodes_; }
+  int size() const { return static_cast<int>(nodes_.size()); }
+  const std::vector<std::pair<std::string, int>>& outputs() const { return outputs_; }
+  // "%12" or "%12 blocks.3.attn": how errors refer to a node.
+  std::string label(int id) const;
+  std::string to_string() const;  // one line per node
+
+ private:
+  int push(Node n);
+  Tensor leaf(Op op, std::string name, Shape shape, DType dtype, std::string_view what);
+  std::vector<Node> nodes_;
+  std::vector<std::pair<std::string, int>> outputs_;
+  std::vector<std::string> scopes_;
+};
+
+}  // namespace meganeura

@@ -1,0 +1,96 @@
+// The ops users call to build graphs, PyTorch-named where PyTorch has a name. Negative axes
+// count from the end. Every function checks shapes and dtypes at once and throws on misuse.
+#pragma once
+#include <vector>
+
+#include "meganeura/graph.hpp"
+
+namespace meganeura {
+
+// elementwise unary
+Tensor neg(Tensor x);
+Tensor abs(Tensor x);
+Tensor exp(Tensor x);
+Tensor log(Tensor x);
+Tensor sqrt(Tensor x);
+Tensor rsqrt(Tensor x);
+Tensor reciprocal(Tensor x);
+Tensor relu(Tensor x);
+Tensor gelu(Tensor x);       // erf form
+Tensor gelu_tanh(Tensor x);  // tanh approximation
+Tensor silu(Tensor x);
+Tensor sigmoid(Tensor x);
+Tensor tanh(Tensor x);
+Tensor sin(Tensor x);
+Tensor cos(Tensor x);
+Tensor pow(Tensor x, float exponent);
+
+// elementwise binary, NumPy broadcasting
+Tensor add(Tensor a, Tensor b);
+Tensor sub(Tensor a, Tensor b);
+Tensor mul(Tensor a, Tensor b);
+Tensor div(Tensor a, Tensor b);
+Tensor maximum(Tensor a, Tensor b);
+Tensor minimum(Tensor a, Tensor b);
+Tensor eq(Tensor a, Tensor b);  // comparisons give a u32 mask of 0 and 1
+Tensor ne(Tensor a, Tensor b);
+Tensor lt(Tensor a, Tensor b);
+Tensor le(Tensor a, Tensor b);
+Tensor gt(Tensor a, Tensor b);
+Tensor ge(Tensor a, Tensor b);
+Tensor where(Tensor cond, Tensor a, Tensor b);  // cond: u32/i32/f32, nonzero selects a
+Tensor cast(Tensor x, DType to);
+
+Tensor operator+(Tensor a, Tensor b);
+Tensor operator-(Tensor a, Tensor b);
+Tensor operator*(Tensor a, Tensor b);
+Tensor operator/(Tensor a, Tensor b);
+Tensor operator-(Tensor a);
+Tensor operator+(Tensor a, float b);
+Tensor operator-(Tensor a, float b);
+Tensor operator*(Tensor a, float b);
+Tensor operator/(Tensor a, float b);
+Tensor operator+(float a, Tensor b);
+Tensor operator-(float a, Tensor b);
+Tensor operator*(float a, Tensor b);
+Tensor operator/(float a, Tensor b);
+
+// a: [..., M, K] (or [..., K, M] with transpose_a), b: [..., K, N] (or [..., N, K]); batch dims broadcast.
+struct MatMulOptions { bool transpose_a = false, transpose_b = false; };
+Tensor matmul(Tensor a, Tensor b, MatMulOptions o = {});
+
+// reductions; an empty axes list reduces over every axis
+Tensor sum(Tensor x, std::vector<int64_t> axes = {}, bool keepdim = false);
+Tensor mean(Tensor x, std::vector<int64_t> axes = {}, bool keepdim = false);
+Tensor max(Tensor x, std::vector<int64_t> axes = {}, bool keepdim = false);
+Tensor argmax(Tensor x, int64_t axis, bool keepdim = false);  // i32; first index among ties
+Tensor softmax(Tensor x, int64_t axis = -1);
+Tensor log_softmax(Tensor x, int64_t axis = -1);
+
+// normalisation over the last axis; weight/bias of shape [D] are optional (pass Tensor{})
+Tensor rms_norm(Tensor x, Tensor weight = {}, float eps = 1e-6f);
+Tensor layer_norm(Tensor x, Tensor weight = {}, Tensor bias = {}, float eps = 1e-5f);
+
+// data movement
+Tensor reshape(Tensor x, Shape shape);  // one dim may be -1
+Tensor permute(Tensor x, std::vector<int64_t> perm);
+Tensor transpose(Tensor x, int64_t dim0 = -2, int64_t dim1 = -1);
+Tensor slice(Tensor x, int64_t axis, int64_t start, int64_t end, int64_t step = 1);  // Python rules
+Tensor concat(const std::vector<Tensor>& xs, int64_t axis);
+std::vector<Tensor> split(Tensor x, const std::vector<int64_t>& sizes, int64_t axis);
+Tensor broadcast_to(Tensor x, Shape shape);
+// out = x.shape[:axis] + indices.shape + x.shape[axis+1:]; indices i32/u32, negative wrap once
+Tensor gather(Tensor x, Tensor indices, int64_t axis = 0);
+Tensor embedding(Tensor table, Tensor ids);  // gather(table, ids, 0)
+Tensor one_hot(Tensor indices, int64_t num_classes);  // f32 [..., num_classes]
+// The inverse of gather: base + updates added at indices along axis.
+Tensor scatter_add(Tensor base, Tensor indices, Tensor updates, int64_t axis = 0);
+
+// losses (mean reduction, rank-0 result)
+// logits [..., C], labels [...] i32; rows whose label is ignore_index do not count
+Tensor cross_entropy(Tensor logits, Tensor labels, int64_t ignore_index = -100);
+Tensor mse_loss(Tensor prediction, Tensor target);
+Tensor binary_cross_entropy(Tensor probability, Tensor target);  // log clamped at -100 like PyTorch
+Tensor binary_cross_entropy_with_logits(Tensor logits, Tensor target);
+
+}  // namespace meganeura

@@ -1,0 +1,90 @@
+// A compiled graph on a device. Building a session lowers the graph to kernels, plans its
+// memory, creates the pipelines and records one command buffer; step() replays it.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "meganeura/dtype.hpp"
+#include "meganeura/graph.hpp"
+
+namespace meganeura {
+
+// Host-side tensor data: shape, dtype and the raw bytes (row-major, contiguous).
+struct HostTensor {
+  Shape shape;
+  DType dtype = f32;
+  std::vector<std::byte> bytes;
+
+  static HostTensor f32s(Shape shape, std::span<const float> values);
+  static HostTensor i32s(Shape shape, std::span<const int32_t> values);
+  static HostTensor u32s(Shape shape, std::span<const uint32_t> values);
+  int64_t numel() const { return meganeura::numel(shape); }
+  // Typed view; throws DTypeError if T does not match dtype (uint16_t for f16/bf16).
+  template <class T> std::span<const T> data() const;
+  // Values converted to float (any dtype).
+  std::vector<float> to_f32() const;
+};
+
+struct MemoryStats {
+  uint64_t parameters = 0;     // parameter and constant bytes
+  uint64_t io = 0;             // input bytes on the device
+  uint64_t arena = 0;          // peak bytes of intermediates and outputs (after reuse)
+  uint64_t arena_unshared = 0; // what the arena would need with no reuse (sum of all tensors)
+  uint64_t total_device = 0;   // all device-local memory the session holds
+};
+
+struct SessionStats {
+  uint64_t recordings = 0;  // times the step command buffer was recorded (1, forever)
+  uint64_t steps = 0;
+  uint32_t dispatches = 0;  // per step
+  uint32_t barriers = 0;    // per step
+};
+
+struct SessionOptions {
+  bool reuse_memory = true;  // liveness-based arena reuse (off: every tensor gets its own bytes)
+  bool profile = false;      // GPU timestamps around every dispatch (see Session::profile)
+};
+
+class Session {
+ public:
+  ~Session();
+  Session(Session&&) noexcept;
+  Session& operator=(Session&&) noexcept;
+
+  // Sets an input or parameter by name. Checks dtype and element count (shape must match in
+  // element count; the data is row-major). Unknown names throw NameError listing known names.
+  void set_input(std::string_view name, const HostTensor& value);
+  void set_input(std::string_view name, std::span<const float> values);
+  void set_parameter(std::string_view name, const HostTensor& value);
+  void set_parameter(std::string_view name, std::span<const float> values);
+
+  void step();  // runs the recorded command buffer once and waits for it
+
+  HostTensor read_output(std::string_view name) const;
+  HostTensor read_parameter(std::string_view name) const;
+
+  std::vector<std::string> input_names() const;
+  std::vector<std::string> parameter_names() const;
+  std::vector<std::string> output_names() const;
+
+  MemoryStats memory() const;
+  SessionStats stats() const;
+  // One line per command of the recorded step: dispatch labels, copies, barriers.
+  std::string listing() const;
+  // With SessionOptions::profile: (label, GPU ns) of each dispatch in the last step.
+  std::vector<std::pair<std::string, double>> profile() const;
+
+  struct Impl;
+ private:
+  friend Session build_inference_session(const Graph&, const SessionOptions&);
+  explicit Session(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+Session build_inference_session(const Graph& graph, const SessionOptions& options = {});
+
+}  // namespace meganeura

@@ -1,0 +1,145 @@
+// The contract between lowering (C++) and the GLSL kernels: which kernels exist, their
+// specialization constants, bindings and parameter blocks. The GLSL side mirrors the structs
+// in src/kernels/*.comp; keep the two in step (std430 layout: every field is 4 bytes).
+//
+// Every kernel has the same descriptor layout:
+//   binding 0: readonly params block (one of the structs below, at this dispatch's offset)
+//   binding 1: status block (uint code, node, value, limit) for kernels that check indices
+//   binding 2..: tensors, inputs first then the output, as listed per kernel
+// Tensor buffers are declared as `uint data[]` and bit-cast, so one kernel serves f32/i32/u32.
+// Specialization constant 0 is the workgroup size in x (local_size_x_id = 0).
+#pragma once
+#include <cstdint>
+
+namespace meganeura::kernels {
+
+enum class Kernel : uint8_t {
+  Elementwise,        // unary/binary/compare/where/convert/copy with strided, broadcast access
+  Cast16,             // f32 <-> f16/bf16 (two 16-bit elements per 32-bit word)
+  MatMul,             // batched C = A·B, strided A and B (transposes are strides)
+  Reduce,             // sum/max/argmax over a set of axes, optional map of one or two inputs
+  Softmax,            // softmax or log-softmax along one axis
+  Norm,               // rms_norm / layer_norm over the last axis
+  CrossEntropyRows,   // per-row loss and valid flag
+  CrossEntropyFinish, // sum(loss) / sum(valid)
+  Gather,
+  ScatterAdd,
+  OneHot,
+  Count
+};
+
+inline constexpr int kMaxKernelRank = 8;
+inline constexpr uint32_t kWorkgroupSize = 256;
+
+// Data type codes used by specialization constants.
+enum : uint32_t { DT_F32 = 0, DT_I32 = 1, DT_U32 = 2 };
+
+// Status codes written to binding 1 (first failure wins, via atomicCompSwap on `code`).
+enum : uint32_t { STATUS_OK = 0, STATUS_INDEX_OUT_OF_RANGE = 1 };
+struct Status { uint32_t code, node; int32_t value; uint32_t limit; };
+
+// ---- Elementwise ------------------------------------------------------------------------------
+// spec 1: EW_OP; spec 2: dtype of input 0; spec 3: dtype of input 1; spec 4: dtype of output.
+// Bindings 2..(2+arity-1): inputs, then the output. Arity: 1 (unary, COPY, CONVERT), 2 (binary,
+// compare), 3 (WHERE: cond, a, b). For each output index i in [0, n): unravel i over `shape`
+// (row-major, `rank` dims), input k reads element in_offset[k] + sum_d idx[d]*in_stride[k*8+d],
+// and the result goes to out_offset + sum_d idx[d]*out_stride[d]. Strides are in elements
+// (0 = broadcast). Arithmetic ops read and write f32. Compares read dtype spec 2 (both inputs
+// the same dtype) and write a u32 0/1. WHERE copies the 32-bit pattern of a or b (cond nonzero
+// selects a; cond read as dtype spec 2, f32 -0.0 counts as zero). COPY copies the bit pattern.
+// CONVERT converts dtype spec 2 to dtype spec 4 (f32->int truncates toward zero, like C++).
+enum : uint32_t {
+  EW_COPY = 0, EW_CONVERT,
+  EW_NEG, EW_ABS, EW_EXP, EW_LOG, EW_SQRT, EW_RSQRT, EW_RECIPROCAL, EW_RELU, EW_GELU, EW_GELU_TANH,
+  EW_SILU, EW_SIGMOID, EW_TANH, EW_SIN, EW_COS, EW_POW,  // EW_POW: x^scalar (pow(x,2) = x*x exactly)
+  EW_ADD, EW_SUB, EW_MUL, EW_DIV, EW_MAX, EW_MIN,           // MAX/MIN propagate NaN like PyTorch
+  EW_EQ, EW_NE, EW_LT, EW_LE, EW_GT, EW_GE,
+  EW_WHERE
+};
+struct ElementwiseParams {
+  uint32_t n, rank, out_offset, in_offset[3];
+  float scalar;
+  uint32_t pad;
+  uint32_t shape[kMaxKernelRank];
+  uint32_t out_stride[kMaxKernelRank];
+  uint32_t in_stride[3 * kMaxKernelRank];
+};
+
+// ---- Cast16 -----------------------------------------------------------------------------------
+// spec 1: CAST_MODE. Bindings 2: input, 3: output. Both contiguous, n elements. Each invocation
+// handles one 32-bit word of the 16-bit side (elements 2w and 2w+1; the odd tail's upper half is
+// zero on write). f32->f16 and f32->bf16 round to nearest even; NaN stays NaN, overflow to inf.
+enum : uint32_t { CAST_F16_TO_F32 = 0, CAST_BF16_TO_F32, CAST_F32_TO_F16, CAST_F32_TO_BF16 };
+struct Cast16Params { uint32_t n; };
+
+// ---- MatMul -----------------------------------------------------------------------------------
+// Bindings 2: A, 3: B, 4: C (all f32). For batch b (unravelled over batch_shape, batch_rank
+// dims, row-major) A(m,k) = A[a_offset + a_batch + m*a_row_stride + k*a_col_stride],
+// B(k,n) = B[b_offset + b_batch + k*b_row_stride + n*b_col_stride], where x_batch = sum over
+// batch dims of idx*x_batch_stride; C is contiguous: C[c_offset + b*M*N + m*N + n].
+// Dispatch: x = ceil(N/TILE_N), y = ceil(M/TILE_M), z = min(batch, 65535) (loop over the rest).
+// TILE_M = TILE_N = 64 (see kMatMulTile).
+inline constexpr uint32_t kMatMulTile = 64;
+struct MatMulParams {
+  uint32_t M, N, K, batch, batch_rank;
+  uint32_t a_offset, b_offset, c_offset;
+  uint32_t a_row_stride, a_col_stride, b_row_stride, b_col_stride;
+  uint32_t batch_shape[4], a_batch_stride[4], b_batch_stride[4];
+};
+
+// ---- Reduce -----------------------------------------------------------------------------------
+// spec 1: RED_OP; spec 2: RED_MAP. Bindings 2: a, 3: b (only read by two-input maps; bind a
+// again otherwise), 4: out. One workgroup per output element o in [0, n_out) (grid-stride over
+// o with gl_NumWorkGroups.x). The kept index o unravels over kept_shape (kept_rank dims); the
+// reduced index r in [0, n_red) over red_shape (red_rank dims). The element read is
+// a[sum kept_idx*kept_stride + sum red_idx*red_stride] (b at the same position).
+// value = MAP(a, b); out[o] = scale * SUM(value), or MAX(value) (NaN propagates), or for ARGMAX
+// the (i32) r of the first maximum (the first NaN if any). Sums accumulate in f32 per thread
+// then tree-reduce in shared memory.
+enum : uint32_t { RED_SUM = 0, RED_MAX, RED_ARGMAX };
+// MAP_SQDIFF: (a-b)^2. MAP_BCE: -(b*max(log a,-100) + (1-b)*max(log(1-a),-100)).
+// MAP_BCE_LOGITS: max(a,0) - a*b + log1p(exp(-|a|)).
+enum : uint32_t { MAP_NONE = 0, MAP_SQDIFF, MAP_BCE, MAP_BCE_LOGITS };
+struct ReduceParams {
+  uint32_t n_out, n_red, kept_rank, red_rank;
+  float scale;
+  uint32_t pad[3];
+  uint32_t kept_shape[kMaxKernelRank], kept_stride[kMaxKernelRank];
+  uint32_t red_shape[kMaxKernelRank], red_stride[kMaxKernelRank];
+};
+
+// ---- Softmax ----------------------------------------------------------------------------------
+// spec 1: 1 for log-softmax. Bindings 2: x, 3: out, both contiguous [outer, len, inner].
+// One workgroup per row (o, i), grid-stride over outer*inner rows; element l at
+// o*len*inner + l*inner + i. Numerically stable (subtract the row max).
+struct SoftmaxParams { uint32_t outer, len, inner, pad; };
+
+// ---- Norm -------------------------------------------------------------------------------------
+// spec 1: NORM_KIND; spec 2: has weight; spec 3: has bias. Bindings 2: x, 3: weight, 4: bias,
+// 5: out (absent weight/bias are bound to x and not read). x, out contiguous [rows, dim].
+// rms:   out = x * inversesqrt(mean(x^2) + eps) * w
+// layer: out = (x - mean) * inversesqrt(var + eps) * w + b   (biased variance, two-pass)
+enum : uint32_t { NORM_RMS = 0, NORM_LAYER };
+struct NormParams { uint32_t rows, dim; float eps; uint32_t pad; };
+
+// ---- CrossEntropyRows / CrossEntropyFinish ----------------------------------------------------
+// Rows: bindings 2: logits [rows, classes] f32, 3: labels [rows] i32, 4: scratch [2*rows] f32.
+// One workgroup per row: label == ignore_index -> scratch[r] = 0, scratch[rows+r] = 0; label
+// outside [0, classes) -> status INDEX_OUT_OF_RANGE (node, value = label, limit = classes) and
+// zeros; else scratch[r] = logsumexp(row) - row[label], scratch[rows+r] = 1.
+// Finish (one workgroup): bindings 2: scratch, 3: out[1] = sum(scratch[0:rows]) /
+// sum(scratch[rows:2rows]) (0/0 = NaN, as PyTorch gives when every label is ignored).
+struct CrossEntropyParams { uint32_t rows, classes; int32_t ignore_index; uint32_t node; };
+
+// ---- Gather / ScatterAdd / OneHot -------------------------------------------------------------
+// spec 1: dtype of the indices (DT_I32 or DT_U32). An index v is valid in [-len, len) (negative
+// wraps once); otherwise status INDEX_OUT_OF_RANGE (node, value = v, limit = len) and the
+// element is skipped (Gather/OneHot write 0).
+// Gather: bindings 2: x, 3: idx, 4: out. out[(o*n_idx + j)*inner + i] = x[(o*len + idx[j])*inner + i]
+//   (bit copy, any 32-bit dtype), for o < outer, j < n_idx, i < inner.
+// ScatterAdd: bindings 2: updates, 3: idx, 4: out (already holding base; f32):
+//   out[(o*len + idx[j])*inner + i] += updates[(o*n_idx + j)*inner + i]   (atomic add).
+// OneHot: bindings 2: idx, 3: out f32 [n_idx, len]: out[j*len + c] = (idx[j] == c) ? 1 : 0.
+struct IndexParams { uint32_t outer, len, inner, n_idx, node, pad[3]; };
+
+}  // namespace meganeura::kernels

@@ -1,0 +1,58 @@
+// A compiled step as plain data: the buffers a session needs and the fixed list of commands
+// (copies, barriers, dispatches) that the runtime records once and replays on every step.
+// Produced by the planner, consumed by src/vulkan; no Vulkan types here.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "kernels/kernel_abi.hpp"
+
+namespace meganeura::plan {
+
+enum class Memory : uint8_t {
+  DeviceLocal,  // arenas, parameters, params blocks
+  Upload,       // host-visible, written by the CPU and copied to device-local memory
+  Readback,     // host-visible (cached where possible), read by the CPU after a step
+  HostShared,   // host-visible and coherent, read and written by both (the status block)
+};
+
+struct BufferDesc {
+  std::string name;  // "activation arena", "parameters", ... (quoted in out-of-memory errors)
+  uint64_t size = 0; // bytes
+  Memory memory = Memory::DeviceLocal;
+};
+
+struct Slice {
+  uint32_t buffer = 0;  // index into Program::buffers
+  uint64_t offset = 0, size = 0;
+};
+
+struct Dispatch {
+  kernels::Kernel kernel;
+  std::vector<uint32_t> spec;  // specialization constants 1.. (0, the workgroup size, is added)
+  Slice params;                // binding 0
+  std::vector<Slice> tensors;  // bindings 2.. (binding 1 is the program's status buffer)
+  std::array<uint32_t, 3> groups{1, 1, 1};
+  std::string label;           // "matmul %12 [64,64]x[64,32]" for traces and listings
+};
+
+struct Copy { Slice src, dst; };
+
+// A global memory barrier between the stages named; the planner emits one only where a later
+// command touches bytes an earlier one wrote (or writes bytes it read).
+struct Barrier {
+  enum Kind : uint8_t { TransferToCompute, ComputeToCompute, ComputeToTransfer, TransferToHost } kind;
+};
+
+using Command = std::variant<Dispatch, Copy, Barrier>;
+
+struct Program {
+  std::vector<BufferDesc> buffers;
+  uint32_t status_buffer = 0;          // a HostShared buffer of sizeof(kernels::Status) bytes
+  std::vector<Command> commands;
+};
+
+}  // namespace meganeura::plan

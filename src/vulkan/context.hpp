@@ -1,0 +1,74 @@
+// The process's Vulkan context: instance (with the validation layer when MEGANEURA_VALIDATION
+// is set), the chosen physical device and its capabilities, one logical device and compute
+// queue, and a cache of compute pipelines keyed by kernel and specialization constants.
+#pragma once
+#include <vulkan/vulkan.h>
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernels/kernel_abi.hpp"
+#include "meganeura/device.hpp"
+
+namespace meganeura::vk {
+
+// Throws DeviceError naming `call` and the VkResult (and what to do about it).
+void check(VkResult r, std::string_view call);
+
+struct Pipeline {
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  VkPipelineLayout layout = VK_NULL_HANDLE;
+  VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+  uint32_t tensor_bindings = 0;
+};
+
+class Context {
+ public:
+  // The shared default context (created on first use; see default_device_info for the choice).
+  static std::shared_ptr<Context> get();
+  ~Context();
+
+  const DeviceInfo& info() const { return info_; }
+  const VkPhysicalDeviceLimits& limits() const { return limits_; }
+  VkDevice device() const { return device_; }
+  VkPhysicalDevice physical() const { return physical_; }
+  VkQueue queue() const { return queue_; }
+  uint32_t queue_family() const { return queue_family_; }
+
+  // The pipeline for a kernel with specialization constants 1..spec.size() (0 is the workgroup
+  // size) and `tensor_bindings` storage buffers after the params and status bindings. Cached.
+  const Pipeline& pipeline(kernels::Kernel k, std::span<const uint32_t> spec, uint32_t tensor_bindings);
+
+  // Memory type index for `memory` (see plan::Memory), and the free bytes of its heap (from
+  // VK_EXT_memory_budget where available, else the heap size) for out-of-memory messages.
+  uint32_t memory_type(uint32_t type_bits, VkMemoryPropertyFlags want, VkMemoryPropertyFlags nice) const;
+  std::string heap_report(uint32_t memory_type) const;
+
+  // Records `fn` into a one-shot command buffer, submits it and waits (uploads, downloads).
+  void run_once(const std::function<void(VkCommandBuffer)>& fn);
+  // Waits on a fence with the step timeout (MEGANEURA_TIMEOUT_S, default 60): a hang or a lost
+  // device becomes a DeviceError instead of blocking forever.
+  void wait(VkFence fence, std::string_view what);
+
+  std::vector<std::string> take_validation_messages();
+
+ private:
+  Context();
+  // ... implementation-defined members
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  DeviceInfo info_;
+  VkPhysicalDeviceLimits limits_{};
+  VkInstance instance_ = VK_NULL_HANDLE;
+  VkPhysicalDevice physical_ = VK_NULL_HANDLE;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  uint32_t queue_family_ = 0;
+};
+
+}  // namespace meganeura::vk

@@ -1,0 +1,45 @@
+// A plan::Program made real on a device: its buffers allocated, its pipelines and descriptor
+// sets created, and its commands recorded ONCE into a command buffer that run() replays.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "plan/program.hpp"
+#include "vulkan/context.hpp"
+
+namespace meganeura::vk {
+
+struct ExecutableOptions {
+  bool timestamps = false;  // a timestamp query before and after every dispatch
+};
+
+class Executable {
+ public:
+  Executable(std::shared_ptr<Context> ctx, const plan::Program& program, ExecutableOptions opts = {});
+  ~Executable();
+  Executable(const Executable&) = delete;
+  Executable& operator=(const Executable&) = delete;
+
+  // Submits the recorded command buffer and waits for it (Context::wait semantics).
+  void run();
+
+  // Host pointer of an Upload, Readback or HostShared buffer (persistently mapped).
+  void* mapped(uint32_t buffer) const;
+  // Copies host bytes into / out of a device-local buffer through a staging buffer, now.
+  void write(plan::Slice dst, std::span<const std::byte> bytes);
+  void read(plan::Slice src, std::span<std::byte> bytes);
+
+  // How many times the step command buffer was recorded (1 after construction, forever).
+  uint64_t recordings() const;
+  // GPU time of each dispatch of the last run, in nanoseconds, in command order (timestamps on).
+  std::vector<double> dispatch_times_ns() const;
+  uint64_t device_bytes() const;  // total bytes of device-local buffers
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace meganeura::vk
