@@ -36,7 +36,8 @@ Op op_at(int i);    // the i-th row, for tests that enumerate every op
 // Attributes of a node. One flat struct so that hashing, equality and printing see every field;
 // each op documents which fields it uses.
 struct Attrs {
-  std::vector<int64_t> axes;   // reduce: axes (sorted, non-negative); permute: the permutation
+  std::vector<int64_t> axes;   // reduce: axes (sorted, non-negative); permute: the permutation;
+                               // reshape/broadcast_to: the target shape as given (-1 resolved)
   int64_t axis = 0;            // softmax, argmax, slice, concat, gather, scatter_add
   int64_t start = 0, end = 0, step = 1;  // slice (normalised: 0 <= start, end <= dim)
   int64_t count = 0;           // one_hot: number of classes
@@ -118,6 +119,7 @@ class Graph {
 
  private:
   int push(Node n);
+  Tensor constant_raw(const void* data, size_t count, Shape shape, DType dtype);
   Tensor leaf(Op op, std::string name, Shape shape, DType dtype, std::string_view what);
   std::vector<Node> nodes_;
   std::vector<std::pair<std::string, int>> outputs_;

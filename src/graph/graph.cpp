@@ -1,0 +1,139 @@
+// Building graphs: leaves, node insertion with shape inference, scopes, labels.
+#include <cstring>
+#include <sstream>
+
+#include "graph/op_table.hpp"
+
+namespace meganeura {
+
+std::string shape_str(const Shape& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+int64_t numel(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+const Node& Tensor::node() const {
+  if (!g_) throw Error("use of an empty Tensor (a default-constructed handle with no graph)");
+  return g_->node(id_);
+}
+
+int64_t Tensor::dim(int i) const {
+  int r = rank();
+  if (i < -r || i >= r) throw ShapeError("dimension " + std::to_string(i) + " of " + shape_str(shape()) + " does not exist");
+  return shape()[static_cast<size_t>(i < 0 ? i + r : i)];
+}
+
+Graph::Scope::~Scope() {
+  if (g_) g_->scopes_.pop_back();
+}
+
+Graph::Scope Graph::scope(std::string_view name) {
+  std::string full = scopes_.empty() ? std::string(name) : scopes_.back() + "." + std::string(name);
+  scopes_.push_back(std::move(full));
+  return Scope(*this);
+}
+
+std::string Graph::label(int id) const {
+  const Node& n = node(id);
+  return n.name.empty() ? "%" + std::to_string(id) : "%" + std::to_string(id) + " " + n.name;
+}
+
+int Graph::push(Node n) {
+  nodes_.push_back(std::move(n));
+  return static_cast<int>(nodes_.size()) - 1;
+}
+
+static void check_shape(const Shape& shape, std::string_view what, const std::string& name) {
+  if (shape.size() > kMaxRank)
+    throw ShapeError(std::string(what) + " \"" + name + "\" has rank " + std::to_string(shape.size()) +
+                     "; meganeura supports rank up to " + std::to_string(kMaxRank));
+  for (int64_t d : shape)
+    if (d < 0) throw ShapeError(std::string(what) + " \"" + name + "\" has a negative dimension: " + shape_str(shape));
+}
+
+Tensor Graph::leaf(Op op, std::string name, Shape shape, DType dtype, std::string_view what) {
+  if (name.empty()) throw Error(std::string(what) + " needs a name");
+  check_shape(shape, what, name);
+  for (const Node& n : nodes_)
+    if ((n.op == Op::Input || n.op == Op::Parameter) && n.name == name)
+      throw Error("the graph already has " + std::string(n.op == Op::Input ? "an input" : "a parameter") + " named \"" + name + "\"");
+  Node n{op, {}, {}, std::move(shape), dtype, std::move(name), {}};
+  return {this, push(std::move(n))};
+}
+
+Tensor Graph::input(std::string name, Shape shape, DType dtype) {
+  return leaf(Op::Input, std::move(name), std::move(shape), dtype, "input");
+}
+
+Tensor Graph::parameter(std::string name, Shape shape, DType dtype) {
+  return leaf(Op::Parameter, std::move(name), std::move(shape), dtype, "parameter");
+}
+
+Tensor Graph::constant_raw(const void* data, size_t count, Shape shape, DType dtype) {
+  check_shape(shape, "constant", scopes_.empty() ? "constant" : scopes_.back());
+  if (static_cast<int64_t>(count) != numel(shape))
+    throw SizeError("constant of shape " + shape_str(shape) + " needs " + std::to_string(numel(shape)) + " values, got " +
+                    std::to_string(count));
+  Node n{Op::Constant, {}, {}, std::move(shape), dtype, scopes_.empty() ? "" : scopes_.back(), {}};
+  n.constant.resize(count * dtype_size(dtype));
+  if (count) std::memcpy(n.constant.data(), data, n.constant.size());
+  return {this, push(std::move(n))};
+}
+
+Tensor Graph::constant(std::span<const float> values, Shape shape) {
+  return constant_raw(values.data(), values.size(), std::move(shape), f32);
+}
+
+Tensor Graph::constant(std::span<const int32_t> values, Shape shape) {
+  return constant_raw(values.data(), values.size(), std::move(shape), i32);
+}
+
+Tensor Graph::scalar(float value) { return constant(std::span<const float>(&value, 1), {}); }
+
+void Graph::output(std::string name, Tensor t) {
+  if (&t.graph() != this) throw Error("output \"" + name + "\" is a tensor of another graph");
+  for (auto& [n, id] : outputs_)
+    if (n == name) throw Error("the graph already has an output named \"" + name + "\"");
+  outputs_.emplace_back(std::move(name), t.id());
+}
+
+// Ops that only move or reinterpret bytes may keep 16-bit storage; everything else computes in
+// f32, so f16/bf16 inputs get a cast node in front.
+static bool keeps_storage_dtype(Op op) { return op == Op::Cast || op == Op::Reshape; }
+
+Tensor Graph::add(Op op, std::vector<Tensor> inputs, Attrs attrs) {
+  const graph::OpInfo& info = graph::op_info(op);
+  std::string label = "%" + std::to_string(nodes_.size()) + (scopes_.empty() ? "" : " " + scopes_.back());
+  if (info.kind == OpKind::Leaf) throw Error("use Graph::input, parameter or constant to make a " + std::string(info.name));
+  int n_in = static_cast<int>(inputs.size());
+  if (n_in < info.min_inputs || n_in > info.max_inputs)
+    throw ShapeError("node \"" + label + "\" (" + std::string(info.name) + ") takes " + std::to_string(info.min_inputs) +
+                     (info.max_inputs != info.min_inputs ? " to " + std::to_string(info.max_inputs) : "") +
+                     " inputs, got " + std::to_string(n_in));
+  std::vector<int> ids;
+  for (Tensor& t : inputs) {
+    if (!t.valid()) throw Error("node \"" + label + "\" (" + std::string(info.name) + ") got an empty Tensor as input");
+    if (&t.graph() != this) throw Error("node \"" + label + "\" (" + std::string(info.name) + ") mixes tensors of two graphs");
+    if (dtype_size(t.dtype()) == 2 && !keeps_storage_dtype(op)) {
+      Attrs to_f32;
+      to_f32.dtype = f32;
+      t = add(Op::Cast, {t}, to_f32);
+    }
+    ids.push_back(t.id());
+  }
+  label = "%" + std::to_string(nodes_.size()) + (scopes_.empty() ? "" : " " + scopes_.back());
+  graph::InferContext ctx{*this, op, ids, attrs, label};
+  graph::OutType out = info.infer(ctx);
+  if (out.shape.size() > kMaxRank)
+    ctx.shape_error("result rank " + std::to_string(out.shape.size()) + " exceeds " + std::to_string(kMaxRank));
+  Node n{op, std::move(ids), std::move(attrs), std::move(out.shape), out.dtype, scopes_.empty() ? "" : scopes_.back(), {}};
+  return {this, push(std::move(n))};
+}
+
+}  // namespace meganeura

@@ -1,0 +1,57 @@
+// The op table (built from MN_OP_LIST) and the shape rules it points to.
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "meganeura/error.hpp"
+#include "meganeura/graph.hpp"
+
+namespace meganeura::graph {
+
+// What a shape rule sees: the graph so far, the op, its inputs and (mutable, to normalise)
+// attributes, and the label of the node being built, for error messages.
+struct InferContext {
+  const Graph& g;
+  Op op;
+  const std::vector<int>& inputs;
+  Attrs& attrs;
+  std::string label;
+
+  const Shape& shape(size_t i) const { return g.node(inputs[i]).shape; }
+  DType dtype(size_t i) const { return g.node(inputs[i]).dtype; }
+  int rank(size_t i) const { return static_cast<int>(shape(i).size()); }
+  // "shape error in node "%12 blocks.3" (matmul): <msg>"
+  [[noreturn]] void shape_error(const std::string& msg) const;
+  [[noreturn]] void dtype_error(const std::string& msg) const;
+  // Normalises a possibly negative axis against `rank`, or throws naming the op.
+  int64_t axis(int64_t a, int rank) const;
+  // Requires input i to have one of the listed dtypes.
+  void require_dtype(size_t i, std::initializer_list<DType> allowed, std::string_view role) const;
+};
+
+struct OutType {
+  Shape shape;
+  DType dtype;
+};
+
+using InferFn = OutType (*)(InferContext&);
+
+struct OpInfo {
+  std::string_view name;
+  OpKind kind;
+  int min_inputs, max_inputs;
+  InferFn infer;
+};
+
+const OpInfo& op_info(Op op);
+
+// NumPy broadcasting of two shapes; nullopt-like empty result with ok=false when incompatible.
+bool broadcast_shapes(const Shape& a, const Shape& b, Shape& out);
+
+// Shape rules (src/graph/shape_rules.cpp), one per row of the op table.
+#define MN_DECLARE_RULE(e, name, kind, lo, hi, rule) OutType rule(InferContext&);
+MN_OP_LIST(MN_DECLARE_RULE)
+#undef MN_DECLARE_RULE
+
+}  // namespace meganeura::graph

@@ -1,0 +1,62 @@
+// Shared state of lowering while it walks the graph: emits kernel calls and scratch tensors.
+#pragma once
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "lower/lowered.hpp"
+#include "lower/strides.hpp"
+
+namespace meganeura::lower {
+
+inline constexpr uint32_t kMaxGroups = 65535;  // the minimum every Vulkan device supports per dimension
+
+inline uint32_t groups_for(int64_t items, int64_t per_group = kernels::kWorkgroupSize) {
+  int64_t g = (items + per_group - 1) / per_group;
+  return static_cast<uint32_t>(std::min<int64_t>(std::max<int64_t>(g, 1), kMaxGroups));
+}
+
+uint32_t dtype_code(DType t);  // kernels::DT_*
+
+// One operand of a strided elementwise call: a tensor read (or written) at offset + strides.
+struct Operand {
+  int tensor;
+  int64_t offset = 0;
+  Strides strides;
+};
+
+class Emitter {
+ public:
+  Emitter(const Graph& g, Lowered& out) : g_(g), out_(out) {}
+  const Graph& graph() const { return g_; }
+  const Node& node(int id) const { return g_.node(id); }
+
+  KernelCall& call(kernels::Kernel k, int node, std::string what);
+  int scratch(uint64_t bytes);
+
+  template <class P>
+  static void set_params(KernelCall& c, const P& p) {
+    static_assert(std::is_trivially_copyable_v<P> && sizeof(P) % 4 == 0);
+    c.params.resize(sizeof(P) / 4);
+    std::memcpy(c.params.data(), &p, sizeof(P));
+  }
+
+  // out[...] = OP(inputs[...]) over `shape`, every operand addressed by its own strides.
+  void elementwise(int node, uint32_t op, const Shape& shape, std::vector<Operand> inputs, Operand out,
+                   std::vector<uint32_t> dtypes, float scalar = 0, std::string what = "");
+
+ private:
+  const Graph& g_;
+  Lowered& out_;
+};
+
+// Per-archetype emitters (one file each).
+void emit_elementwise(Emitter& e, int node);  // unary, binary, compare, where, cast
+void emit_movement(Emitter& e, int node);     // permute, slice, concat, broadcast_to
+void emit_matmul(Emitter& e, int node);
+void emit_reduce(Emitter& e, int node);       // sum, mean, max, argmax, and the pair losses
+void emit_row(Emitter& e, int node);          // softmax, log_softmax, rms_norm, layer_norm
+void emit_index(Emitter& e, int node);        // gather, scatter_add, one_hot, cross_entropy
+
+}  // namespace meganeura::lower

@@ -1,0 +1,141 @@
+// Matmul, reductions (and the losses that are a map then a reduction), row ops.
+#include <algorithm>
+
+#include "lower/emit.hpp"
+#include "meganeura/error.hpp"
+
+namespace meganeura::lower {
+
+using namespace kernels;
+
+void emit_matmul(Emitter& e, int id) {
+  const Node& n = e.node(id);
+  const Shape &a = e.node(n.inputs[0]).shape, &b = e.node(n.inputs[1]).shape;
+  bool ta = n.attrs.transpose_a, tb = n.attrs.transpose_b;
+  int64_t M = n.shape[n.shape.size() - 2], N = n.shape.back(), K = a[a.size() - (ta ? 2 : 1)];
+  MatMulParams p{};
+  p.M = u32(M, "matmul M");
+  p.N = u32(N, "matmul N");
+  p.K = u32(K, "matmul K");
+  // Element (m,k) of A and (k,n) of B: transposes are just swapped strides.
+  p.a_row_stride = ta ? 1 : u32(K, "stride");
+  p.a_col_stride = ta ? u32(M, "stride") : 1;
+  p.b_row_stride = tb ? 1 : u32(N, "stride");
+  p.b_col_stride = tb ? u32(K, "stride") : 1;
+  Shape batch(n.shape.begin(), n.shape.end() - 2);
+  auto batch_strides = [&](const Shape& x) {  // broadcast strides of x's batch dims, in elements
+    Shape xb(x.begin(), x.end() - 2);
+    Strides st = broadcast_strides(xb, batch);
+    for (auto& s : st) s *= x[x.size() - 2] * x.back();
+    return st;
+  };
+  std::vector<Strides> st = {batch_strides(a), batch_strides(b), contiguous_strides(batch)};
+  for (auto& s : st.back()) s *= M * N;
+  int64_t batch_count = numel(batch);
+  collapse(batch, st);
+  if (batch.size() > 4)
+    throw ShapeError("matmul %" + std::to_string(id) + ": batch dimensions " + shape_str(batch) +
+                     " do not collapse to 4 or fewer; reshape the operands");
+  p.batch = u32(batch_count, "matmul batch");
+  p.batch_rank = static_cast<uint32_t>(batch.size());
+  for (size_t d = 0; d < batch.size(); ++d) {
+    p.batch_shape[d] = u32(batch[d], "batch dimension");
+    p.a_batch_stride[d] = u32(st[0][d], "batch stride");
+    p.b_batch_stride[d] = u32(st[1][d], "batch stride");
+  }
+  KernelCall& c = e.call(Kernel::MatMul, id, "");
+  c.tensors = {{n.inputs[0], false}, {n.inputs[1], false}, {id, true}};
+  c.groups = {groups_for(N, kMatMulTile), groups_for(M, kMatMulTile), std::min<uint32_t>(p.batch, 65535)};
+  if ((N + kMatMulTile - 1) / kMatMulTile > 65535 || (M + kMatMulTile - 1) / kMatMulTile > 65535)
+    throw ShapeError("matmul %" + std::to_string(id) + ": " + std::to_string(M) + "x" + std::to_string(N) + " output is too large for one dispatch");
+  Emitter::set_params(c, p);
+}
+
+// A reduction of `x` (and `b`, for two-input maps) over `axes` of `shape`.
+static void reduce_call(Emitter& e, int id, int x, int b, const Shape& shape, const std::vector<int64_t>& axes,
+                        uint32_t op, uint32_t map, float scale) {
+  Strides contig = contiguous_strides(shape);
+  Shape kept, red;
+  Strides kept_st, red_st;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    bool r = std::find(axes.begin(), axes.end(), static_cast<int64_t>(d)) != axes.end();
+    (r ? red : kept).push_back(shape[d]);
+    (r ? red_st : kept_st).push_back(contig[d]);
+  }
+  std::vector<Strides> ks = {kept_st}, rs = {red_st};
+  collapse(kept, ks);
+  collapse(red, rs);
+  ReduceParams p{};
+  p.n_out = u32(numel(kept), "reduction outputs");
+  p.n_red = u32(numel(red), "reduction length");
+  p.kept_rank = static_cast<uint32_t>(kept.size());
+  p.red_rank = static_cast<uint32_t>(red.size());
+  p.scale = scale;
+  for (size_t d = 0; d < kept.size(); ++d) {
+    p.kept_shape[d] = u32(kept[d], "dimension");
+    p.kept_stride[d] = u32(ks[0][d], "stride");
+  }
+  for (size_t d = 0; d < red.size(); ++d) {
+    p.red_shape[d] = u32(red[d], "dimension");
+    p.red_stride[d] = u32(rs[0][d], "stride");
+  }
+  KernelCall& c = e.call(Kernel::Reduce, id, "");
+  c.spec = {op, map};
+  c.tensors = {{x, false}, {b, false}, {id, true}};
+  c.groups = {std::min<uint32_t>(p.n_out, kMaxGroups), 1, 1};
+  Emitter::set_params(c, p);
+}
+
+void emit_reduce(Emitter& e, int id) {
+  const Node& n = e.node(id);
+  int x = n.inputs[0];
+  const Shape& s = e.node(x).shape;
+  const std::vector<int64_t>& axes = n.attrs.axes;
+  int64_t n_red = 1;
+  for (int64_t a : axes) n_red *= s[static_cast<size_t>(a)];
+  std::vector<int64_t> all(s.size());
+  for (size_t d = 0; d < s.size(); ++d) all[d] = static_cast<int64_t>(d);
+  float inv_all = 1.0f / static_cast<float>(numel(s));
+  switch (n.op) {
+    case Op::Sum: return reduce_call(e, id, x, x, s, axes, RED_SUM, MAP_NONE, 1.0f);
+    case Op::Mean: return reduce_call(e, id, x, x, s, axes, RED_SUM, MAP_NONE, 1.0f / static_cast<float>(n_red));
+    case Op::Max: return reduce_call(e, id, x, x, s, axes, RED_MAX, MAP_NONE, 1.0f);
+    case Op::ArgMax: return reduce_call(e, id, x, x, s, axes, RED_ARGMAX, MAP_NONE, 1.0f);
+    case Op::MseLoss: return reduce_call(e, id, x, n.inputs[1], s, all, RED_SUM, MAP_SQDIFF, inv_all);
+    case Op::BinaryCrossEntropy: return reduce_call(e, id, x, n.inputs[1], s, all, RED_SUM, MAP_BCE, inv_all);
+    case Op::BinaryCrossEntropyWithLogits:
+      return reduce_call(e, id, x, n.inputs[1], s, all, RED_SUM, MAP_BCE_LOGITS, inv_all);
+    default: throw Error("internal: " + std::string(op_name(n.op)) + " is not a reduction");
+  }
+}
+
+void emit_row(Emitter& e, int id) {
+  const Node& n = e.node(id);
+  const Shape& s = n.shape;
+  if (n.op == Op::Softmax || n.op == Op::LogSoftmax) {
+    auto ax = static_cast<size_t>(n.attrs.axis);
+    SoftmaxParams p{};
+    p.outer = u32(numel(Shape(s.begin(), s.begin() + static_cast<int64_t>(ax))), "softmax outer");
+    p.len = u32(s[ax], "softmax length");
+    p.inner = u32(numel(Shape(s.begin() + static_cast<int64_t>(ax) + 1, s.end())), "softmax inner");
+    KernelCall& c = e.call(Kernel::Softmax, id, "");
+    c.spec = {n.op == Op::LogSoftmax ? 1u : 0u};
+    c.tensors = {{n.inputs[0], false}, {id, true}};
+    c.groups = {std::min<uint32_t>(p.outer * p.inner, kMaxGroups), 1, 1};
+    Emitter::set_params(c, p);
+    return;
+  }
+  NormParams p{};
+  p.dim = u32(s.back(), "normalised dimension");
+  p.rows = u32(numel(s) / s.back(), "rows");
+  p.eps = static_cast<float>(n.attrs.scalar);
+  int x = n.inputs[0];
+  bool has_w = n.inputs.size() > 1, has_b = n.inputs.size() > 2;
+  KernelCall& c = e.call(Kernel::Norm, id, "");
+  c.spec = {n.op == Op::RmsNorm ? NORM_RMS : NORM_LAYER, has_w ? 1u : 0u, has_b ? 1u : 0u};
+  c.tensors = {{x, false}, {has_w ? n.inputs[1] : x, false}, {has_b ? n.inputs[2] : x, false}, {id, true}};
+  c.groups = {std::min<uint32_t>(p.rows, kMaxGroups), 1, 1};
+  Emitter::set_params(c, p);
+}
+
+}  // namespace meganeura::lower

@@ -1,0 +1,101 @@
+// Lowering: walks the graph in order, gives every live node a tensor (views alias their
+// source) and emits the kernel calls of its archetype.
+#include <algorithm>
+
+#include "lower/emit.hpp"
+#include "meganeura/error.hpp"
+
+namespace meganeura::lower {
+
+uint32_t dtype_code(DType t) {
+  switch (t) {
+    case DType::f32: return kernels::DT_F32;
+    case DType::i32: return kernels::DT_I32;
+    case DType::u32: return kernels::DT_U32;
+    case DType::f16:
+    case DType::bf16: break;
+  }
+  throw DTypeError("internal: 16-bit dtype reached a 32-bit kernel");
+}
+
+static std::string describe(const Graph& g, int id) {
+  const Node& n = g.node(id);
+  std::string s = std::string(op_name(n.op)) + " %" + std::to_string(id);
+  for (size_t i = 0; i < n.inputs.size(); ++i) s += (i ? "," : " ") + shape_str(g.node(n.inputs[i]).shape);
+  s += " -> " + shape_str(n.shape);
+  if (!n.name.empty() && n.op != Op::Input && n.op != Op::Parameter) s += " (" + n.name + ")";
+  return s;
+}
+
+KernelCall& Emitter::call(kernels::Kernel k, int node, std::string what) {
+  KernelCall c;
+  c.kernel = k;
+  c.node = node;
+  c.label = describe(g_, node) + (what.empty() ? "" : " [" + what + "]");
+  out_.calls.push_back(std::move(c));
+  return out_.calls.back();
+}
+
+int Emitter::scratch(uint64_t bytes) {
+  TensorDesc t;
+  t.bytes = std::max<uint64_t>(bytes, 4);
+  t.role = Role::Scratch;
+  out_.tensors.push_back(t);
+  return static_cast<int>(out_.tensors.size()) - 1;
+}
+
+// Marks every node some output depends on.
+static std::vector<bool> live_nodes(const Graph& g) {
+  std::vector<bool> live(static_cast<size_t>(g.size()), false);
+  for (auto& [name, id] : g.outputs()) live[static_cast<size_t>(id)] = true;
+  for (int id = g.size() - 1; id >= 0; --id)
+    if (live[static_cast<size_t>(id)])
+      for (int in : g.node(id).inputs) live[static_cast<size_t>(in)] = true;
+  return live;
+}
+
+Lowered lower(const Graph& g) {
+  if (g.outputs().empty()) throw Error("the graph has no outputs: mark results with Graph::output(name, tensor)");
+  Lowered out;
+  out.tensors.resize(static_cast<size_t>(g.size()));
+  std::vector<bool> live = live_nodes(g);
+  for (auto& [name, id] : g.outputs()) out.tensors[static_cast<size_t>(id)].output = true;
+  Emitter e(g, out);
+  for (int id = 0; id < g.size(); ++id) {
+    const Node& n = g.node(id);
+    TensorDesc& t = out.tensors[static_cast<size_t>(id)];
+    t.node = id;
+    t.bytes = std::max<uint64_t>((static_cast<uint64_t>(numel(n.shape)) * dtype_size(n.dtype) + 3) / 4 * 4, 4);
+    if (n.op == Op::Input) t.role = Role::Input;
+    else if (n.op == Op::Parameter) t.role = Role::Parameter;
+    else if (n.op == Op::Constant) t.role = Role::Constant;
+    if (!live[static_cast<size_t>(id)] || op_kind(n.op) == OpKind::Leaf) continue;
+    if (n.op == Op::Reshape) {  // a view: same bytes, new shape
+      t.alias_of = n.inputs[0];
+      continue;
+    }
+    if (numel(n.shape) == 0) continue;  // nothing to compute
+    switch (op_kind(n.op)) {
+      case OpKind::Unary:
+      case OpKind::Binary:
+      case OpKind::Compare:
+      case OpKind::Select:
+      case OpKind::Convert: emit_elementwise(e, id); break;
+      case OpKind::Movement: emit_movement(e, id); break;
+      case OpKind::Contract: emit_matmul(e, id); break;
+      case OpKind::Reduce: emit_reduce(e, id); break;
+      case OpKind::Row: emit_row(e, id); break;
+      case OpKind::Index: emit_index(e, id); break;
+      case OpKind::Loss:
+        if (n.op == Op::CrossEntropy) emit_index(e, id);
+        else emit_reduce(e, id);
+        break;
+      case OpKind::Leaf: break;
+    }
+  }
+  // A tensor that is an output keeps the bytes of everything it views alive to the end.
+  for (auto& [name, id] : g.outputs()) out.tensors[static_cast<size_t>(out.root(id))].output = true;
+  return out;
+}
+
+}  // namespace meganeura::lower

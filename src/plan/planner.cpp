@@ -1,0 +1,160 @@
+#include "plan/planner.hpp"
+
+#include <algorithm>
+
+#include "meganeura/error.hpp"
+#include "plan/arena.hpp"
+
+namespace meganeura::plan {
+
+using lower::Role;
+
+static uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+// Persistent tensors (parameters, constants, inputs) are packed one after another.
+static void pack(std::vector<Slice>& where, const lower::Lowered& low, uint32_t buffer, uint64_t alignment,
+                 uint64_t& size, bool (*wanted)(Role)) {
+  for (size_t t = 0; t < low.tensors.size(); ++t) {
+    const lower::TensorDesc& d = low.tensors[t];
+    if (d.alias_of >= 0 || !wanted(d.role)) continue;
+    where[t] = {buffer, size, d.bytes};
+    size = align_up(size + d.bytes, alignment);
+  }
+}
+
+// Lifetimes of arena tensors in command order, then their offsets.
+static uint64_t place_arena(std::vector<Slice>& where, const lower::Lowered& low, const PlanOptions& opts,
+                            uint64_t& unshared) {
+  const int end = static_cast<int>(low.calls.size());
+  std::vector<int> first(low.tensors.size(), -1), last(low.tensors.size(), -1);
+  for (int c = 0; c < end; ++c)
+    for (const lower::Access& a : low.calls[static_cast<size_t>(c)].tensors) {
+      auto r = static_cast<size_t>(low.root(a.tensor));
+      if (first[r] < 0) first[r] = c;
+      last[r] = c;
+    }
+  std::vector<Lifetime> items;
+  std::vector<size_t> ids;
+  for (size_t t = 0; t < low.tensors.size(); ++t) {
+    const lower::TensorDesc& d = low.tensors[t];
+    bool arena = d.role == Role::Intermediate || d.role == Role::Scratch;
+    if (d.alias_of >= 0 || !arena || first[t] < 0) continue;
+    items.push_back({d.bytes, first[t], d.output ? end : last[t]});
+    ids.push_back(t);
+  }
+  uint64_t size = 0;
+  std::vector<uint64_t> offsets = place(items, opts.alignment, opts.reuse_memory, size);
+  unshared = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    where[ids[i]] = {kArenaBuffer, offsets[i], items[i].bytes};
+    unshared += align_up(items[i].bytes, opts.alignment);
+  }
+  return size;
+}
+
+namespace {
+
+// Byte ranges touched since the last barrier.
+struct Hazards {
+  struct Range { uint32_t buffer; uint64_t begin, end; };
+  std::vector<Range> reads, writes;
+
+  static bool overlaps(const std::vector<Range>& rs, const Range& x) {
+    return std::any_of(rs.begin(), rs.end(),
+                       [&](const Range& r) { return r.buffer == x.buffer && r.begin < x.end && x.begin < r.end; });
+  }
+  bool conflicts(const std::vector<Range>& rd, const std::vector<Range>& wr) const {
+    for (auto& r : rd) if (overlaps(writes, r)) return true;                        // read after write
+    for (auto& w : wr) if (overlaps(writes, w) || overlaps(reads, w)) return true;  // write after write/read
+    return false;
+  }
+  void clear() { reads.clear(); writes.clear(); }
+};
+
+}  // namespace
+
+Planned plan_program(const lower::Lowered& low, const Graph& g, const PlanOptions& opts) {
+  Planned out;
+  const size_t n = low.tensors.size();
+  out.tensor.assign(n, Slice{});
+  out.upload.assign(n, Slice{});
+
+  uint64_t persistent = 0, inputs = 0, upload = 0, readback = 0, params = 0;
+  pack(out.tensor, low, kPersistentBuffer, opts.alignment, persistent,
+       [](Role r) { return r == Role::Parameter || r == Role::Constant; });
+  pack(out.tensor, low, kInputBuffer, opts.alignment, inputs, [](Role r) { return r == Role::Input; });
+  uint64_t arena = place_arena(out.tensor, low, opts, out.arena_unshared);
+  for (size_t t = 0; t < n; ++t)  // views share their root's bytes
+    if (low.tensors[t].alias_of >= 0) {
+      out.tensor[t] = out.tensor[static_cast<size_t>(low.root(static_cast<int>(t)))];
+      out.tensor[t].size = low.tensors[t].bytes;
+    }
+
+  Program& p = out.program;
+  std::vector<Command>& cmds = p.commands;
+  // Inputs: host writes the upload buffer; the step starts by copying it to the device.
+  for (size_t t = 0; t < n; ++t)
+    if (low.tensors[t].role == Role::Input && low.tensors[t].alias_of < 0) {
+      out.upload[t] = {kUploadBuffer, upload, low.tensors[t].bytes};
+      upload = align_up(upload + low.tensors[t].bytes, opts.alignment);
+      cmds.push_back(Copy{out.upload[t], out.tensor[t]});
+    }
+  if (!cmds.empty()) {
+    cmds.push_back(Barrier{Barrier::TransferToCompute});
+    ++out.barriers;
+  }
+
+  Hazards pending;
+  for (const lower::KernelCall& c : low.calls) {
+    Dispatch d;
+    d.kernel = c.kernel;
+    d.spec = c.spec;
+    d.groups = c.groups;
+    d.label = c.label;
+    d.params = {kParamsBuffer, params, c.params.size() * 4};
+    out.params_words.resize(params / 4, 0);
+    out.params_words.insert(out.params_words.end(), c.params.begin(), c.params.end());
+    params = align_up(params + c.params.size() * 4, opts.alignment);
+    std::vector<Hazards::Range> rd, wr;
+    for (const lower::Access& a : c.tensors) {
+      Slice s = out.tensor[static_cast<size_t>(a.tensor)];
+      d.tensors.push_back(s);
+      (a.write ? wr : rd).push_back({s.buffer, s.offset, s.offset + s.size});
+    }
+    if (pending.conflicts(rd, wr)) {
+      cmds.push_back(Barrier{Barrier::ComputeToCompute});
+      ++out.barriers;
+      pending.clear();
+    }
+    pending.reads.insert(pending.reads.end(), rd.begin(), rd.end());
+    pending.writes.insert(pending.writes.end(), wr.begin(), wr.end());
+    cmds.push_back(std::move(d));
+    ++out.dispatches;
+  }
+
+  // Outputs: copied to the readback buffer at the end of the step.
+  cmds.push_back(Barrier{Barrier::ComputeToTransfer});
+  for (auto& [name, id] : g.outputs()) {
+    Slice src = out.tensor[static_cast<size_t>(id)];
+    Slice dst{kReadbackBuffer, readback, src.size};
+    readback = align_up(readback + src.size, opts.alignment);
+    out.readback.push_back(dst);
+    cmds.push_back(Copy{src, dst});
+  }
+  cmds.push_back(Barrier{Barrier::TransferToHost});  // also makes the status block visible
+  out.barriers += 2;
+
+  p.status_buffer = kStatusBuffer;
+  p.buffers.resize(kBufferCount);
+  p.buffers[kParamsBuffer] = {"kernel parameters", std::max<uint64_t>(params, 256), Memory::DeviceLocal};
+  p.buffers[kStatusBuffer] = {"status block", sizeof(kernels::Status), Memory::HostShared};
+  p.buffers[kPersistentBuffer] = {"parameters", std::max<uint64_t>(persistent, 256), Memory::DeviceLocal};
+  p.buffers[kInputBuffer] = {"inputs", std::max<uint64_t>(inputs, 256), Memory::DeviceLocal};
+  p.buffers[kArenaBuffer] = {"activation arena", std::max<uint64_t>(arena, 256), Memory::DeviceLocal};
+  p.buffers[kUploadBuffer] = {"input staging", std::max<uint64_t>(upload, 256), Memory::Upload};
+  p.buffers[kReadbackBuffer] = {"output staging", std::max<uint64_t>(readback, 256), Memory::Readback};
+  out.params_words.resize(p.buffers[kParamsBuffer].size / 4, 0);
+  return out;
+}
+
+}  // namespace meganeura::plan

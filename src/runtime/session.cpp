@@ -1,0 +1,218 @@
+// Sessions: build (lower -> plan -> record) and the per-step API by name.
+#include "meganeura/session.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <sstream>
+
+#include "kernels/spirv.hpp"
+#include "lower/lowered.hpp"
+#include "meganeura/error.hpp"
+#include "plan/planner.hpp"
+#include "vulkan/executable.hpp"
+
+namespace meganeura {
+
+struct Session::Impl {
+  struct Named {
+    int tensor;
+    Shape shape;
+    DType dtype;
+    bool set = false;
+  };
+  std::map<std::string, Named, std::less<>> inputs, parameters;
+  std::vector<std::pair<std::string, Named>> outputs;  // Graph::outputs order
+  std::vector<std::string> node_labels;                // for run-time errors
+  plan::Planned planned;
+  std::shared_ptr<vk::Context> ctx;
+  std::unique_ptr<vk::Executable> exe;
+  SessionOptions options;
+  uint64_t steps = 0;
+
+  static std::string known(const std::map<std::string, Named, std::less<>>& m) {
+    std::string s;
+    for (auto& [name, v] : m) s += (s.empty() ? "" : ", ") + ("\"" + name + "\"");
+    return s.empty() ? "none" : s;
+  }
+
+  Named& find(std::map<std::string, Named, std::less<>>& m, std::string_view name, const char* what,
+              const std::map<std::string, Named, std::less<>>& other, const char* other_what, const char* other_call) {
+    auto it = m.find(name);
+    if (it != m.end()) return it->second;
+    std::string msg = "unknown " + std::string(what) + " \"" + std::string(name) + "\"";
+    if (other.count(name)) msg += ": it is " + std::string(other_what) + "; use " + other_call;
+    else msg += "; the session's " + std::string(what) + "s are: " + known(m);
+    throw NameError(msg);
+  }
+
+  static void check_value(const Named& n, std::string_view name, const char* what, const HostTensor& v) {
+    if (v.dtype != n.dtype)
+      throw DTypeError(std::string(what) + " \"" + std::string(name) + "\" is " + std::string(dtype_name(n.dtype)) + " " +
+                       shape_str(n.shape) + ", got " + std::string(dtype_name(v.dtype)) + " data");
+    uint64_t want = static_cast<uint64_t>(numel(n.shape)) * dtype_size(n.dtype);
+    if (v.bytes.size() != want)
+      throw SizeError(std::string(what) + " \"" + std::string(name) + "\" has shape " + shape_str(n.shape) + " (" +
+                      std::to_string(numel(n.shape)) + " " + std::string(dtype_name(n.dtype)) + " values), got " +
+                      std::to_string(v.bytes.size() / dtype_size(v.dtype)) + " values");
+  }
+
+  void check_status() {
+    auto* st = static_cast<kernels::Status*>(exe->mapped(planned.program.status_buffer));
+    if (st->code == kernels::STATUS_OK) return;
+    kernels::Status s = *st;
+    std::memset(st, 0, sizeof(*st));
+    std::string node = s.node < node_labels.size() ? node_labels[s.node] : "%" + std::to_string(s.node);
+    if (s.code == kernels::STATUS_INDEX_OUT_OF_RANGE)
+      throw RuntimeDataError("index " + std::to_string(s.value) + " is out of range in node \"" + node + "\": valid indices are [" +
+                             std::to_string(-static_cast<int64_t>(s.limit)) + ", " + std::to_string(s.limit) + ")");
+    throw RuntimeDataError("kernel reported status " + std::to_string(s.code) + " in node \"" + node + "\"");
+  }
+};
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Session::~Session() = default;
+Session::Session(Session&&) noexcept = default;
+Session& Session::operator=(Session&&) noexcept = default;
+
+Session build_inference_session(const Graph& g, const SessionOptions& options) {
+  auto impl = std::make_unique<Session::Impl>();
+  impl->options = options;
+  lower::Lowered low = lower::lower(g);
+  impl->planned = plan::plan_program(low, g, {.reuse_memory = options.reuse_memory});
+  impl->ctx = vk::Context::get();
+  impl->exe = std::make_unique<vk::Executable>(impl->ctx, impl->planned.program, vk::ExecutableOptions{.timestamps = options.profile});
+
+  const plan::Planned& p = impl->planned;
+  const auto& words = p.params_words;
+  impl->exe->write({plan::kParamsBuffer, 0, words.size() * 4}, std::as_bytes(std::span(words)));
+  for (int id = 0; id < g.size(); ++id) {
+    const Node& n = g.node(id);
+    impl->node_labels.push_back(g.label(id) + " (" + std::string(op_name(n.op)) + ")");
+    Session::Impl::Named named{id, n.shape, n.dtype};
+    if (n.op == Op::Input) impl->inputs.emplace(n.name, named);
+    else if (n.op == Op::Parameter) impl->parameters.emplace(n.name, named);
+    else if (n.op == Op::Constant && !n.constant.empty())
+      impl->exe->write(p.tensor[static_cast<size_t>(id)], n.constant);
+  }
+  for (auto& [name, id] : g.outputs()) impl->outputs.emplace_back(name, Session::Impl::Named{id, g.node(id).shape, g.node(id).dtype});
+  return Session(std::move(impl));
+}
+
+void Session::set_input(std::string_view name, const HostTensor& value) {
+  auto& n = impl_->find(impl_->inputs, name, "input", impl_->parameters, "a parameter", "set_parameter");
+  Impl::check_value(n, name, "input", value);
+  const plan::Slice& s = impl_->planned.upload[static_cast<size_t>(n.tensor)];
+  std::memcpy(static_cast<std::byte*>(impl_->exe->mapped(s.buffer)) + s.offset, value.bytes.data(), value.bytes.size());
+  n.set = true;
+}
+
+void Session::set_input(std::string_view name, std::span<const float> values) {
+  auto& n = impl_->find(impl_->inputs, name, "input", impl_->parameters, "a parameter", "set_parameter");
+  set_input(name, HostTensor{n.shape, f32, {reinterpret_cast<const std::byte*>(values.data()),
+                                            reinterpret_cast<const std::byte*>(values.data() + values.size())}});
+}
+
+void Session::set_parameter(std::string_view name, const HostTensor& value) {
+  auto& n = impl_->find(impl_->parameters, name, "parameter", impl_->inputs, "an input", "set_input");
+  Impl::check_value(n, name, "parameter", value);
+  impl_->exe->write(impl_->planned.tensor[static_cast<size_t>(n.tensor)], value.bytes);
+  n.set = true;
+}
+
+void Session::set_parameter(std::string_view name, std::span<const float> values) {
+  auto& n = impl_->find(impl_->parameters, name, "parameter", impl_->inputs, "an input", "set_input");
+  set_parameter(name, HostTensor{n.shape, f32, {reinterpret_cast<const std::byte*>(values.data()),
+                                                reinterpret_cast<const std::byte*>(values.data() + values.size())}});
+}
+
+void Session::step() {
+  std::string unset;
+  for (auto* m : {&impl_->inputs, &impl_->parameters})
+    for (auto& [name, n] : *m)
+      if (!n.set) unset += (unset.empty() ? "" : ", ") + (std::string(m == &impl_->inputs ? "input" : "parameter") + " \"" + name + "\"");
+  if (!unset.empty()) throw Error("step() before these were set: " + unset);
+  impl_->exe->run();
+  ++impl_->steps;
+  impl_->check_status();
+}
+
+HostTensor Session::read_output(std::string_view name) const {
+  for (size_t i = 0; i < impl_->outputs.size(); ++i) {
+    auto& [oname, n] = impl_->outputs[i];
+    if (oname != name) continue;
+    if (impl_->steps == 0) throw Error("read_output(\"" + std::string(name) + "\") before any step()");
+    const plan::Slice& s = impl_->planned.readback[i];
+    HostTensor t{n.shape, n.dtype, std::vector<std::byte>(static_cast<size_t>(numel(n.shape)) * dtype_size(n.dtype))};
+    std::memcpy(t.bytes.data(), static_cast<const std::byte*>(impl_->exe->mapped(s.buffer)) + s.offset, t.bytes.size());
+    return t;
+  }
+  std::string names;
+  for (auto& [oname, n] : impl_->outputs) names += (names.empty() ? "\"" : ", \"") + oname + "\"";
+  throw NameError("unknown output \"" + std::string(name) + "\"; the session's outputs are: " + names);
+}
+
+HostTensor Session::read_parameter(std::string_view name) const {
+  auto& n = impl_->find(impl_->parameters, name, "parameter", impl_->inputs, "an input", "read_output");
+  HostTensor t{n.shape, n.dtype, std::vector<std::byte>(static_cast<size_t>(numel(n.shape)) * dtype_size(n.dtype))};
+  plan::Slice s = impl_->planned.tensor[static_cast<size_t>(n.tensor)];
+  s.size = t.bytes.size();
+  impl_->exe->read(s, t.bytes);
+  return t;
+}
+
+static std::vector<std::string> names_of(const std::map<std::string, Session::Impl::Named, std::less<>>& m) {
+  std::vector<std::string> v;
+  for (auto& [name, n] : m) v.push_back(name);
+  return v;
+}
+std::vector<std::string> Session::input_names() const { return names_of(impl_->inputs); }
+std::vector<std::string> Session::parameter_names() const { return names_of(impl_->parameters); }
+std::vector<std::string> Session::output_names() const {
+  std::vector<std::string> v;
+  for (auto& [name, n] : impl_->outputs) v.push_back(name);
+  return v;
+}
+
+MemoryStats Session::memory() const {
+  const auto& b = impl_->planned.program.buffers;
+  MemoryStats m;
+  m.parameters = b[plan::kPersistentBuffer].size;
+  m.io = b[plan::kInputBuffer].size;
+  m.arena = b[plan::kArenaBuffer].size;
+  m.arena_unshared = impl_->planned.arena_unshared;
+  m.total_device = impl_->exe->device_bytes();
+  return m;
+}
+
+SessionStats Session::stats() const {
+  return {impl_->exe->recordings(), impl_->steps, impl_->planned.dispatches, impl_->planned.barriers};
+}
+
+std::string Session::listing() const {
+  static const char* kBarrier[] = {"transfer -> compute", "compute -> compute", "compute -> transfer", "transfer -> host"};
+  std::ostringstream o;
+  for (const plan::Command& c : impl_->planned.program.commands) {
+    if (auto* d = std::get_if<plan::Dispatch>(&c))
+      o << "dispatch " << kernels::kernel_name(d->kernel) << " (" << d->groups[0] << "," << d->groups[1] << "," << d->groups[2]
+        << ")  " << d->label << "\n";
+    else if (auto* cp = std::get_if<plan::Copy>(&c))
+      o << "copy     " << impl_->planned.program.buffers[cp->src.buffer].name << " -> "
+        << impl_->planned.program.buffers[cp->dst.buffer].name << " (" << cp->src.size << " bytes)\n";
+    else
+      o << "barrier  " << kBarrier[std::get<plan::Barrier>(c).kind] << "\n";
+  }
+  return o.str();
+}
+
+std::vector<std::pair<std::string, double>> Session::profile() const {
+  if (!impl_->options.profile) throw Error("profile() needs SessionOptions{.profile = true}");
+  std::vector<double> ns = impl_->exe->dispatch_times_ns();
+  std::vector<std::pair<std::string, double>> out;
+  size_t i = 0;
+  for (const plan::Command& c : impl_->planned.program.commands)
+    if (auto* d = std::get_if<plan::Dispatch>(&c)) out.emplace_back(d->label, i < ns.size() ? ns[i++] : 0.0);
+  return out;
+}
+
+}  // namespace meganeura
