@@ -56,7 +56,8 @@ Shape broadcast_or_throw(InferContext& c, const Shape& a, const Shape& b) {
 
 }  // namespace
 
-OutType infer_leaf(InferContext& c) { return {c.g.node(c.inputs.empty() ? 0 : c.inputs[0]).shape, f32}; }
+// Leaves get their shape from Graph::input/parameter/constant; Graph::add refuses them.
+OutType infer_leaf(InferContext& c) { c.shape_error("leaves are made with Graph::input, parameter or constant"); }
 
 OutType infer_unary(InferContext& c) {
   c.require_dtype(0, {f32}, "input");
@@ -133,7 +134,8 @@ static Shape reduce_shape(InferContext& c) {
   } else {
     for (int64_t a : c.attrs.axes) axes.push_back(c.axis(a, r));
     std::sort(axes.begin(), axes.end());
-    if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) c.shape_error("an axis is listed twice");
+    auto dup = std::adjacent_find(axes.begin(), axes.end());
+    if (dup != axes.end()) c.shape_error("axis " + std::to_string(*dup) + " is listed twice in " + shape_str(c.attrs.axes));
   }
   c.attrs.axes = axes;
   Shape out;

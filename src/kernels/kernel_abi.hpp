@@ -34,14 +34,16 @@ inline constexpr uint32_t kWorkgroupSize = 256;
 // Data type codes used by specialization constants.
 enum : uint32_t { DT_F32 = 0, DT_I32 = 1, DT_U32 = 2 };
 
+inline constexpr uint32_t kElementwiseInputs = 3;
+
 // Status codes written to binding 1 (first failure wins, via atomicCompSwap on `code`).
 enum : uint32_t { STATUS_OK = 0, STATUS_INDEX_OUT_OF_RANGE = 1 };
 struct Status { uint32_t code, node; int32_t value; uint32_t limit; };
 
 // ---- Elementwise ------------------------------------------------------------------------------
 // spec 1: EW_OP; spec 2: dtype of input 0; spec 3: dtype of input 1; spec 4: dtype of output.
-// Bindings 2..(2+arity-1): inputs, then the output. Arity: 1 (unary, COPY, CONVERT), 2 (binary,
-// compare), 3 (WHERE: cond, a, b). For each output index i in [0, n): unravel i over `shape`
+// Bindings 2, 3, 4: inputs (those past the arity are bound to input 0 and not read); binding 5:
+// the output. Arity: 1 (unary, COPY, CONVERT), 2 (binary, compare), 3 (WHERE: cond, a, b). For each output index i in [0, n): unravel i over `shape`
 // (row-major, `rank` dims), input k reads element in_offset[k] + sum_d idx[d]*in_stride[k*8+d],
 // and the result goes to out_offset + sum_d idx[d]*out_stride[d]. Strides are in elements
 // (0 = broadcast). Arithmetic ops read and write f32. Compares read dtype spec 2 (both inputs

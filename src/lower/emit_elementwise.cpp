@@ -30,6 +30,7 @@ void Emitter::elementwise(int node, uint32_t op, const Shape& shape, std::vector
     p.in_offset[k] = u32(inputs[k].offset, "input offset");
     c.tensors.push_back({inputs[k].tensor, false});
   }
+  while (c.tensors.size() < kElementwiseInputs) c.tensors.push_back({inputs[0].tensor, false});
   c.tensors.push_back({out.tensor, true});
   dtypes.resize(3, DT_F32);
   c.spec = {op, dtypes[0], dtypes[1], dtypes[2]};

@@ -14,6 +14,12 @@
 
 namespace meganeura {
 
+// The first n bytes of a slice: tensors are padded to whole 32-bit words, host data is not.
+static plan::Slice first_bytes(plan::Slice s, size_t n) {
+  s.size = n;
+  return s;
+}
+
 struct Session::Impl {
   struct Named {
     int tensor;
@@ -24,6 +30,7 @@ struct Session::Impl {
   std::map<std::string, Named, std::less<>> inputs, parameters;
   std::vector<std::pair<std::string, Named>> outputs;  // Graph::outputs order
   std::vector<std::string> node_labels;                // for run-time errors
+  std::vector<Op> node_ops;
   plan::Planned planned;
   std::shared_ptr<vk::Context> ctx;
   std::unique_ptr<vk::Executable> exe;
@@ -63,6 +70,10 @@ struct Session::Impl {
     kernels::Status s = *st;
     std::memset(st, 0, sizeof(*st));
     std::string node = s.node < node_labels.size() ? node_labels[s.node] : "%" + std::to_string(s.node);
+    bool label = s.node < node_ops.size() && node_ops[s.node] == Op::CrossEntropy;
+    if (s.code == kernels::STATUS_INDEX_OUT_OF_RANGE && label)
+      throw RuntimeDataError("label " + std::to_string(s.value) + " is out of range in node \"" + node + "\": labels must be in [0, " +
+                             std::to_string(s.limit) + ") or equal the ignore_index");
     if (s.code == kernels::STATUS_INDEX_OUT_OF_RANGE)
       throw RuntimeDataError("index " + std::to_string(s.value) + " is out of range in node \"" + node + "\": valid indices are [" +
                              std::to_string(-static_cast<int64_t>(s.limit)) + ", " + std::to_string(s.limit) + ")");
@@ -89,11 +100,12 @@ Session build_inference_session(const Graph& g, const SessionOptions& options) {
   for (int id = 0; id < g.size(); ++id) {
     const Node& n = g.node(id);
     impl->node_labels.push_back(g.label(id) + " (" + std::string(op_name(n.op)) + ")");
+    impl->node_ops.push_back(n.op);
     Session::Impl::Named named{id, n.shape, n.dtype};
     if (n.op == Op::Input) impl->inputs.emplace(n.name, named);
     else if (n.op == Op::Parameter) impl->parameters.emplace(n.name, named);
     else if (n.op == Op::Constant && !n.constant.empty())
-      impl->exe->write(p.tensor[static_cast<size_t>(id)], n.constant);
+      impl->exe->write(first_bytes(p.tensor[static_cast<size_t>(id)], n.constant.size()), n.constant);
   }
   for (auto& [name, id] : g.outputs()) impl->outputs.emplace_back(name, Session::Impl::Named{id, g.node(id).shape, g.node(id).dtype});
   return Session(std::move(impl));
@@ -116,7 +128,7 @@ void Session::set_input(std::string_view name, std::span<const float> values) {
 void Session::set_parameter(std::string_view name, const HostTensor& value) {
   auto& n = impl_->find(impl_->parameters, name, "parameter", impl_->inputs, "an input", "set_input");
   Impl::check_value(n, name, "parameter", value);
-  impl_->exe->write(impl_->planned.tensor[static_cast<size_t>(n.tensor)], value.bytes);
+  impl_->exe->write(first_bytes(impl_->planned.tensor[static_cast<size_t>(n.tensor)], value.bytes.size()), value.bytes);
   n.set = true;
 }
 
@@ -155,9 +167,7 @@ HostTensor Session::read_output(std::string_view name) const {
 HostTensor Session::read_parameter(std::string_view name) const {
   auto& n = impl_->find(impl_->parameters, name, "parameter", impl_->inputs, "an input", "read_output");
   HostTensor t{n.shape, n.dtype, std::vector<std::byte>(static_cast<size_t>(numel(n.shape)) * dtype_size(n.dtype))};
-  plan::Slice s = impl_->planned.tensor[static_cast<size_t>(n.tensor)];
-  s.size = t.bytes.size();
-  impl_->exe->read(s, t.bytes);
+  impl_->exe->read(first_bytes(impl_->planned.tensor[static_cast<size_t>(n.tensor)], t.bytes.size()), t.bytes);
   return t;
 }
 

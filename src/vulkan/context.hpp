@@ -44,22 +44,31 @@ class Context {
   // size) and `tensor_bindings` storage buffers after the params and status bindings. Cached.
   const Pipeline& pipeline(kernels::Kernel k, std::span<const uint32_t> spec, uint32_t tensor_bindings);
 
-  // Memory type index for `memory` (see plan::Memory), and the free bytes of its heap (from
-  // VK_EXT_memory_budget where available, else the heap size) for out-of-memory messages.
-  uint32_t memory_type(uint32_t type_bits, VkMemoryPropertyFlags want, VkMemoryPropertyFlags nice) const;
+  // Memory type index among `type_bits` with all of `want`, preferring types with more of `nice`
+  // and fewer of `avoid` (then the driver's order); throws DeviceError when none has `want`.
+  // heap_report: "heap 0 has 0.4 GiB free" (VK_EXT_memory_budget where available, else the heap
+  // size), for out-of-memory messages.
+  uint32_t memory_type(uint32_t type_bits, VkMemoryPropertyFlags want, VkMemoryPropertyFlags nice,
+                       VkMemoryPropertyFlags avoid = 0) const;
   std::string heap_report(uint32_t memory_type) const;
+  // The largest single allocation the device allows (VkPhysicalDeviceMaintenance3Properties).
+  uint64_t max_allocation_size() const;
 
   // Records `fn` into a one-shot command buffer, submits it and waits (uploads, downloads).
   void run_once(const std::function<void(VkCommandBuffer)>& fn);
   // Waits on a fence with the step timeout (MEGANEURA_TIMEOUT_S, default 60): a hang or a lost
   // device becomes a DeviceError instead of blocking forever.
   void wait(VkFence fence, std::string_view what);
+  // Submits `cb` (queue access is serialized across threads), waits for `fence` as wait() does,
+  // and resets it. `what` names the work in errors ("a step", "a transfer").
+  void submit(VkCommandBuffer cb, VkFence fence, std::string_view what);
 
   std::vector<std::string> take_validation_messages();
 
  private:
   Context();
-  // ... implementation-defined members
+  // The instance, logical device, pools and pipeline cache, destroyed in the right order by
+  // Impl's destructor (also when the constructor throws half-way). See context_impl.hpp.
   struct Impl;
   std::unique_ptr<Impl> impl_;
   DeviceInfo info_;

@@ -34,6 +34,7 @@ class Executable {
   // How many times the step command buffer was recorded (1 after construction, forever).
   uint64_t recordings() const;
   // GPU time of each dispatch of the last run, in nanoseconds, in command order (timestamps on).
+  // Empty before the first run, with timestamps off, or where the queue has no timestamps.
   std::vector<double> dispatch_times_ns() const;
   uint64_t device_bytes() const;  // total bytes of device-local buffers
 

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs the per-op benchmark on the GPU machine. Through the device tool, in the repo root there,
+# with `.gl` and the GPU build (default build-gpu/, built on the Debian machine) carried:
+#   bash bench/run_gpu.sh [extra benchmark flags, e.g. --benchmark_filter=matmul]
+# Writes $OUT/ops.json (Google Benchmark JSON) and prints a markdown table last.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build=${MEGANEURA_BUILD_DIR:-build-gpu}
+out=${OUT:-out}
+mkdir -p "$out"
+
+# vk-env.sh unpacks the Vulkan loader into / and points it at the NVIDIA driver: only there.
+if [[ -d /usr/local/nvidia ]]; then
+  source .gl/vk-env.sh || { echo "run_gpu: carry .gl (../shared/device/prepare-vulkan.sh fills it)" >&2; exit 1; }
+else
+  echo "run_gpu: no NVIDIA driver here; using the system's Vulkan drivers" >&2
+fi
+# Shared libraries the GPU machine lacks (libbenchmark.so.1debian, ...) go in $build/lib.
+export LD_LIBRARY_PATH="$PWD/$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+cli=$build/tools/meganeura
+[[ -x $cli ]] || cli=$build/meganeura
+"$cli" info || { echo "run_gpu: '$cli info' failed: no Vulkan device?" >&2; exit 1; }
+
+"$build/bench/meganeura-bench-ops" --benchmark_format=console \
+  --benchmark_out="$out/ops.json" --benchmark_out_format=json "$@"
+status=$?
+
+echo
+python3 bench/summarize.py "$out/ops.json"
+exit $status

@@ -1,0 +1,113 @@
+// Shared declarations of the meganeura kernels; the contract is src/kernels/kernel_abi.hpp.
+// Each kernel declares its params block (binding 0) and tensors (bindings 2..) itself, enables
+// GL_GOOGLE_include_directive and includes this file first.
+//
+// Assumptions every kernel makes: the workgroup size (spec constant 0) is a power of two, and
+// 256 for MatMul (its tile mapping needs exactly 256 invocations).
+
+layout(local_size_x_id = 0) in;
+
+const uint DT_F32 = 0u, DT_I32 = 1u, DT_U32 = 2u;
+const uint STATUS_INDEX_OUT_OF_RANGE = 1u;
+const uint WG = gl_WorkGroupSize.x;
+
+// Binding 1: the first failure wins; only its winner fills in the details.
+layout(std430, set = 0, binding = 1) buffer StatusBlock { uint code; uint node; int value; uint limit; } status;
+void report(uint code, uint node, int value, uint limit) {
+  if (atomicCompSwap(status.code, 0u, code) == 0u) {
+    status.node = node;
+    status.value = value;
+    status.limit = limit;
+  }
+}
+
+#include "math.glsl"
+
+// ---- dtypes: tensors are uint words; these convert a word of `dtype` to and from f32 ----------
+float word_to_f32(uint w, uint dtype) {
+  if (dtype == DT_I32) return float(int(w));
+  if (dtype == DT_U32) return float(w);
+  return uintBitsToFloat(w);
+}
+// f32 -> int truncates toward zero like a C++ cast (out of range is undefined there too).
+uint f32_to_word(float v, uint dtype) {
+  if (dtype == DT_I32) return uint(int(v));
+  if (dtype == DT_U32) return v < 0.0f ? uint(int(v)) : uint(v);
+  return floatBitsToUint(v);
+}
+// An index word of `dtype` (DT_I32 or DT_U32) checked against [-len, len), negatives wrapped once.
+// Returns the wrapped index, or 0xffffffff when out of range.
+const uint BAD_INDEX = 0xffffffffu;
+uint checked_index(uint w, uint dtype, uint len) {
+  if (dtype == DT_U32) return w < len ? w : BAD_INDEX;
+  int v = int(w);
+  if (v >= 0) return uint(v) < len ? uint(v) : BAD_INDEX;
+  return uint(-(v + 1)) < len ? uint(v + int(len)) : BAD_INDEX;  // -(v+1): no overflow at INT_MIN
+}
+
+// max/min that propagate NaN like PyTorch (GLSL max()/min() leave NaN handling undefined).
+float max_nan(float a, float b) { return (is_nan(a) || is_nan(b)) ? F_NAN : max(a, b); }
+float min_nan(float a, float b) { return (is_nan(a) || is_nan(b)) ? F_NAN : min(a, b); }
+
+// ---- strided addressing -----------------------------------------------------------------------
+// result = sum_d idx[d] * STRIDE[d], idx = row-major unravel of i over SHAPE[0..rank). The
+// outermost index needs no modulo (i < prod(SHAPE)), so rank 1 costs no division.
+#define STRIDED_OFFSET(result, i, rank, SHAPE, STRIDE)          \
+  {                                                             \
+    uint rem_ = (i);                                            \
+    result = 0u;                                                \
+    for (int d_ = int(rank) - 1; d_ > 0; --d_) {                \
+      uint n_ = SHAPE[d_];                                      \
+      result += (rem_ % n_) * STRIDE[d_];                       \
+      rem_ /= n_;                                               \
+    }                                                           \
+    if (rank > 0u) result += rem_ * STRIDE[0];                  \
+  }
+
+// Kahan-compensated running sum: per-thread partial sums stay close to the double reference.
+// An infinite term leaves a NaN compensation; dropping it keeps inf + finite = inf.
+void kahan_add(inout float s, inout float c, float x) {
+  precise float y = x - c;
+  precise float t = s + y;
+  precise float nc = (t - s) - y;
+  c = is_nan(nc) ? 0.0f : nc;
+  s = t;
+}
+
+// ---- workgroup reductions (call from uniform control flow; every invocation gets the result) --
+// log-sum-exp over a row, given its max m: sum_l exp(x_l - m) = ones + rest, where `ones` counts
+// the terms with x_l == m (each exactly 1) and `rest` sums the others (all < 1). Then
+// log(sum) = log1p((ones - 1) + rest) keeps full relative precision when one term dominates and
+// log(sum) is small, which log(ones + rest) would round away (1e-5 relative at rest ~ 1e-2).
+void lse_add(inout float ones, inout float rest, inout float c, float x, float m) {
+  if (x == m) ones += 1.0f;
+  else kahan_add(rest, c, exp_diff(x, m));
+}
+
+#ifdef MN_WORKGROUP_REDUCE
+shared float wg_scratch[WG];
+float wg_sum(float v) {
+  uint t = gl_LocalInvocationID.x;
+  wg_scratch[t] = v;
+  barrier();
+  for (uint s = WG / 2u; s > 0u; s >>= 1u) {
+    if (t < s) wg_scratch[t] = wg_scratch[t] + wg_scratch[t + s];
+    barrier();
+  }
+  float r = wg_scratch[0];
+  barrier();  // wg_scratch is free again on return
+  return r;
+}
+float wg_max(float v) {
+  uint t = gl_LocalInvocationID.x;
+  wg_scratch[t] = v;
+  barrier();
+  for (uint s = WG / 2u; s > 0u; s >>= 1u) {
+    if (t < s) wg_scratch[t] = max_nan(wg_scratch[t], wg_scratch[t + s]);
+    barrier();
+  }
+  float r = wg_scratch[0];
+  barrier();
+  return r;
+}
+#endif

@@ -1,0 +1,82 @@
+#version 450
+// MatMul: batched C = A·B, f32, exact path. Each workgroup (256 invocations) computes a 64x64
+// tile of C as 16x16 threads x a 4x4 register block, stepping K by 16 through shared memory
+// (2 x 16 x 68 floats = 8.5 KiB). Arbitrary strides: transposes are strides; tile loads are
+// mapped so that consecutive invocations read consecutive addresses whichever stride is 1.
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+struct MatMulParams {
+  uint M, N, K, batch, batch_rank;
+  uint a_offset, b_offset, c_offset;
+  uint a_row_stride, a_col_stride, b_row_stride, b_col_stride;
+  uint batch_shape[4], a_batch_stride[4], b_batch_stride[4];
+};
+layout(std430, set = 0, binding = 0) readonly buffer Params { MatMulParams p; };
+layout(std430, set = 0, binding = 2) readonly buffer A { uint a_data[]; };
+layout(std430, set = 0, binding = 3) readonly buffer B { uint b_data[]; };
+layout(std430, set = 0, binding = 4) writeonly buffer C { uint c_data[]; };
+
+const uint TM = 64u, TN = 64u, TK = 16u;
+const uint PAD = 4u;  // row padding: keeps float4-aligned rows, spreads banks on the transposed stores
+shared float As[TK][TM + PAD];  // As[k][m]
+shared float Bs[TK][TN + PAD];  // Bs[k][n]
+
+void main() {
+  uint tid = gl_LocalInvocationID.x;
+  uint tx = tid % 16u, ty = tid / 16u;  // this thread: rows ty + 16i, columns tx + 16j
+  bool a_k_contig = p.a_col_stride == 1u;  // A row-major: walk k fastest
+  bool b_n_contig = p.b_col_stride == 1u || p.b_row_stride != 1u;  // B: walk n fastest unless k-contiguous
+
+  for (uint bt = gl_WorkGroupID.z; bt < p.batch; bt += gl_NumWorkGroups.z) {
+    uint a_base, b_base;
+    STRIDED_OFFSET(a_base, bt, p.batch_rank, p.batch_shape, p.a_batch_stride)
+    STRIDED_OFFSET(b_base, bt, p.batch_rank, p.batch_shape, p.b_batch_stride)
+    a_base += p.a_offset;
+    b_base += p.b_offset;
+    uint c_base = p.c_offset + bt * p.M * p.N;
+
+    for (uint m0 = gl_WorkGroupID.y * TM; m0 < p.M; m0 += gl_NumWorkGroups.y * TM) {
+      for (uint n0 = gl_WorkGroupID.x * TN; n0 < p.N; n0 += gl_NumWorkGroups.x * TN) {
+        float acc[4][4];
+        for (int i = 0; i < 4; ++i)
+          for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;
+
+        for (uint k0 = 0u; k0 < p.K; k0 += TK) {
+          // 1024 elements per tile, 4 per invocation; out-of-range elements load as zero.
+          for (uint l = 0u; l < 4u; ++l) {
+            uint e = tid + 256u * l;
+            uint am = a_k_contig ? e / TK : e % TM;
+            uint ak = a_k_contig ? e % TK : e / TM;
+            uint gm = m0 + am, gk = k0 + ak;
+            As[ak][am] = (gm < p.M && gk < p.K)
+                ? uintBitsToFloat(a_data[a_base + gm * p.a_row_stride + gk * p.a_col_stride]) : 0.0f;
+            uint bn = b_n_contig ? e % TN : e / TK;
+            uint bk = b_n_contig ? e / TN : e % TK;
+            uint gn = n0 + bn, gk2 = k0 + bk;
+            Bs[bk][bn] = (gn < p.N && gk2 < p.K)
+                ? uintBitsToFloat(b_data[b_base + gk2 * p.b_row_stride + gn * p.b_col_stride]) : 0.0f;
+          }
+          barrier();
+          for (uint k = 0u; k < TK; ++k) {
+            float a[4], b[4];
+            for (int i = 0; i < 4; ++i) a[i] = As[k][ty + 16u * uint(i)];
+            for (int j = 0; j < 4; ++j) b[j] = Bs[k][tx + 16u * uint(j)];
+            for (int i = 0; i < 4; ++i)
+              for (int j = 0; j < 4; ++j) acc[i][j] += a[i] * b[j];
+          }
+          barrier();
+        }
+
+        for (int i = 0; i < 4; ++i) {
+          uint gm = m0 + ty + 16u * uint(i);
+          if (gm >= p.M) continue;
+          for (int j = 0; j < 4; ++j) {
+            uint gn = n0 + tx + 16u * uint(j);
+            if (gn < p.N) c_data[c_base + gm * p.N + gn] = floatBitsToUint(acc[i][j]);
+          }
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,43 @@
+#version 450
+// rms_norm / layer_norm over the last axis of a contiguous [rows, dim] tensor, one workgroup per
+// row. Layer norm is two-pass (mean, then mean of squared deviations): no E[x^2] - E[x]^2.
+#extension GL_GOOGLE_include_directive : require
+#define MN_WORKGROUP_REDUCE
+#include "common.glsl"
+
+layout(constant_id = 1) const uint KIND = 0u;
+layout(constant_id = 2) const uint HAS_WEIGHT = 0u;
+layout(constant_id = 3) const uint HAS_BIAS = 0u;
+const uint NORM_RMS = 0u, NORM_LAYER = 1u;
+
+struct NormParams { uint rows, dim; float eps; uint pad; };
+layout(std430, set = 0, binding = 0) readonly buffer Params { NormParams p; };
+layout(std430, set = 0, binding = 2) readonly buffer X { uint x[]; };
+layout(std430, set = 0, binding = 3) readonly buffer W { uint w[]; };
+layout(std430, set = 0, binding = 4) readonly buffer Bias { uint bias[]; };
+layout(std430, set = 0, binding = 5) writeonly buffer Out { uint y[]; };
+
+void main() {
+  uint t = gl_LocalInvocationID.x;
+  for (uint row = gl_WorkGroupID.x; row < p.rows; row += gl_NumWorkGroups.x) {
+    uint base = row * p.dim;
+    float mean = 0.0f;
+    if (KIND == NORM_LAYER) {
+      float s = 0.0f, c = 0.0f;
+      for (uint j = t; j < p.dim; j += WG) kahan_add(s, c, uintBitsToFloat(x[base + j]));
+      mean = wg_sum(s) / float(p.dim);
+    }
+    float s = 0.0f, c = 0.0f;
+    for (uint j = t; j < p.dim; j += WG) {
+      float d = uintBitsToFloat(x[base + j]) - mean;
+      kahan_add(s, c, d * d);
+    }
+    float r = 1.0f / sqrt(wg_sum(s) / float(p.dim) + p.eps);  // inversesqrt() may be approximate
+    for (uint j = t; j < p.dim; j += WG) {
+      float v = (uintBitsToFloat(x[base + j]) - mean) * r;
+      if (HAS_WEIGHT != 0u) v *= uintBitsToFloat(w[j]);
+      if (HAS_BIAS != 0u) v += uintBitsToFloat(bias[j]);
+      y[base + j] = floatBitsToUint(v);
+    }
+  }
+}

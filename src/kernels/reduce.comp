@@ -1,0 +1,86 @@
+#version 450
+// Reduce: sum / max / argmax over a set of axes, of a map of one or two inputs. One workgroup per
+// output element; each invocation folds a strided share of the reduced elements, then the
+// workgroup combines the partials in shared memory.
+#extension GL_GOOGLE_include_directive : require
+#define MN_WORKGROUP_REDUCE
+#include "common.glsl"
+
+layout(constant_id = 1) const uint RED_OP = 0u;
+layout(constant_id = 2) const uint MAP = 0u;
+const uint RED_SUM = 0u, RED_MAX = 1u, RED_ARGMAX = 2u;
+const uint MAP_NONE = 0u, MAP_SQDIFF = 1u, MAP_BCE = 2u, MAP_BCE_LOGITS = 3u;
+
+struct ReduceParams {
+  uint n_out, n_red, kept_rank, red_rank;
+  float scale;
+  uint pad[3];
+  uint kept_shape[8], kept_stride[8];
+  uint red_shape[8], red_stride[8];
+};
+layout(std430, set = 0, binding = 0) readonly buffer Params { ReduceParams p; };
+layout(std430, set = 0, binding = 2) readonly buffer InA { uint a_data[]; };
+layout(std430, set = 0, binding = 3) readonly buffer InB { uint b_data[]; };
+layout(std430, set = 0, binding = 4) writeonly buffer Out { uint out_data[]; };
+
+shared uint wg_index[WG];  // argmax: the index of each partial (values live in wg_scratch)
+
+// log(1 - a) without the rounding of 1 - a for small a.
+float log1m(float a) { return a < 0.5f ? log1p_p(-a) : log_p(1.0f - a); }
+
+float map_value(uint off) {
+  float a = uintBitsToFloat(a_data[off]);
+  if (MAP == MAP_NONE) return a;
+  float b = uintBitsToFloat(b_data[off]);
+  if (MAP == MAP_SQDIFF) return (a - b) * (a - b);
+  if (MAP == MAP_BCE) return -(b * max(log_p(a), -100.0f) + (1.0f - b) * max(log1m(a), -100.0f));
+  return max(a, 0.0f) - a * b + log1p_p(exp_p(-abs(a)));  // MAP_BCE_LOGITS
+}
+
+// Is (v, i) a better argmax candidate than (bv, bi)? NaN beats numbers; ties go to the smaller index.
+bool argmax_better(float v, uint i, float bv, uint bi) {
+  bool vn = is_nan(v), bn = is_nan(bv);
+  if (vn != bn) return vn;
+  if (vn || v == bv) return i < bi;
+  return v > bv;
+}
+
+void main() {
+  uint t = gl_LocalInvocationID.x;
+  for (uint o = gl_WorkGroupID.x; o < p.n_out; o += gl_NumWorkGroups.x) {
+    uint base;
+    STRIDED_OFFSET(base, o, p.kept_rank, p.kept_shape, p.kept_stride)
+    float s = 0.0f, c = 0.0f;   // sum and its Kahan compensation
+    float best = -F_INF;        // max / argmax value
+    uint best_i = 0xffffffffu;  // argmax index (none yet)
+    for (uint r = t; r < p.n_red; r += WG) {
+      uint off;
+      STRIDED_OFFSET(off, r, p.red_rank, p.red_shape, p.red_stride)
+      float v = map_value(base + off);
+      if (RED_OP == RED_SUM) kahan_add(s, c, v);
+      else if (RED_OP == RED_MAX) best = max_nan(best, v);
+      else if (best_i == 0xffffffffu || argmax_better(v, r, best, best_i)) { best = v; best_i = r; }
+    }
+    uint result;  // the output word: f32 bits, or the i32 index for argmax
+    if (RED_OP == RED_SUM) {
+      result = floatBitsToUint(p.scale * wg_sum(s));
+    } else if (RED_OP == RED_MAX) {
+      result = floatBitsToUint(wg_max(best));
+    } else {
+      wg_scratch[t] = best;
+      wg_index[t] = best_i;
+      barrier();
+      for (uint h = WG / 2u; h > 0u; h >>= 1u) {
+        if (t < h && wg_index[t + h] != 0xffffffffu &&
+            (wg_index[t] == 0xffffffffu || argmax_better(wg_scratch[t + h], wg_index[t + h], wg_scratch[t], wg_index[t]))) {
+          wg_scratch[t] = wg_scratch[t + h];
+          wg_index[t] = wg_index[t + h];
+        }
+        barrier();
+      }
+      result = wg_index[0];
+      barrier();
+    }
+    if (t == 0u) out_data[o] = result;
+  }
+}

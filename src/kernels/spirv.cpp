@@ -1,0 +1,63 @@
+// The embedded SPIR-V of each kernel. The headers are generated at build time from
+// src/kernels/*.comp by cmake/EmbedKernels.cmake (glslangValidator --vn mn_spv_<name>).
+#include "kernels/spirv.hpp"
+
+#include <cstddef>
+#include <cstdint>
+
+#include "cast16.spv.h"
+#include "cross_entropy_finish.spv.h"
+#include "cross_entropy_rows.spv.h"
+#include "elementwise.spv.h"
+#include "gather.spv.h"
+#include "matmul.spv.h"
+#include "norm.spv.h"
+#include "one_hot.spv.h"
+#include "reduce.spv.h"
+#include "scatter_add.spv.h"
+#include "softmax.spv.h"
+
+namespace meganeura::kernels {
+namespace {
+
+struct Entry {
+  std::string_view name;
+  std::span<const uint32_t> code;
+};
+
+// No default: a Kernel value without a case is a compile error (-Wswitch promoted below), and
+// the static_assert after this function checks that every value up to Count has a name.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic error "-Wswitch"
+constexpr Entry entry(Kernel k) {
+  switch (k) {
+    case Kernel::Elementwise: return {"elementwise", mn_spv_elementwise};
+    case Kernel::Cast16: return {"cast16", mn_spv_cast16};
+    case Kernel::MatMul: return {"matmul", mn_spv_matmul};
+    case Kernel::Reduce: return {"reduce", mn_spv_reduce};
+    case Kernel::Softmax: return {"softmax", mn_spv_softmax};
+    case Kernel::Norm: return {"norm", mn_spv_norm};
+    case Kernel::CrossEntropyRows: return {"cross_entropy_rows", mn_spv_cross_entropy_rows};
+    case Kernel::CrossEntropyFinish: return {"cross_entropy_finish", mn_spv_cross_entropy_finish};
+    case Kernel::Gather: return {"gather", mn_spv_gather};
+    case Kernel::ScatterAdd: return {"scatter_add", mn_spv_scatter_add};
+    case Kernel::OneHot: return {"one_hot", mn_spv_one_hot};
+    case Kernel::Count: break;
+  }
+  return {};
+}
+#pragma GCC diagnostic pop
+
+constexpr bool every_kernel_embedded() {
+  for (size_t i = 0; i < size_t(Kernel::Count); ++i)
+    if (entry(Kernel(i)).name.empty() || entry(Kernel(i)).code.size() < 5) return false;  // 5-word SPIR-V header
+  return true;
+}
+static_assert(every_kernel_embedded(), "every Kernel needs a .comp file and a case in entry()");
+
+}  // namespace
+
+std::span<const uint32_t> spirv(Kernel k) { return entry(k).code; }
+std::string_view kernel_name(Kernel k) { return entry(k).name; }
+
+}  // namespace meganeura::kernels

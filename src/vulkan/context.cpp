@@ -1,0 +1,181 @@
+// The process's Vulkan context: picks the device, creates the logical device with the features
+// the kernels may use, and serializes access to the one compute queue.
+#include "vulkan/context.hpp"
+
+#include <cstdio>
+
+#include "meganeura/error.hpp"
+#include "vulkan/context_impl.hpp"
+#include "vulkan/util.hpp"
+#include "vulkan/vk_ext.hpp"
+
+namespace meganeura::vk {
+namespace {
+
+// The first compute-capable family, preferring one with timestamps (for dispatch timing).
+uint32_t compute_family(VkPhysicalDevice pd, const std::string& device_name) {
+  uint32_t n = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, nullptr);
+  std::vector<VkQueueFamilyProperties> families(n);
+  vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, families.data());
+  uint32_t found = UINT32_MAX;
+  for (uint32_t i = 0; i < n; ++i) {
+    if (!(families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) || families[i].queueCount == 0) continue;
+    if (families[i].timestampValidBits) return i;
+    if (found == UINT32_MAX) found = i;
+  }
+  if (found == UINT32_MAX) throw DeviceError(device_name + " has no compute queue; choose another with MEGANEURA_DEVICE");
+  return found;
+}
+
+VkDevice create_device(const DeviceProbe& d, uint32_t family) {
+  float priority = 1.0f;
+  auto queue = init<VkDeviceQueueCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO);
+  queue.queueFamilyIndex = family;
+  queue.queueCount = 1;
+  queue.pQueuePriorities = &priority;
+
+  // Optional extensions: tensor cores, bf16, memory budget (for out-of-memory messages), and
+  // portability_subset, which must be enabled wherever it is offered (MoltenVK).
+  std::vector<const char*> extensions;
+  for (const char* e : {VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME,
+                        VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME,
+                        "VK_KHR_portability_subset"})
+    if (d.has_extension(e)) extensions.push_back(e);
+
+  auto features = init<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
+  features.features.shaderInt16 = d.shader_int16;
+  auto v11 = init<VkPhysicalDeviceVulkan11Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES);
+  v11.storageBuffer16BitAccess = d.storage16;
+  auto v12 = init<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
+  v12.shaderFloat16 = d.info.fp16;
+  auto coop_khr = init<VkPhysicalDeviceCooperativeMatrixFeaturesKHR>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR);
+  coop_khr.cooperativeMatrix = VK_TRUE;
+  auto coop_nv = init<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
+  coop_nv.cooperativeMatrix = VK_TRUE;
+  auto bf16 = init<VkPhysicalDeviceShaderBfloat16FeaturesKHR>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR);
+  bf16.shaderBFloat16Type = VK_TRUE;
+  bf16.shaderBFloat16CooperativeMatrix = d.bf16_coopmat;
+  features.pNext = &v11;
+  v11.pNext = &v12;
+  void** tail = &v12.pNext;
+  auto append = [&](auto& s) { *tail = &s; tail = &s.pNext; };
+  if (d.info.coopmat_khr) append(coop_khr);
+  if (d.info.coopmat_nv) append(coop_nv);
+  if (d.info.bf16) append(bf16);
+
+  auto info = init<VkDeviceCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO);
+  info.pNext = &features;
+  info.queueCreateInfoCount = 1;
+  info.pQueueCreateInfos = &queue;
+  info.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
+  info.ppEnabledExtensionNames = extensions.data();
+  VkDevice device = VK_NULL_HANDLE;
+  check(vkCreateDevice(d.physical, &info, nullptr, &device), "vkCreateDevice");
+  return device;
+}
+
+}  // namespace
+
+Context::Impl::~Impl() {
+  pipelines.reset();
+  if (device.device) {
+    vkDestroyFence(device.device, once_fence, nullptr);
+    vkDestroyCommandPool(device.device, once_pool, nullptr);
+  }
+}
+
+std::shared_ptr<Context> Context::get() {
+  // Created on first use; a failed creation is not cached, so a later call retries. Executables
+  // hold their own shared_ptr, so the context outlives them even when this one goes at exit.
+  static std::mutex mutex;
+  static std::shared_ptr<Context> shared;
+  std::lock_guard lock(mutex);
+  if (!shared) shared.reset(new Context());
+  return shared;
+}
+
+Context::Context() : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.timeout_s = fence_timeout_s();
+  m.instance = std::make_unique<Instance>();
+  auto devices = probe_devices(*m.instance);
+  m.probe = std::move(devices[choose_device(devices)]);
+  info_ = m.probe.info;
+  if (VK_API_VERSION_MAJOR(m.probe.api_version) == 1 && VK_API_VERSION_MINOR(m.probe.api_version) < 2)
+    throw DeviceError(info_.name + " offers Vulkan " + info_.api +
+                      "; meganeura needs 1.2 or newer: update its driver, or choose another with MEGANEURA_DEVICE");
+  limits_ = m.probe.limits;
+  instance_ = m.instance->handle();
+  physical_ = m.probe.physical;
+  queue_family_ = compute_family(physical_, info_.name);
+  m.device.device = device_ = create_device(m.probe, queue_family_);
+  vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
+
+  auto pool = init<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
+  pool.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  pool.queueFamilyIndex = queue_family_;
+  check(vkCreateCommandPool(device_, &pool, nullptr, &m.once_pool), "vkCreateCommandPool");
+  auto alloc = init<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
+  alloc.commandPool = m.once_pool;
+  alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  alloc.commandBufferCount = 1;
+  check(vkAllocateCommandBuffers(device_, &alloc, &m.once_cb), "vkAllocateCommandBuffers");
+  auto fence = init<VkFenceCreateInfo>(VK_STRUCTURE_TYPE_FENCE_CREATE_INFO);
+  check(vkCreateFence(device_, &fence, nullptr, &m.once_fence), "vkCreateFence");
+  m.pipelines = std::make_unique<PipelineCache>(device_);
+}
+
+// Not vkDeviceWaitIdle: every submission was waited for, except one that timed out, and waiting
+// for that one could hang the process at exit.
+Context::~Context() = default;
+
+const Pipeline& Context::pipeline(kernels::Kernel k, std::span<const uint32_t> spec, uint32_t tensor_bindings) {
+  return impl_->pipelines->get(k, spec, tensor_bindings);
+}
+
+uint64_t Context::max_allocation_size() const { return impl_->probe.max_allocation_size; }
+
+void Context::wait(VkFence fence, std::string_view what) {
+  const double s = impl_->timeout_s;
+  VkResult r = vkWaitForFences(device_, 1, &fence, VK_TRUE, static_cast<uint64_t>(s * 1e9));
+  if (r == VK_TIMEOUT) {
+    char secs[32];
+    std::snprintf(secs, sizeof secs, "%g", s);
+    throw DeviceError("the GPU did not finish " + std::string(what) + " within " + secs +
+                      " s (a hang?); set MEGANEURA_TIMEOUT_S to wait longer");
+  }
+  check(r, r == VK_ERROR_DEVICE_LOST ? what : std::string_view("vkWaitForFences"));
+}
+
+void Context::submit(VkCommandBuffer cb, VkFence fence, std::string_view what) {
+  auto submit = init<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
+  submit.commandBufferCount = 1;
+  submit.pCommandBuffers = &cb;
+  VkResult r;
+  {
+    std::lock_guard lock(impl_->queue_mutex);
+    r = vkQueueSubmit(queue_, 1, &submit, fence);
+  }
+  check(r, r == VK_ERROR_DEVICE_LOST ? what : std::string_view("vkQueueSubmit"));
+  wait(fence, what);
+  check(vkResetFences(device_, 1, &fence), "vkResetFences");
+}
+
+void Context::run_once(const std::function<void(VkCommandBuffer)>& fn) {
+  std::lock_guard lock(impl_->once_mutex);
+  VkCommandBuffer cb = impl_->once_cb;
+  // Resetting first also recovers from an earlier `fn` that threw half-way through recording.
+  check(vkResetCommandBuffer(cb, 0), "vkResetCommandBuffer");
+  auto begin = init<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  check(vkBeginCommandBuffer(cb, &begin), "vkBeginCommandBuffer");
+  leading_barrier(cb);
+  fn(cb);
+  check(vkEndCommandBuffer(cb), "vkEndCommandBuffer");
+  submit(cb, impl_->once_fence, "a transfer");
+}
+
+std::vector<std::string> Context::take_validation_messages() { return meganeura::take_validation_messages(); }
+
+}  // namespace meganeura::vk

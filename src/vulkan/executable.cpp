@@ -1,0 +1,306 @@
+// A plan::Program made real: buffers, one descriptor set per dispatch, and the step's commands
+// recorded once into a command buffer that run() submits as it is.
+#include "vulkan/executable.hpp"
+
+#include <cstring>
+#include <string>
+
+#include "meganeura/error.hpp"
+#include "vulkan/memory.hpp"
+#include "vulkan/util.hpp"
+
+namespace meganeura::vk {
+
+struct Executable::Impl {
+  std::shared_ptr<Context> ctx;  // first, so it is released after everything made from it
+  VkDevice device = VK_NULL_HANDLE;
+  std::vector<plan::BufferDesc> descs;
+  std::vector<Buffer> buffers;
+  VkDescriptorPool descriptor_pool = VK_NULL_HANDLE;
+  VkCommandPool command_pool = VK_NULL_HANDLE;
+  VkCommandBuffer cb = VK_NULL_HANDLE;
+  VkFence fence = VK_NULL_HANDLE;
+  VkQueryPool queries = VK_NULL_HANDLE;  // two timestamps per dispatch, when asked and supported
+  uint64_t timestamp_mask = 0;
+  uint32_t dispatches = 0;
+  uint64_t recordings = 0;
+  bool ran = false;
+
+  ~Impl() {
+    if (!device) return;
+    vkDestroyQueryPool(device, queries, nullptr);
+    vkDestroyFence(device, fence, nullptr);
+    vkDestroyCommandPool(device, command_pool, nullptr);
+    vkDestroyDescriptorPool(device, descriptor_pool, nullptr);
+  }
+
+  // The planner's slices are trusted for nothing: a bad one would be a GPU fault, not an error.
+  void check_slice(const plan::Slice& s, std::string_view use) const {
+    if (s.buffer >= descs.size())
+      throw Error("program error: " + std::string(use) + " names buffer " + std::to_string(s.buffer) + " of " +
+                  std::to_string(descs.size()));
+    if (s.offset > descs[s.buffer].size || s.size > descs[s.buffer].size - s.offset)
+      throw Error("program error: " + std::string(use) + " reaches past the end of the " + descs[s.buffer].name +
+                  " (" + std::to_string(s.offset) + " + " + std::to_string(s.size) + " > " +
+                  std::to_string(descs[s.buffer].size) + " bytes)");
+  }
+
+  // A storage-buffer binding of the slice; `use` names the dispatch for errors.
+  VkDescriptorBufferInfo binding(const plan::Slice& s, const std::string& use) const {
+    check_slice(s, use);
+    const auto& limits = ctx->limits();
+    const std::string& name = descs[s.buffer].name;
+    if (s.offset % limits.minStorageBufferOffsetAlignment)
+      throw Error("program error: " + use + " binds the " + name + " at offset " + std::to_string(s.offset) +
+                  ", not a multiple of minStorageBufferOffsetAlignment (" +
+                  std::to_string(limits.minStorageBufferOffsetAlignment) + ")");
+    if (s.size > limits.maxStorageBufferRange)
+      throw DeviceError(use + " binds " + format_bytes(s.size) + " of the " + name + ", more than one binding may span on " +
+                        ctx->info().name + " (maxStorageBufferRange " + format_bytes(limits.maxStorageBufferRange) +
+                        "); reduce the batch size or sequence length");
+    // An empty slice is never read; bind a valid 4-byte range (every buffer has at least 4).
+    if (s.size == 0) return {buffers[s.buffer].handle(), 0, 4};
+    return {buffers[s.buffer].handle(), s.offset, s.size};
+  }
+
+  void create_pools(const plan::Program& program, bool timestamps);
+  void record(const plan::Program& program);
+};
+
+void Executable::Impl::create_pools(const plan::Program& program, bool timestamps) {
+  uint32_t descriptors = 0;
+  for (const auto& c : program.commands)
+    if (auto* d = std::get_if<plan::Dispatch>(&c)) {
+      ++dispatches;
+      descriptors += 2 + static_cast<uint32_t>(d->tensors.size());
+    }
+  if (dispatches) {
+    VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptors};
+    auto info = init<VkDescriptorPoolCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO);
+    info.maxSets = dispatches;
+    info.poolSizeCount = 1;
+    info.pPoolSizes = &size;
+    check(vkCreateDescriptorPool(device, &info, nullptr, &descriptor_pool), "vkCreateDescriptorPool");
+  }
+
+  auto pool = init<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
+  pool.queueFamilyIndex = ctx->queue_family();
+  check(vkCreateCommandPool(device, &pool, nullptr, &command_pool), "vkCreateCommandPool");
+  auto alloc = init<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
+  alloc.commandPool = command_pool;
+  alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  alloc.commandBufferCount = 1;
+  check(vkAllocateCommandBuffers(device, &alloc, &cb), "vkAllocateCommandBuffers");
+  auto fence_info = init<VkFenceCreateInfo>(VK_STRUCTURE_TYPE_FENCE_CREATE_INFO);
+  check(vkCreateFence(device, &fence_info, nullptr, &fence), "vkCreateFence");
+
+  // Timestamps need a queue that has them; without, dispatch_times_ns() stays empty.
+  uint32_t n = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(ctx->physical(), &n, nullptr);
+  std::vector<VkQueueFamilyProperties> families(n);
+  vkGetPhysicalDeviceQueueFamilyProperties(ctx->physical(), &n, families.data());
+  const uint32_t bits = families.at(ctx->queue_family()).timestampValidBits;
+  if (timestamps && dispatches && bits) {
+    timestamp_mask = bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+    auto info = init<VkQueryPoolCreateInfo>(VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO);
+    info.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    info.queryCount = 2 * dispatches;
+    check(vkCreateQueryPool(device, &info, nullptr, &queries), "vkCreateQueryPool");
+  }
+}
+
+namespace {
+
+struct BarrierScopes {
+  VkPipelineStageFlags src_stage;
+  VkAccessFlags src_access;
+  VkPipelineStageFlags dst_stage;
+  VkAccessFlags dst_access;
+};
+
+BarrierScopes scopes(plan::Barrier::Kind kind) {
+  constexpr auto transfer = VK_PIPELINE_STAGE_TRANSFER_BIT, compute = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT;
+  constexpr auto shader_rw = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+  switch (kind) {
+    case plan::Barrier::TransferToCompute: return {transfer, VK_ACCESS_TRANSFER_WRITE_BIT, compute, shader_rw};
+    case plan::Barrier::ComputeToCompute: return {compute, VK_ACCESS_SHADER_WRITE_BIT, compute, shader_rw};
+    case plan::Barrier::ComputeToTransfer: return {compute, VK_ACCESS_SHADER_WRITE_BIT, transfer, VK_ACCESS_TRANSFER_READ_BIT};
+    case plan::Barrier::TransferToHost:
+      return {transfer, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT};
+  }
+  throw Error("program error: unknown barrier kind " + std::to_string(static_cast<int>(kind)));
+}
+
+}  // namespace
+
+void Executable::Impl::record(const plan::Program& program) {
+  auto begin = init<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+  check(vkBeginCommandBuffer(cb, &begin), "vkBeginCommandBuffer");
+  ++recordings;
+  leading_barrier(cb);
+  if (queries) vkCmdResetQueryPool(cb, queries, 0, 2 * dispatches);
+
+  const plan::Slice status{program.status_buffer, 0, descs.at(program.status_buffer).size};
+  uint32_t index = 0;  // of the dispatch
+  for (const auto& command : program.commands) {
+    if (const auto* copy = std::get_if<plan::Copy>(&command)) {
+      check_slice(copy->src, "a copy");
+      check_slice(copy->dst, "a copy");
+      if (copy->src.size != copy->dst.size)
+        throw Error("program error: a copy from the " + descs[copy->src.buffer].name + " to the " +
+                    descs[copy->dst.buffer].name + " has sizes " + std::to_string(copy->src.size) + " and " +
+                    std::to_string(copy->dst.size));
+      if (copy->src.size == 0) continue;  // Vulkan has no empty copies
+      VkBufferCopy region{copy->src.offset, copy->dst.offset, copy->src.size};
+      vkCmdCopyBuffer(cb, buffers[copy->src.buffer].handle(), buffers[copy->dst.buffer].handle(), 1, &region);
+    } else if (const auto* barrier = std::get_if<plan::Barrier>(&command)) {
+      const BarrierScopes s = scopes(barrier->kind);
+      memory_barrier(cb, s.src_stage, s.src_access, s.dst_stage, s.dst_access);
+    } else {
+      const auto& d = std::get<plan::Dispatch>(command);
+      const std::string use = "dispatch " + std::to_string(index) + " (" + d.label + ")";
+      const Pipeline& p = ctx->pipeline(d.kernel, d.spec, static_cast<uint32_t>(d.tensors.size()));
+      auto alloc = init<VkDescriptorSetAllocateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO);
+      alloc.descriptorPool = descriptor_pool;
+      alloc.descriptorSetCount = 1;
+      alloc.pSetLayouts = &p.set_layout;
+      VkDescriptorSet set = VK_NULL_HANDLE;
+      check(vkAllocateDescriptorSets(device, &alloc, &set), "vkAllocateDescriptorSets");
+      std::vector<VkDescriptorBufferInfo> infos{binding(d.params, use), binding(status, use)};
+      for (const auto& t : d.tensors) infos.push_back(binding(t, use));
+      std::vector<VkWriteDescriptorSet> writes(infos.size());
+      for (uint32_t i = 0; i < writes.size(); ++i) {
+        writes[i] = init<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
+        writes[i].dstSet = set;
+        writes[i].dstBinding = i;
+        writes[i].descriptorCount = 1;
+        writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+        writes[i].pBufferInfo = &infos[i];
+      }
+      vkUpdateDescriptorSets(device, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
+
+      vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
+      vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
+      // Both timestamps at the compute stage: the first waits for earlier dispatches, so each
+      // interval covers one dispatch.
+      if (queries) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries, 2 * index);
+      vkCmdDispatch(cb, d.groups[0], d.groups[1], d.groups[2]);
+      if (queries) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries, 2 * index + 1);
+      ++index;
+    }
+  }
+  // Every device write visible to the host once the fence signals: a fence alone makes none so,
+  // and the status block (written by shaders, read by the host) has no barrier in the program.
+  memory_barrier(cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_ACCESS_MEMORY_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+                 VK_ACCESS_HOST_READ_BIT);
+  check(vkEndCommandBuffer(cb), "vkEndCommandBuffer");
+}
+
+Executable::Executable(std::shared_ptr<Context> ctx, const plan::Program& program, ExecutableOptions opts)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.ctx = std::move(ctx);
+  if (!m.ctx) throw Error("Executable needs a Vulkan context (got none)");
+  m.device = m.ctx->device();
+  m.descs = program.buffers;
+  if (program.status_buffer >= m.descs.size())
+    throw Error("program error: the status buffer is " + std::to_string(program.status_buffer) + " of " +
+                std::to_string(m.descs.size()) + " buffers");
+  m.buffers.reserve(m.descs.size());
+  for (const auto& d : m.descs) m.buffers.emplace_back(*m.ctx, d.name, d.size, d.memory);
+  // Host-visible buffers start zeroed (Vulkan leaves memory undefined): the status block must
+  // read STATUS_OK before the first step.
+  for (const auto& b : m.buffers)
+    if (b.mapped()) {
+      std::memset(b.mapped(), 0, b.size());
+      b.flush();
+    }
+  m.create_pools(program, opts.timestamps);
+  m.record(program);
+}
+
+Executable::~Executable() = default;
+
+void Executable::run() {
+  impl_->ctx->submit(impl_->cb, impl_->fence, "a step");
+  impl_->ran = true;
+  for (const auto& b : impl_->buffers) b.invalidate();  // non-coherent host-visible memory only
+}
+
+void* Executable::mapped(uint32_t buffer) const {
+  impl_->check_slice({buffer, 0, 0}, "mapped()");
+  if (!impl_->buffers[buffer].mapped())
+    throw Error("the " + impl_->descs[buffer].name + " is device-local and has no host pointer; use write()/read()");
+  return impl_->buffers[buffer].mapped();
+}
+
+void Executable::write(plan::Slice dst, std::span<const std::byte> bytes) {
+  Impl& m = *impl_;
+  m.check_slice(dst, "write()");
+  if (bytes.size() != dst.size)
+    throw SizeError("writing " + std::to_string(bytes.size()) + " bytes into " + std::to_string(dst.size) +
+                    " bytes of the " + m.descs[dst.buffer].name);
+  if (bytes.empty()) return;
+  const Buffer& target = m.buffers[dst.buffer];
+  if (target.mapped()) {
+    std::memcpy(static_cast<std::byte*>(target.mapped()) + dst.offset, bytes.data(), bytes.size());
+    target.flush();
+    return;
+  }
+  Buffer staging(*m.ctx, "staging buffer for the " + m.descs[dst.buffer].name, dst.size, plan::Memory::Upload);
+  std::memcpy(staging.mapped(), bytes.data(), bytes.size());
+  staging.flush();
+  m.ctx->run_once([&](VkCommandBuffer cb) {
+    VkBufferCopy region{0, dst.offset, dst.size};
+    vkCmdCopyBuffer(cb, staging.handle(), target.handle(), 1, &region);
+  });
+}
+
+void Executable::read(plan::Slice src, std::span<std::byte> bytes) {
+  Impl& m = *impl_;
+  m.check_slice(src, "read()");
+  if (bytes.size() != src.size)
+    throw SizeError("reading " + std::to_string(src.size) + " bytes of the " + m.descs[src.buffer].name + " into " +
+                    std::to_string(bytes.size()) + " bytes");
+  if (bytes.empty()) return;
+  const Buffer& source = m.buffers[src.buffer];
+  if (source.mapped()) {
+    source.invalidate();
+    std::memcpy(bytes.data(), static_cast<const std::byte*>(source.mapped()) + src.offset, bytes.size());
+    return;
+  }
+  Buffer staging(*m.ctx, "staging buffer for the " + m.descs[src.buffer].name, src.size, plan::Memory::Readback);
+  m.ctx->run_once([&](VkCommandBuffer cb) {
+    VkBufferCopy region{src.offset, 0, src.size};
+    vkCmdCopyBuffer(cb, source.handle(), staging.handle(), 1, &region);
+    memory_barrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+                   VK_ACCESS_HOST_READ_BIT);
+  });
+  staging.invalidate();
+  std::memcpy(bytes.data(), staging.mapped(), bytes.size());
+}
+
+uint64_t Executable::recordings() const { return impl_->recordings; }
+
+std::vector<double> Executable::dispatch_times_ns() const {
+  const Impl& m = *impl_;
+  if (!m.queries || !m.ran) return {};
+  std::vector<uint64_t> ticks(2 * m.dispatches);
+  check(vkGetQueryPoolResults(m.device, m.queries, 0, 2 * m.dispatches, ticks.size() * sizeof(uint64_t), ticks.data(),
+                              sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+        "vkGetQueryPoolResults");
+  const double period = m.ctx->limits().timestampPeriod;
+  std::vector<double> ns(m.dispatches);
+  for (uint32_t i = 0; i < m.dispatches; ++i)
+    ns[i] = static_cast<double>(((ticks[2 * i + 1] - ticks[2 * i]) & m.timestamp_mask)) * period;
+  return ns;
+}
+
+uint64_t Executable::device_bytes() const {
+  uint64_t total = 0;
+  for (size_t i = 0; i < impl_->descs.size(); ++i)
+    if (impl_->descs[i].memory == plan::Memory::DeviceLocal) total += impl_->buffers[i].size();
+  return total;
+}
+
+}  // namespace meganeura::vk

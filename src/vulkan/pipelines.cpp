@@ -1,0 +1,93 @@
+#include "vulkan/pipelines.hpp"
+
+#include <string>
+
+#include "kernels/spirv.hpp"
+#include "meganeura/error.hpp"
+#include "vulkan/util.hpp"
+
+namespace meganeura::vk {
+
+namespace {
+constexpr uint32_t kFixedBindings = 2;  // 0: params, 1: status (kernels/kernel_abi.hpp)
+}
+
+PipelineCache::PipelineCache(VkDevice device) : device_(device) {
+  auto info = init<VkPipelineCacheCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO);
+  check(vkCreatePipelineCache(device_, &info, nullptr, &cache_), "vkCreatePipelineCache");
+}
+
+PipelineCache::~PipelineCache() {
+  for (auto& [key, p] : pipelines_) vkDestroyPipeline(device_, p.pipeline, nullptr);
+  for (auto& [n, l] : layouts_) {
+    vkDestroyPipelineLayout(device_, l.pipeline, nullptr);
+    vkDestroyDescriptorSetLayout(device_, l.set, nullptr);
+  }
+  for (VkShaderModule m : modules_) vkDestroyShaderModule(device_, m, nullptr);
+  vkDestroyPipelineCache(device_, cache_, nullptr);
+}
+
+const PipelineCache::Layout& PipelineCache::layout(uint32_t tensor_bindings) {
+  auto it = layouts_.find(tensor_bindings);
+  if (it != layouts_.end()) return it->second;
+  std::vector<VkDescriptorSetLayoutBinding> bindings(kFixedBindings + tensor_bindings);
+  for (uint32_t i = 0; i < bindings.size(); ++i) {
+    bindings[i].binding = i;
+    bindings[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    bindings[i].descriptorCount = 1;
+    bindings[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
+  }
+  Layout l;
+  auto set_info = init<VkDescriptorSetLayoutCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO);
+  set_info.bindingCount = static_cast<uint32_t>(bindings.size());
+  set_info.pBindings = bindings.data();
+  check(vkCreateDescriptorSetLayout(device_, &set_info, nullptr, &l.set), "vkCreateDescriptorSetLayout");
+  auto info = init<VkPipelineLayoutCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO);
+  info.setLayoutCount = 1;
+  info.pSetLayouts = &l.set;
+  VkResult r = vkCreatePipelineLayout(device_, &info, nullptr, &l.pipeline);
+  if (r != VK_SUCCESS) vkDestroyDescriptorSetLayout(device_, l.set, nullptr);
+  check(r, "vkCreatePipelineLayout");
+  return layouts_.emplace(tensor_bindings, l).first->second;
+}
+
+VkShaderModule PipelineCache::module(kernels::Kernel k) {
+  VkShaderModule& m = modules_.at(static_cast<size_t>(k));
+  if (m) return m;
+  std::span<const uint32_t> code = kernels::spirv(k);
+  if (code.empty()) throw DeviceError("no SPIR-V was built for the " + std::string(kernels::kernel_name(k)) + " kernel");
+  auto info = init<VkShaderModuleCreateInfo>(VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO);
+  info.codeSize = code.size_bytes();
+  info.pCode = code.data();
+  check(vkCreateShaderModule(device_, &info, nullptr, &m), "vkCreateShaderModule (" + std::string(kernels::kernel_name(k)) + ")");
+  return m;
+}
+
+const Pipeline& PipelineCache::get(kernels::Kernel k, std::span<const uint32_t> spec, uint32_t tensor_bindings) {
+  std::lock_guard lock(mutex_);
+  Key key{k, std::vector<uint32_t>(spec.begin(), spec.end()), tensor_bindings};
+  if (auto it = pipelines_.find(key); it != pipelines_.end()) return it->second;
+
+  const Layout& l = layout(tensor_bindings);
+  // Constant 0 is the workgroup size (local_size_x_id = 0); constants 1.. are the kernel's.
+  std::vector<uint32_t> values{kernels::kWorkgroupSize};
+  values.insert(values.end(), spec.begin(), spec.end());
+  std::vector<VkSpecializationMapEntry> entries(values.size());
+  for (uint32_t i = 0; i < entries.size(); ++i) entries[i] = {i, i * uint32_t(sizeof(uint32_t)), sizeof(uint32_t)};
+  VkSpecializationInfo spec_info{static_cast<uint32_t>(entries.size()), entries.data(),
+                                 values.size() * sizeof(uint32_t), values.data()};
+
+  auto info = init<VkComputePipelineCreateInfo>(VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO);
+  info.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+  info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  info.stage.module = module(k);
+  info.stage.pName = "main";
+  info.stage.pSpecializationInfo = &spec_info;
+  info.layout = l.pipeline;
+  Pipeline p{VK_NULL_HANDLE, l.pipeline, l.set, tensor_bindings};
+  check(vkCreateComputePipelines(device_, cache_, 1, &info, nullptr, &p.pipeline),
+        "vkCreateComputePipelines (" + std::string(kernels::kernel_name(k)) + ")");
+  return pipelines_.emplace(std::move(key), p).first->second;
+}
+
+}  // namespace meganeura::vk

@@ -1,0 +1,45 @@
+// Forward cases for matmul: M, N, K around tile edges (1, 63, 65, 130), broadcast batch dims,
+// transposed operands.
+#include "op_case.hpp"
+
+namespace mntest {
+namespace {
+
+using namespace meganeura;
+
+OpCase mm(std::string name, Shape a, Shape b, bool ta = false, bool tb = false) {
+  return {Op::MatMul, std::move(name), [a, b, ta, tb](CaseBuilder& c) {
+            c.output("y", matmul(c.input("a", a), c.input("b", b), {.transpose_a = ta, .transpose_b = tb}));
+          }};
+}
+
+std::vector<OpCase> matmul_cases() {
+  return {
+      mm("m1_n1_k1", {1, 1}, {1, 1}),
+      mm("m1_n1_k130_dot", {1, 130}, {130, 1}),
+      mm("m63_k65_n130", {63, 65}, {65, 130}),
+      mm("m65_k63_n1", {65, 63}, {63, 1}),
+      mm("m130_k1_n63_outer", {130, 1}, {1, 63}),
+      mm("batch_2x3_bcast_rhs_rank2", {2, 3, 33, 17}, {17, 7}),
+      mm("batch_1x3_vs_2x1", {1, 3, 5, 9}, {2, 1, 9, 6}),
+      mm("batch_lhs_rank2_rhs_rank3", {7, 65}, {3, 65, 5}),
+      mm("transpose_a_k65_m63", {3, 65, 63}, {3, 65, 1}, true, false),
+      mm("transpose_b_n63_k130", {7, 130}, {63, 130}, false, true),
+      mm("transpose_both_bcast", {2, 1, 17, 33}, {3, 7, 17}, true, true),
+      {Op::MatMul, "chained_with_bias", [](CaseBuilder& c) {
+         Tensor h = matmul(c.input("x", {4, 33}), c.param("w1", {33, 65}, -0.3, 0.3)) + c.param("b1", {65});
+         c.output("y", matmul(relu(h), c.param("w2", {63, 65}, -0.3, 0.3), {.transpose_b = true}));
+       }},
+      {Op::MatMul, "permuted_operand", [](CaseBuilder& c) {
+         // A permuted (strided) operand: q·kᵀ as attention computes it.
+         Tensor q = permute(c.input("q", {2, 5, 3, 16}), {0, 2, 1, 3});  // [2,3,5,16]
+         Tensor k = permute(c.input("k", {2, 7, 3, 16}), {0, 2, 1, 3});  // [2,3,7,16]
+         c.output("s", matmul(q, k, {.transpose_b = true}));
+       }},
+  };
+}
+
+Register reg{matmul_cases()};
+
+}  // namespace
+}  // namespace mntest

@@ -1,0 +1,188 @@
+// Session behaviour: liveness-based arena reuse (and that it changes no result), record-once
+// replay, inputs changing between steps, parameter round trips, names and stats.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "op_case.hpp"
+
+namespace mntest {
+namespace {
+
+using namespace meganeura;
+using ::testing::UnorderedElementsAre;
+
+// A long chain on [257,129]: pointwise ops interleaved with row ops (so that even a fusing
+// lowering keeps many separate intermediates), and branches that keep some tensors alive.
+void build_long_chain(CaseBuilder& b) {
+  Tensor x = b.input("x", {257, 129});
+  Tensor w = b.param("w", {129}, 0.5, 1.5);
+  Tensor keep5, keep12;
+  Tensor h = x;
+  for (int i = 0; i < 30; ++i) {
+    switch (i % 5) {
+      case 0: h = h * 0.75f + 0.125f; break;
+      case 1: h = softmax(h, -1) * 129.0f; break;
+      case 2: h = tanh(h) + h * w; break;
+      case 3: h = rms_norm(h, w); break;  // (layer_norm of near-constant rows would amplify rounding)
+      case 4: h = h - mean(h, {0}, true); break;
+    }
+    if (i == 5) keep5 = h;
+    if (i == 12) keep12 = sigmoid(h);
+    if (i == 20) h = h + keep5;
+    if (i == 25) h = h * keep12;
+  }
+  b.output("y", h);
+  b.output("side", sum(keep12, {1}));
+}
+
+TEST(Session, PlannerReusesMemoryWithoutChangingResults) {
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  CaseBuilder b(rng);
+  // 30 ops deep the chain is ill-conditioned: the reference itself, rounded to f32 after every node,
+  // drifts up to ~1e-3 (relative to the mean) from the double result. The reuse-on/off comparison
+  // below is exact.
+  b.rtol = 5e-3;
+  build_long_chain(b);
+
+  Session reuse = build_inference_session(b.g);
+  Session plain = build_inference_session(b.g, SessionOptions{.reuse_memory = false});
+  const MemoryStats m = reuse.memory();
+  const MemoryStats p = plain.memory();
+  RecordProperty("arena", std::to_string(m.arena));
+  RecordProperty("arena_unshared", std::to_string(m.arena_unshared));
+  const uint64_t tensor_bytes = 257 * 129 * 4;
+  EXPECT_GE(m.arena_unshared, 30 * tensor_bytes / 2) << "the chain has dozens of [257,129] intermediates";
+  EXPECT_GT(m.arena, 0u);
+  EXPECT_LT(m.arena * 4, m.arena_unshared) << "arena " << m.arena << " bytes, unshared " << m.arena_unshared;
+  EXPECT_GE(p.arena, p.arena_unshared) << "reuse_memory=false must give every tensor its own bytes";
+  EXPECT_GT(m.total_device, 0u);
+  EXPECT_LT(m.total_device, p.total_device);
+
+  feed(reuse, b);
+  feed(plain, b);
+  reuse.step();
+  plain.step();
+  check_outputs(reuse, b);
+  for (const char* name : {"y", "side"}) {
+    const HostTensor a = reuse.read_output(name), c = plain.read_output(name);
+    EXPECT_EQ(a.shape, c.shape);
+    EXPECT_TRUE(a.bytes == c.bytes) << "output '" << name << "' differs between reuse on and off";
+  }
+}
+
+TEST(Session, RecordsOnceAndReplays) {
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  CaseBuilder b(rng);
+  Tensor x = b.input("x", {33, 67});
+  b.output("y", softmax(matmul(x, b.param("w", {67, 65})) + 1.0f, -1));
+  Session s = build_inference_session(b.g);
+  EXPECT_EQ(s.stats().recordings, 1u);
+  EXPECT_EQ(s.stats().steps, 0u);
+  EXPECT_GE(s.stats().dispatches, 2u);
+  EXPECT_FALSE(s.listing().empty());
+  feed(s, b);
+  s.step();
+  EXPECT_EQ(s.stats().recordings, 1u);
+  EXPECT_EQ(s.stats().steps, 1u);
+  check_outputs(s, b);
+  b.feeds["x"] = host_f32({33, 67}, rng.floats(33 * 67, -1, 1));
+  s.set_input("x", b.feeds["x"]);
+  s.step();
+  EXPECT_EQ(s.stats().recordings, 1u) << "the second step must replay, not record";
+  EXPECT_EQ(s.stats().steps, 2u);
+  check_outputs(s, b);
+  const uint32_t dispatches = s.stats().dispatches;
+  s.step();
+  EXPECT_EQ(s.stats().steps, 3u);
+  EXPECT_EQ(s.stats().dispatches, dispatches);
+}
+
+TEST(Session, ResultsFollowInputsBetweenSteps) {
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  CaseBuilder b(rng);
+  Tensor x = b.input("x", {7, 33});
+  Tensor z = b.input("z", {33});
+  b.output("y", exp(x) * z + sum(x, {1}, true));
+  Session s = build_inference_session(b.g);
+  feed(s, b);
+  s.step();
+  check_outputs(s, b);
+  const HostTensor first = s.read_output("y");
+
+  const auto x1 = b.feeds["x"];
+  b.feeds["x"] = host_f32({7, 33}, rng.floats(7 * 33, -1, 1));
+  s.set_input("x", b.feeds["x"]);  // z unchanged: the session keeps it
+  s.step();
+  check_outputs(s, b);
+  EXPECT_FALSE(s.read_output("y").bytes == first.bytes);
+
+  // Through the span<const float> overload, back to the first values: the first result again.
+  b.feeds["x"] = x1;
+  const auto v = decode(x1);
+  const std::vector<float> xf(v.begin(), v.end());
+  s.set_input("x", std::span<const float>(xf));
+  s.step();
+  EXPECT_TRUE(s.read_output("y").bytes == first.bytes) << "same inputs, same bits";
+}
+
+TEST(Session, ReadParameterRoundTrips) {
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  CaseBuilder b(rng);
+  Tensor w = b.param("w", {33, 7});
+  Tensor h = b.param_host("h", host_f16({65}, rng.floats(65, -3, 3)));
+  Tensor k = b.param_host("k", host_bf16({3}, rng.floats(3, -3, 3)));
+  b.output("y", sum(w) + sum(h) + sum(k) + sum(b.input("x", {1})));
+  Session s = build_inference_session(b.g);
+  feed(s, b);
+  for (const char* name : {"w", "h", "k"}) {
+    const HostTensor got = s.read_parameter(name);
+    EXPECT_EQ(got.dtype, b.feeds[name].dtype) << name;
+    EXPECT_EQ(got.shape, b.feeds[name].shape) << name;
+    EXPECT_TRUE(got.bytes == b.feeds[name].bytes) << "parameter '" << name << "' did not round-trip";
+  }
+  s.step();
+  check_outputs(s, b);
+  // set_parameter through span<const float> after a step.
+  const std::vector<float> nw = rng.floats(33 * 7, -5, 5);
+  s.set_parameter("w", std::span<const float>(nw));
+  EXPECT_TRUE(s.read_parameter("w").bytes == host_f32({33, 7}, nw).bytes);
+  b.feeds["w"] = host_f32({33, 7}, nw);
+  s.step();
+  check_outputs(s, b);
+}
+
+TEST(Session, ListsNames) {
+  Graph g;
+  Tensor x = g.input("tokens", {3}, i32);
+  Tensor w = g.parameter("embed.weight", {10, 4});
+  Tensor b = g.parameter("bias", {4});
+  g.output("hidden", embedding(w, x) + b);
+  g.output("ids", x);
+  Session s = build_inference_session(g);
+  EXPECT_THAT(s.input_names(), UnorderedElementsAre("tokens"));
+  EXPECT_THAT(s.parameter_names(), UnorderedElementsAre("embed.weight", "bias"));
+  EXPECT_THAT(s.output_names(), UnorderedElementsAre("hidden", "ids"));
+}
+
+TEST(Session, ProfileGivesOneEntryPerDispatch) {
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  CaseBuilder b(rng);
+  b.output("y", relu(matmul(b.input("x", {5, 9}), b.param("w", {9, 3}))));
+  Session s = build_inference_session(b.g, SessionOptions{.profile = true});
+  feed(s, b);
+  s.step();
+  check_outputs(s, b);
+  const auto prof = s.profile();
+  EXPECT_EQ(prof.size(), s.stats().dispatches);
+  for (const auto& [label, ns] : prof) EXPECT_GE(ns, 0.0) << label;
+}
+
+}  // namespace
+}  // namespace mntest

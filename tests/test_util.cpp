@@ -1,0 +1,132 @@
+#include "test_util.hpp"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+namespace mntest {
+
+uint64_t test_seed() {
+  if (const char* s = std::getenv("MEGANEURA_TEST_SEED"); s && *s) return std::strtoull(s, nullptr, 10);
+  std::random_device rd;
+  return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+}
+
+std::string seed_note(uint64_t seed) {
+  return "seed " + std::to_string(seed) + " (rerun with MEGANEURA_TEST_SEED=" + std::to_string(seed) + ")";
+}
+
+std::vector<float> Rng::floats(int64_t n, double lo, double hi) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (auto& x : v) x = static_cast<float>(uniform(lo, hi));
+  return v;
+}
+
+std::vector<float> Rng::floats_away(int64_t n, double lo, double hi) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (auto& x : v) x = static_cast<float>(uniform(lo, hi) * (integer(0, 1) ? 1.0 : -1.0));
+  return v;
+}
+
+std::vector<float> Rng::small_ints(int64_t n, int lo, int hi) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (auto& x : v) x = static_cast<float>(integer(lo, hi));
+  return v;
+}
+
+std::vector<int32_t> Rng::ints(int64_t n, int64_t lo, int64_t hi) {
+  std::vector<int32_t> v(static_cast<size_t>(n));
+  for (auto& x : v) x = static_cast<int32_t>(integer(lo, hi));
+  return v;
+}
+
+std::vector<uint32_t> Rng::uints(int64_t n, int64_t lo, int64_t hi) {
+  std::vector<uint32_t> v(static_cast<size_t>(n));
+  for (auto& x : v) x = static_cast<uint32_t>(integer(lo, hi));
+  return v;
+}
+
+namespace {
+template <class T>
+meganeura::HostTensor host_of(const meganeura::Shape& s, meganeura::DType t, const std::vector<T>& v) {
+  meganeura::HostTensor h;
+  h.shape = s;
+  h.dtype = t;
+  h.bytes.resize(v.size() * sizeof(T));
+  if (!v.empty()) std::memcpy(h.bytes.data(), v.data(), h.bytes.size());
+  return h;
+}
+}  // namespace
+
+meganeura::HostTensor host_f32(const meganeura::Shape& s, const std::vector<float>& v) {
+  return host_of(s, meganeura::f32, v);
+}
+meganeura::HostTensor host_i32(const meganeura::Shape& s, const std::vector<int32_t>& v) {
+  return host_of(s, meganeura::i32, v);
+}
+meganeura::HostTensor host_u32(const meganeura::Shape& s, const std::vector<uint32_t>& v) {
+  return host_of(s, meganeura::u32, v);
+}
+meganeura::HostTensor host_f16(const meganeura::Shape& s, const std::vector<float>& v) {
+  std::vector<uint16_t> h(v.size());
+  for (size_t i = 0; i < v.size(); ++i) h[i] = f32_to_f16_bits(v[i]);
+  return host_of(s, meganeura::f16, h);
+}
+meganeura::HostTensor host_bf16(const meganeura::Shape& s, const std::vector<float>& v) {
+  std::vector<uint16_t> h(v.size());
+  for (size_t i = 0; i < v.size(); ++i) h[i] = f32_to_bf16_bits(v[i]);
+  return host_of(s, meganeura::bf16, h);
+}
+
+std::vector<double> decode(const meganeura::HostTensor& t) { return from_host(t).v; }
+
+::testing::AssertionResult compare(const RefTensor& ref, const meganeura::HostTensor& gpu, double rtol,
+                                   const std::string& what, double scale) {
+  using meganeura::shape_str;
+  if (gpu.dtype != ref.dtype)
+    return ::testing::AssertionFailure() << what << ": dtype " << meganeura::dtype_name(gpu.dtype)
+                                         << ", reference " << meganeura::dtype_name(ref.dtype);
+  if (gpu.shape != ref.shape)
+    return ::testing::AssertionFailure() << what << ": shape " << shape_str(gpu.shape) << ", reference "
+                                         << shape_str(ref.shape);
+  std::vector<double> g;
+  try {
+    g = decode(gpu);
+  } catch (const std::exception& e) {
+    return ::testing::AssertionFailure() << what << ": " << e.what();
+  }
+  const bool exact = rtol == 0 || meganeura::is_integer(ref.dtype);
+  double mean_abs = 0;
+  for (double r : ref.v)
+    if (std::isfinite(r)) mean_abs += std::fabs(r);
+  mean_abs /= ref.v.empty() ? 1.0 : static_cast<double>(ref.v.size());
+  mean_abs = std::max(mean_abs, scale);
+
+  size_t bad = 0, worst = 0;
+  double worst_ratio = -1;
+  for (size_t i = 0; i < ref.v.size(); ++i) {
+    const double r = ref.v[i], x = g[i];
+    double ratio;
+    if (std::isnan(r) || std::isnan(x)) ratio = (std::isnan(r) && std::isnan(x)) ? 0 : INFINITY;
+    else if (std::isinf(r) || std::isinf(x)) ratio = r == x ? 0 : INFINITY;
+    else if (exact) ratio = r == x ? 0 : INFINITY;
+    else {
+      const double bound = rtol * std::max(std::fabs(r), mean_abs);
+      const double d = std::fabs(x - r);
+      ratio = bound > 0 ? d / bound : (d == 0 ? 0 : INFINITY);
+    }
+    if (ratio > 1) ++bad;
+    if (ratio > worst_ratio) { worst_ratio = ratio; worst = i; }
+  }
+  if (bad == 0) return ::testing::AssertionSuccess();
+  std::ostringstream os;
+  os.precision(9);
+  os << what << " " << shape_str(ref.shape) << " " << meganeura::dtype_name(ref.dtype) << ": " << bad << " of "
+     << ref.v.size() << " elements differ (rtol " << rtol << ", mean|ref| " << mean_abs << "); worst at ["
+     << worst << "]: gpu " << g[worst] << ", ref " << ref.v[worst] << ", |diff| "
+     << std::fabs(g[worst] - ref.v[worst]);
+  return ::testing::AssertionFailure() << os.str();
+}
+
+}  // namespace mntest

@@ -1,0 +1,60 @@
+// Shared test helpers: seeded random data, host tensors, and the GPU-vs-reference comparison.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "meganeura/meganeura.hpp"
+#include "reference.hpp"
+
+namespace mntest {
+
+// A seed for one test: MEGANEURA_TEST_SEED if set, else fresh from std::random_device.
+uint64_t test_seed();
+
+// Random source of a test; its seed is what a failure prints.
+class Rng {
+ public:
+  Rng() : Rng(test_seed()) {}
+  explicit Rng(uint64_t seed) : seed_(seed), gen_(seed) {}
+  uint64_t seed() const { return seed_; }
+  double uniform(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(gen_); }
+  int64_t integer(int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(gen_); }  // inclusive
+  std::vector<float> floats(int64_t n, double lo, double hi);
+  // |x| in [lo, hi] with a random sign: for reciprocal/division away from zero.
+  std::vector<float> floats_away(int64_t n, double lo, double hi);
+  // Integers in [lo, hi] as floats: makes ties (eq, argmax, max) likely.
+  std::vector<float> small_ints(int64_t n, int lo, int hi);
+  std::vector<int32_t> ints(int64_t n, int64_t lo, int64_t hi);
+  std::vector<uint32_t> uints(int64_t n, int64_t lo, int64_t hi);
+  std::mt19937_64& engine() { return gen_; }
+
+ private:
+  uint64_t seed_;
+  std::mt19937_64 gen_;
+};
+
+// "seed 1234 (rerun with MEGANEURA_TEST_SEED=1234)"
+std::string seed_note(uint64_t seed);
+
+meganeura::HostTensor host_f32(const meganeura::Shape& s, const std::vector<float>& v);
+meganeura::HostTensor host_i32(const meganeura::Shape& s, const std::vector<int32_t>& v);
+meganeura::HostTensor host_u32(const meganeura::Shape& s, const std::vector<uint32_t>& v);
+// Rounds each value to f16/bf16 (nearest even) and stores the raw 16-bit words.
+meganeura::HostTensor host_f16(const meganeura::Shape& s, const std::vector<float>& v);
+meganeura::HostTensor host_bf16(const meganeura::Shape& s, const std::vector<float>& v);
+
+// Element-wise check |gpu - ref| <= rtol * max(|ref|, mean(|ref|)); integer dtypes and rtol == 0
+// must match exactly (NaN matches NaN). The message names the worst element (index, gpu, ref).
+// `scale` floors max(|ref|, mean(|ref|)) for tensors too small for their mean to give the scale of
+// their values (a single element near a zero of the function).
+::testing::AssertionResult compare(const RefTensor& ref, const meganeura::HostTensor& gpu, double rtol,
+                                   const std::string& what, double scale = 0);
+
+// Raw bits of a HostTensor as decoded by the reference (independent of HostTensor::to_f32).
+std::vector<double> decode(const meganeura::HostTensor& t);
+
+}  // namespace mntest
