@@ -26,6 +26,13 @@ cli=$build/tools/meganeura
   --benchmark_out="$out/ops.json" --benchmark_out_format=json "$@"
 status=$?
 
+# PyTorch on the same GPU in the same run, where it is installed.
+torch_json=
+if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+  quick=; [[ " $* " == *" --quick "* ]] && quick=--quick
+  python3 bench/ops_torch.py "$out/torch.json" $quick && torch_json="$out/torch.json"
+fi
+
 echo
-python3 bench/summarize.py "$out/ops.json"
+python3 bench/summarize.py "$out/ops.json" $torch_json
 exit $status

@@ -5,11 +5,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/setup.sh
-build_type=${CMAKE_BUILD_TYPE:-RelWithDebInfo}
-echo "run: configuring build/ ($build_type)"
-cmake -S . -B build -DCMAKE_BUILD_TYPE="$build_type" >/dev/null
-echo "run: building examples/hello"
-cmake --build build --target hello -j "$(nproc)"
+scripts/build.sh hello
 echo "run: build/examples/hello"
 exec build/examples/hello "$@"

@@ -5,13 +5,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/setup.sh
-build_type=${CMAKE_BUILD_TYPE:-RelWithDebInfo}
-echo "test: configuring build/ ($build_type)"
-cmake -S . -B build -DCMAKE_BUILD_TYPE="$build_type" >/dev/null
-echo "test: building everything"
-cmake --build build -j "$(nproc)"
+scripts/build.sh
 echo "test: ctest --test-dir build --output-on-failure $*"
-status=0
-ctest --test-dir build --output-on-failure "$@" || status=$?
-exit $status
+exec ctest --test-dir build --output-on-failure "$@"

@@ -97,10 +97,10 @@ Planned plan_program(const lower::Lowered& low, const Graph& g, const PlanOption
     if (low.tensors[t].role == Role::Input && low.tensors[t].alias_of < 0) {
       out.upload[t] = {kUploadBuffer, upload, low.tensors[t].bytes};
       upload = align_up(upload + low.tensors[t].bytes, opts.alignment);
-      cmds.push_back(Copy{out.upload[t], out.tensor[t]});
+      cmds.emplace_back(std::in_place_type<Copy>, Copy{out.upload[t], out.tensor[t]});
     }
   if (!cmds.empty()) {
-    cmds.push_back(Barrier{Barrier::TransferToCompute});
+    cmds.emplace_back(std::in_place_type<Barrier>, Barrier{Barrier::TransferToCompute});
     ++out.barriers;
   }
 
@@ -122,26 +122,26 @@ Planned plan_program(const lower::Lowered& low, const Graph& g, const PlanOption
       (a.write ? wr : rd).push_back({s.buffer, s.offset, s.offset + s.size});
     }
     if (pending.conflicts(rd, wr)) {
-      cmds.push_back(Barrier{Barrier::ComputeToCompute});
+      cmds.emplace_back(std::in_place_type<Barrier>, Barrier{Barrier::ComputeToCompute});
       ++out.barriers;
       pending.clear();
     }
     pending.reads.insert(pending.reads.end(), rd.begin(), rd.end());
     pending.writes.insert(pending.writes.end(), wr.begin(), wr.end());
-    cmds.push_back(std::move(d));
+    cmds.emplace_back(std::in_place_type<Dispatch>, std::move(d));
     ++out.dispatches;
   }
 
   // Outputs: copied to the readback buffer at the end of the step.
-  cmds.push_back(Barrier{Barrier::ComputeToTransfer});
+  cmds.emplace_back(std::in_place_type<Barrier>, Barrier{Barrier::ComputeToTransfer});
   for (auto& [name, id] : g.outputs()) {
     Slice src = out.tensor[static_cast<size_t>(id)];
     Slice dst{kReadbackBuffer, readback, src.size};
     readback = align_up(readback + src.size, opts.alignment);
     out.readback.push_back(dst);
-    cmds.push_back(Copy{src, dst});
+    cmds.emplace_back(std::in_place_type<Copy>, Copy{src, dst});
   }
-  cmds.push_back(Barrier{Barrier::TransferToHost});  // also makes the status block visible
+  cmds.emplace_back(std::in_place_type<Barrier>, Barrier{Barrier::TransferToHost});  // also makes the status block visible
   out.barriers += 2;
 
   p.status_buffer = kStatusBuffer;

@@ -31,7 +31,7 @@ struct Slice {
 };
 
 struct Dispatch {
-  kernels::Kernel kernel;
+  kernels::Kernel kernel = kernels::Kernel::Elementwise;
   std::vector<uint32_t> spec;  // specialization constants 1.. (0, the workgroup size, is added)
   Slice params;                // binding 0
   std::vector<Slice> tensors;  // bindings 2.. (binding 1 is the program's status buffer)
@@ -44,7 +44,7 @@ struct Copy { Slice src, dst; };
 // A global memory barrier between the stages named; the planner emits one only where a later
 // command touches bytes an earlier one wrote (or writes bytes it read).
 struct Barrier {
-  enum Kind : uint8_t { TransferToCompute, ComputeToCompute, ComputeToTransfer, TransferToHost } kind;
+  enum Kind : uint8_t { TransferToCompute, ComputeToCompute, ComputeToTransfer, TransferToHost } kind = ComputeToCompute;
 };
 
 using Command = std::variant<Dispatch, Copy, Barrier>;

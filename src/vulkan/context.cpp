@@ -86,13 +86,15 @@ Context::Impl::~Impl() {
 }
 
 std::shared_ptr<Context> Context::get() {
-  // Created on first use; a failed creation is not cached, so a later call retries. Executables
-  // hold their own shared_ptr, so the context outlives them even when this one goes at exit.
-  static std::mutex mutex;
-  static std::shared_ptr<Context> shared;
-  std::lock_guard lock(mutex);
-  if (!shared) shared.reset(new Context());
-  return shared;
+  // Created on first use; a failed creation is not cached, so a later call retries. Deliberately
+  // never destroyed: at exit NVIDIA's driver libraries tear themselves down before (or while)
+  // static destructors run, and destroying the device then crashes the process. The OS reclaims
+  // it. Sessions still free their buffers and pipelines' users when they are destroyed.
+  static auto* mutex = new std::mutex;
+  static auto* shared = new std::shared_ptr<Context>;
+  std::lock_guard lock(*mutex);
+  if (!*shared) shared->reset(new Context());
+  return *shared;
 }
 
 Context::Context() : impl_(std::make_unique<Impl>()) {
