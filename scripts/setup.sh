@@ -10,7 +10,8 @@ packages=(
   build-essential cmake g++ pkg-config
   libvulkan-dev vulkan-validationlayers mesa-vulkan-drivers vulkan-tools
   glslang-tools spirv-tools
-  libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
+  libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev nlohmann-json3-dev
+  dataset-fashion-mnist
 )
 
 missing=()

@@ -155,6 +155,26 @@ double unary(Op op, double x, double scalar) {
   }
 }
 
+// f'(x) of the activation whose backward op is `op` (the op computes dy * f'(x)).
+double unary_grad(Op op, double x) {
+  constexpr double kPi = 3.14159265358979323846;
+  switch (op) {
+    case Op::GeluBackward:  // Phi(x) + x phi(x)
+      return 0.5 * std::erfc(-x / std::sqrt(2.0)) + x * std::exp(-0.5 * x * x) / std::sqrt(2.0 * kPi);
+    case Op::GeluTanhBackward: {
+      // PyTorch's formula with 0.5 (1 + tanh z) = s and 1 - tanh^2 z = 4 s (1 - s), s = sigmoid(2z).
+      const double k = std::sqrt(2.0 / kPi), z = k * (x + 0.044715 * x * x * x);
+      const double s = 1.0 / (1.0 + std::exp(-2.0 * z)), sc = 1.0 / (1.0 + std::exp(2.0 * z));
+      return s + 2.0 * x * s * sc * k * (1.0 + 3.0 * 0.044715 * x * x);
+    }
+    case Op::SiluBackward: {
+      const double s = 1.0 / (1.0 + std::exp(-x));
+      return s * (1.0 + x * (1.0 / (1.0 + std::exp(x))));
+    }
+    default: throw ReferenceError("reference: not an activation backward op");
+  }
+}
+
 double binary(Op op, double a, double b) {
   switch (op) {
     case Op::Add: return a + b;
@@ -192,6 +212,30 @@ void split_axis(const Shape& s, int64_t axis, int64_t& outer, int64_t& n, int64_
 }
 
 int64_t norm_axis(int64_t axis, size_t rank) { return axis < 0 ? axis + static_cast<int64_t>(rank) : axis; }
+
+// rms_norm (layer = false: mean 0) / layer_norm statistics of a row: mean and 1/sqrt(var + eps).
+void norm_stats(const double* row, int64_t D, bool layer, double eps, double& mean, double& inv) {
+  mean = 0;
+  double var = 0;
+  if (layer) {
+    for (int64_t k = 0; k < D; ++k) mean += row[k];
+    mean /= static_cast<double>(D);
+  }
+  for (int64_t k = 0; k < D; ++k) var += (row[k] - mean) * (row[k] - mean);
+  var /= static_cast<double>(D);
+  inv = 1.0 / std::sqrt(var + eps);
+}
+
+// Row softmax of a cross-entropy row (max-subtracted).
+std::vector<double> softmax_row(const double* row, int64_t C) {
+  double mx = -std::numeric_limits<double>::infinity();
+  for (int64_t k = 0; k < C; ++k) mx = std::max(mx, row[k]);
+  std::vector<double> p(static_cast<size_t>(C));
+  double s = 0;
+  for (int64_t k = 0; k < C; ++k) s += p[k] = std::exp(row[k] - mx);
+  for (auto& v : p) v /= s;
+  return p;
+}
 
 RefTensor eval_node(const meganeura::Graph& g, const Node& n, const std::vector<RefTensor>& vals,
                     const std::map<std::string, meganeura::HostTensor>& feeds) {
@@ -356,17 +400,8 @@ RefTensor eval_node(const meganeura::Graph& g, const Node& n, const std::vector<
       const RefTensor* b = n.inputs.size() > 2 ? &in(2) : nullptr;
       for (int64_t r = 0; r < rows; ++r) {
         const double* row = &x.v[r * D];
-        double mean = 0, var = 0;
-        if (n.op == Op::LayerNorm) {
-          for (int64_t k = 0; k < D; ++k) mean += row[k];
-          mean /= D;
-          for (int64_t k = 0; k < D; ++k) var += (row[k] - mean) * (row[k] - mean);
-          var /= D;
-        } else {
-          for (int64_t k = 0; k < D; ++k) var += row[k] * row[k];
-          var /= D;
-        }
-        const double inv = 1.0 / std::sqrt(var + A.scalar);
+        double mean, inv;
+        norm_stats(row, D, n.op == Op::LayerNorm, A.scalar, mean, inv);
         for (int64_t k = 0; k < D; ++k) {
           double y = (row[k] - mean) * inv;
           if (w) y *= w->v[k];
@@ -495,6 +530,96 @@ RefTensor eval_node(const meganeura::Graph& g, const Node& n, const std::vector<
         else s += std::max(x, 0.0) - x * y + std::log1p(std::exp(-std::fabs(x)));
       }
       out.v[0] = s / static_cast<double>(p.v.size());
+      return out;
+    }
+    // ---- backward ops (made by autodiff) ----
+    case Op::GeluBackward: case Op::GeluTanhBackward: case Op::SiluBackward: {  // (x, dy) -> dy * f'(x)
+      const auto& x = in(0);
+      const auto& dy = in(1);
+      const auto sx = broadcast_strides(x.shape, n.shape), sd = broadcast_strides(dy.shape, n.shape);
+      for_each_index(n.shape, [&](int64_t i, const std::vector<int64_t>& idx) {
+        out.v[i] = dy.v[dot(idx, sd)] * unary_grad(n.op, x.v[dot(idx, sx)]);
+      });
+      return out;
+    }
+    case Op::SoftmaxBackward: case Op::LogSoftmaxBackward: {  // (y, dy), y the forward output
+      const auto& y = in(0);
+      const auto& dy = in(1);
+      int64_t outer, len, inner;
+      split_axis(y.shape, norm_axis(A.axis, y.shape.size()), outer, len, inner);
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t i = 0; i < inner; ++i) {
+          auto at = [&](int64_t k) { return (o * len + k) * inner + i; };
+          double s = 0;
+          for (int64_t k = 0; k < len; ++k) s += n.op == Op::SoftmaxBackward ? dy.v[at(k)] * y.v[at(k)] : dy.v[at(k)];
+          for (int64_t k = 0; k < len; ++k)
+            out.v[at(k)] = n.op == Op::SoftmaxBackward ? y.v[at(k)] * (dy.v[at(k)] - s)
+                                                       : dy.v[at(k)] - std::exp(y.v[at(k)]) * s;
+        }
+      return out;
+    }
+    case Op::RmsNormBackward: case Op::LayerNormBackward: {  // (x, dy[, w]) -> dx
+      const auto& x = in(0);
+      const auto& dy = in(1);
+      const RefTensor* w = n.inputs.size() > 2 ? &in(2) : nullptr;
+      const int64_t D = x.shape.back();
+      const int64_t rows = count(x.shape) / D;
+      const bool layer = n.op == Op::LayerNormBackward;
+      for (int64_t r = 0; r < rows; ++r) {
+        const double* row = &x.v[r * D];
+        double mean, inv;
+        norm_stats(row, D, layer, A.scalar, mean, inv);
+        // y = xhat * w: dx = inv * (g - mean(g) - xhat * mean(g * xhat)), g = dy * w (mean(g) only for layer).
+        std::vector<double> g(static_cast<size_t>(D)), xhat(static_cast<size_t>(D));
+        double mg = 0, mgx = 0;
+        for (int64_t k = 0; k < D; ++k) {
+          g[k] = dy.v[r * D + k] * (w ? w->v[k] : 1.0);
+          xhat[k] = (row[k] - mean) * inv;
+          mg += g[k];
+          mgx += g[k] * xhat[k];
+        }
+        mg = layer ? mg / static_cast<double>(D) : 0.0;
+        mgx /= static_cast<double>(D);
+        for (int64_t k = 0; k < D; ++k) out.v[r * D + k] = inv * (g[k] - mg - xhat[k] * mgx);
+      }
+      return out;
+    }
+    case Op::RmsNormWeightGrad: case Op::LayerNormWeightGrad: {  // (x, dy) -> sum over rows of dy * xhat
+      const auto& x = in(0);
+      const auto& dy = in(1);
+      const int64_t D = x.shape.back();
+      const int64_t rows = count(x.shape) / D;
+      for (int64_t r = 0; r < rows; ++r) {
+        double mean, inv;
+        norm_stats(&x.v[r * D], D, n.op == Op::LayerNormWeightGrad, A.scalar, mean, inv);
+        for (int64_t k = 0; k < D; ++k) out.v[k] += dy.v[r * D + k] * (x.v[r * D + k] - mean) * inv;
+      }
+      return out;
+    }
+    case Op::CrossEntropyBackward: {  // (logits, labels, dloss) -> (softmax - onehot) * dloss / valid rows
+      const auto& x = in(0);
+      const auto& lab = in(1);
+      const double dloss = in(2).v.at(0);
+      const int64_t C = x.shape.back();
+      const int64_t rows = static_cast<int64_t>(lab.v.size());
+      int64_t valid = 0;
+      for (double l : lab.v) valid += static_cast<int64_t>(l) != A.ignore_index;
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t l = static_cast<int64_t>(lab.v[r]);
+        if (l == A.ignore_index) continue;  // zeros
+        if (l < 0 || l >= C) throw ReferenceError("reference: cross_entropy label out of range");
+        const auto p = softmax_row(&x.v[r * C], C);
+        for (int64_t k = 0; k < C; ++k) out.v[r * C + k] = (p[k] - (k == l ? 1.0 : 0.0)) * dloss / static_cast<double>(valid);
+      }
+      return out;
+    }
+    case Op::SliceBackward: {  // dy -> zeros of the full shape, dy in the slice's window
+      const auto& dy = in(0);
+      auto st = contiguous_strides(n.shape);
+      const int64_t ax = norm_axis(A.axis, n.shape.size());
+      const int64_t base = A.start * st[ax];
+      st[ax] *= A.step;
+      for_each_index(dy.shape, [&](int64_t i, const std::vector<int64_t>& idx) { out.v[base + dot(idx, st)] = dy.v[i]; });
       return out;
     }
   }

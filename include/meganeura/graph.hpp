@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -21,7 +22,7 @@ std::string shape_str(const Shape& s);  // "[2,3,4]"
 int64_t numel(const Shape& s);
 
 enum class Op : uint8_t {
-#define MN_OP_ENUM(e, name, kind, lo, hi, rule) e,
+#define MN_OP_ENUM(e, name, kind, lo, hi, rule, grad) e,
   MN_OP_LIST(MN_OP_ENUM)
 #undef MN_OP_ENUM
 };
@@ -69,7 +70,8 @@ class Tensor {
   Graph& graph() const { return *g_; }
   int id() const { return id_; }
   const Node& node() const;
-  const Shape& shape() const { return node().shape; }
+  // By value: a reference into the graph would dangle once another node is added.
+  Shape shape() const { return node().shape; }
   DType dtype() const { return node().dtype; }
   int rank() const { return static_cast<int>(shape().size()); }
   int64_t dim(int i) const;  // negative i counts from the end
@@ -108,6 +110,10 @@ class Graph {
   // Adds a node: checks arity, promotes f16/bf16 inputs to f32 where the op computes, infers
   // shape and dtype. Throws ShapeError/DTypeError naming the node.
   Tensor add(Op op, std::vector<Tensor> inputs, Attrs attrs = {});
+
+  // A copy with the same node ids (so Tensor{copy.get(), t.id()} is t in the copy): passes
+  // that append nodes (autodiff) work on a copy and leave the user's graph as it was.
+  std::unique_ptr<Graph> clone() const;
 
   const Node& node(int id) const { return nodes_.at(static_cast<size_t>(id)); }
   const std::vector<Node>& nodes() const { return nodes_; }

@@ -63,9 +63,23 @@ class Session {
   void set_parameter(std::string_view name, std::span<const float> values);
 
   void step();  // runs the recorded command buffer once and waits for it
+  // Training sessions: the forward pass alone (outputs updated, parameters untouched).
+  void evaluate();
 
   HostTensor read_output(std::string_view name) const;
   HostTensor read_parameter(std::string_view name) const;
+
+  // Training sessions (build_session): the loss of the last step, a parameter's gradient from
+  // the last step (zeros for frozen or unused parameters), optimizer steps taken so far.
+  float read_loss() const;
+  HostTensor read_grad(std::string_view name) const;
+  int64_t optimizer_steps() const;
+  bool is_training() const;
+  // Parameters (and, for training sessions, optimizer state and step count) as safetensors.
+  // save() is atomic: an interrupted save leaves the previous file intact. load() checks names,
+  // shapes and dtypes; a tensor the session lacks, or a missing one, is an error.
+  void save(const std::string& path) const;
+  void load(const std::string& path);
 
   std::vector<std::string> input_names() const;
   std::vector<std::string> parameter_names() const;
@@ -81,6 +95,8 @@ class Session {
   struct Impl;
  private:
   friend Session build_inference_session(const Graph&, const SessionOptions&);
+  friend Session make_session(std::unique_ptr<Impl>);
+  friend class Trainer;  // completes a Cosine schedule's total_steps
   explicit Session(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

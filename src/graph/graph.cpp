@@ -96,6 +96,13 @@ Tensor Graph::constant(std::span<const int32_t> values, Shape shape) {
 
 Tensor Graph::scalar(float value) { return constant(std::span<const float>(&value, 1), {}); }
 
+std::unique_ptr<Graph> Graph::clone() const {
+  auto copy = std::make_unique<Graph>();
+  copy->nodes_ = nodes_;
+  copy->outputs_ = outputs_;
+  return copy;
+}
+
 void Graph::output(std::string name, Tensor t) {
   if (&t.graph() != this) throw Error("output \"" + name + "\" is a tensor of another graph");
   for (auto& [n, id] : outputs_)

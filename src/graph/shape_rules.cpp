@@ -325,3 +325,53 @@ OutType infer_pair_loss(InferContext& c) {
 }
 
 }  // namespace meganeura::graph
+
+namespace meganeura::graph {
+
+// (y or x, dy[, weight]): softmax/log-softmax backward take the forward output y, the norm
+// backward ops the forward input x; dy has the same shape.
+OutType infer_row_backward(InferContext& c) {
+  c.require_dtype(0, {f32}, "forward tensor");
+  c.require_dtype(1, {f32}, "gradient");
+  if (c.shape(0) != c.shape(1))
+    c.shape_error("forward tensor " + shape_str(c.shape(0)) + " and gradient " + shape_str(c.shape(1)) + " differ");
+  if (c.rank(0) == 0) c.shape_error("needs rank >= 1");
+  if (c.op == Op::SoftmaxBackward || c.op == Op::LogSoftmaxBackward) c.attrs.axis = c.axis(c.attrs.axis, c.rank(0));
+  if (c.inputs.size() > 2 && c.shape(2) != Shape{c.shape(0).back()})
+    c.shape_error("weight " + shape_str(c.shape(2)) + " does not match the last dimension of " + shape_str(c.shape(0)));
+  return {c.shape(0), f32};
+}
+
+// (x, dy) -> the gradient of the norm's weight, [D]: sum over rows of dy * normalised x.
+OutType infer_norm_weight_grad(InferContext& c) {
+  c.require_dtype(0, {f32}, "input");
+  c.require_dtype(1, {f32}, "gradient");
+  if (c.shape(0) != c.shape(1) || c.rank(0) == 0)
+    c.shape_error("input " + shape_str(c.shape(0)) + " and gradient " + shape_str(c.shape(1)) + " must have one shape of rank >= 1");
+  return {{c.shape(0).back()}, f32};
+}
+
+// (logits, labels, d loss) -> d logits.
+OutType infer_cross_entropy_backward(InferContext& c) {
+  infer_cross_entropy(c);
+  c.require_dtype(2, {f32}, "loss gradient");
+  if (!c.shape(2).empty()) c.shape_error("the loss gradient must be rank 0, got " + shape_str(c.shape(2)));
+  return {c.shape(0), f32};
+}
+
+// dy of a slice -> a tensor of the sliced input's shape (attrs.count: the full axis length),
+// zero outside the slice.
+OutType infer_slice_backward(InferContext& c) {
+  auto& at = c.attrs;
+  at.axis = c.axis(at.axis, c.rank(0));
+  Shape out = c.shape(0);
+  auto ax = static_cast<size_t>(at.axis);
+  int64_t want = at.end > at.start ? (at.end - at.start + at.step - 1) / at.step : 0;
+  if (out[ax] != want || at.end > at.count || at.step <= 0)
+    c.shape_error("gradient " + shape_str(out) + " does not fit slice [" + std::to_string(at.start) + ":" +
+                  std::to_string(at.end) + ":" + std::to_string(at.step) + "] of length " + std::to_string(at.count));
+  out[ax] = at.count;
+  return {out, c.dtype(0)};
+}
+
+}  // namespace meganeura::graph

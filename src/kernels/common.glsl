@@ -110,4 +110,45 @@ float wg_max(float v) {
   barrier();
   return r;
 }
+
+// The rows below are read by the whole workgroup, element l of the row at X[base + l*step]
+// (call from uniform control flow; every invocation gets the results).
+
+// Row max m (NaN propagates) and sum_l exp(x_l - m) as ones + rest (see lse_add).
+#define ROW_MAX_LSE(m, ones, rest, X, base, step, len)                                      \
+  {                                                                                         \
+    m = -F_INF;                                                                             \
+    for (uint l_ = gl_LocalInvocationID.x; l_ < (len); l_ += WG)                            \
+      m = max_nan(m, uintBitsToFloat(X[(base) + l_ * (step)]));                             \
+    m = wg_max(m);                                                                          \
+    ones = 0.0f;                                                                            \
+    rest = 0.0f;                                                                            \
+    float c_ = 0.0f;                                                                        \
+    for (uint l_ = gl_LocalInvocationID.x; l_ < (len); l_ += WG)                            \
+      lse_add(ones, rest, c_, uintBitsToFloat(X[(base) + l_ * (step)]), m);                 \
+    ones = wg_sum(ones);                                                                    \
+    rest = wg_sum(rest);                                                                    \
+  }
+
+// Row sum of EXPR, an expression of the row index l_ (Kahan per invocation, then wg_sum).
+#define ROW_SUM(result, len, EXPR)                                                          \
+  {                                                                                         \
+    float s_ = 0.0f, c_ = 0.0f;                                                             \
+    for (uint l_ = gl_LocalInvocationID.x; l_ < (len); l_ += WG) kahan_add(s_, c_, (EXPR)); \
+    result = wg_sum(s_);                                                                    \
+  }
+
+// rms_norm / layer_norm statistics of a contiguous row X[base .. base+dim): mean (0 for rms)
+// and rstd = 1/sqrt(mean((x - mean)^2) + eps). Layer norm is two-pass: no E[x^2] - E[x]^2.
+#define NORM_ROW_STATS(mean, rstd, X, base, dim, layer, eps)                                \
+  {                                                                                         \
+    mean = 0.0f;                                                                            \
+    if (layer) {                                                                            \
+      ROW_SUM(mean, dim, uintBitsToFloat(X[(base) + l_]))                                   \
+      mean /= float(dim);                                                                   \
+    }                                                                                       \
+    float ss_;                                                                              \
+    ROW_SUM(ss_, dim, (uintBitsToFloat(X[(base) + l_]) - mean) * (uintBitsToFloat(X[(base) + l_]) - mean)) \
+    rstd = 1.0f / sqrt(ss_ / float(dim) + (eps)); /* inversesqrt() may be approximate */    \
+  }
 #endif

@@ -26,13 +26,8 @@ void main() {
       continue;
     }
     uint base = r * p.classes;
-    float m = -F_INF;
-    for (uint j = t; j < p.classes; j += WG) m = max_nan(m, uintBitsToFloat(logits[base + j]));
-    m = wg_max(m);
-    float ones = 0.0f, rest = 0.0f, c = 0.0f;
-    for (uint j = t; j < p.classes; j += WG) lse_add(ones, rest, c, uintBitsToFloat(logits[base + j]), m);
-    ones = wg_sum(ones);
-    rest = wg_sum(rest);
+    float m, ones, rest;
+    ROW_MAX_LSE(m, ones, rest, logits, base, 1u, p.classes)
     if (t == 0u) {
       // (max - x[label]) + log(sum): both terms >= 0, no cancellation.
       float loss = (m - uintBitsToFloat(logits[base + uint(label)])) + log1p_p((ones - 1.0f) + rest);

@@ -1,5 +1,5 @@
 #version 450
-// Elementwise: unary/binary/compare/where/convert/copy over a strided, broadcast index space.
+// Elementwise: unary/binary/compare/where/convert/copy/fill over a strided, broadcast index space.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
@@ -12,8 +12,10 @@ const uint EW_COPY = 0u, EW_CONVERT = 1u, EW_NEG = 2u, EW_ABS = 3u, EW_EXP = 4u,
            EW_RSQRT = 7u, EW_RECIPROCAL = 8u, EW_RELU = 9u, EW_GELU = 10u, EW_GELU_TANH = 11u, EW_SILU = 12u,
            EW_SIGMOID = 13u, EW_TANH = 14u, EW_SIN = 15u, EW_COS = 16u, EW_POW = 17u, EW_ADD = 18u, EW_SUB = 19u,
            EW_MUL = 20u, EW_DIV = 21u, EW_MAX = 22u, EW_MIN = 23u, EW_EQ = 24u, EW_NE = 25u, EW_LT = 26u,
-           EW_LE = 27u, EW_GT = 28u, EW_GE = 29u, EW_WHERE = 30u;
-const uint ARITY = OP == EW_WHERE ? 3u : (OP >= EW_ADD ? 2u : 1u);
+           EW_LE = 27u, EW_GT = 28u, EW_GE = 29u, EW_WHERE = 30u, EW_GELU_GRAD = 31u, EW_GELU_TANH_GRAD = 32u,
+           EW_SILU_GRAD = 33u, EW_FILL = 34u;
+const uint ARITY = OP == EW_WHERE ? 3u : (OP == EW_FILL ? 0u : (OP >= EW_ADD ? 2u : 1u));  // FILL reads nothing
+const bool IS_COMPARE = OP >= EW_EQ && OP <= EW_GE;
 
 struct ElementwiseParams {
   uint n, rank, out_offset, in_offset[3];
@@ -62,6 +64,10 @@ float binary(float a, float b) {
     case EW_DIV: return a / b;
     case EW_MAX: return max_nan(a, b);
     case EW_MIN: return min_nan(a, b);
+    // a = x, b = dy
+    case EW_GELU_GRAD: return b * gelu_grad_p(a);
+    case EW_GELU_TANH_GRAD: return b * gelu_tanh_grad_p(a);
+    case EW_SILU_GRAD: return b * silu_grad_p(a);
   }
   return a;
 }
@@ -105,14 +111,15 @@ void main() {
       if (ARITY > 1u) i1 += c * p.in_stride[8 + d];
       if (ARITY > 2u) i2 += c * p.in_stride[16 + d];
     }
-    uint a = t0[i0];
+    uint a = ARITY > 0u ? t0[i0] : 0u;
     uint r;
-    if (OP == EW_COPY) r = a;
+    if (OP == EW_FILL) r = floatBitsToUint(p.scalar);
+    else if (OP == EW_COPY) r = a;
     else if (OP == EW_CONVERT) r = convert(a);
     else if (OP == EW_WHERE) {
       bool cond = DT_IN == DT_F32 ? uintBitsToFloat(a) != 0.0f : a != 0u;  // -0.0 is zero; NaN is not
       r = cond ? t1[i1] : t2[i2];
-    } else if (OP >= EW_EQ) r = compare_op(compare(a, t1[i1])) ? 1u : 0u;
+    } else if (IS_COMPARE) r = compare_op(compare(a, t1[i1])) ? 1u : 0u;
     else if (ARITY == 2u) r = floatBitsToUint(binary(uintBitsToFloat(a), uintBitsToFloat(t1[i1])));
     else r = floatBitsToUint(unary(uintBitsToFloat(a)));
 

@@ -25,6 +25,15 @@ enum class Kernel : uint8_t {
   Gather,
   ScatterAdd,
   OneHot,
+  // backward and training kernels
+  SoftmaxBackward,      // softmax / log-softmax backward along one axis
+  NormBackward,         // rms_norm / layer_norm: d x
+  NormRowStats,         // per-row mean and rstd (for NormWeightGrad)
+  NormWeightGrad,       // d weight = sum over rows of dy * normalised x
+  CrossEntropyCount,    // number of labels that count (not ignore_index)
+  CrossEntropyBackward, // d logits, fused: never builds a one-hot or a softmax tensor
+  Optimizer,            // SGD / Adam / AdamW update of one parameter, in place
+  ClipScale,            // global-norm clipping factor from per-tensor sums of squares
   Count
 };
 
@@ -56,7 +65,10 @@ enum : uint32_t {
   EW_SILU, EW_SIGMOID, EW_TANH, EW_SIN, EW_COS, EW_POW,  // EW_POW: x^scalar (pow(x,2) = x*x exactly)
   EW_ADD, EW_SUB, EW_MUL, EW_DIV, EW_MAX, EW_MIN,           // MAX/MIN propagate NaN like PyTorch
   EW_EQ, EW_NE, EW_LT, EW_LE, EW_GT, EW_GE,
-  EW_WHERE
+  EW_WHERE,
+  // binary (a = x, b = dy): dy * f'(x)
+  EW_GELU_GRAD, EW_GELU_TANH_GRAD, EW_SILU_GRAD,
+  EW_FILL  // arity 1 (input bound, not read): writes `scalar` (as f32 bits) to every output element
 };
 struct ElementwiseParams {
   uint32_t n, rank, out_offset, in_offset[3];
@@ -101,7 +113,8 @@ struct MatMulParams {
 enum : uint32_t { RED_SUM = 0, RED_MAX, RED_ARGMAX };
 // MAP_SQDIFF: (a-b)^2. MAP_BCE: -(b*max(log a,-100) + (1-b)*max(log(1-a),-100)).
 // MAP_BCE_LOGITS: max(a,0) - a*b + log1p(exp(-|a|)).
-enum : uint32_t { MAP_NONE = 0, MAP_SQDIFF, MAP_BCE, MAP_BCE_LOGITS };
+// MAP_SQUARE: a*a (b not read).
+enum : uint32_t { MAP_NONE = 0, MAP_SQDIFF, MAP_BCE, MAP_BCE_LOGITS, MAP_SQUARE };
 struct ReduceParams {
   uint32_t n_out, n_red, kept_rank, red_rank;
   float scale;
@@ -143,5 +156,59 @@ struct CrossEntropyParams { uint32_t rows, classes; int32_t ignore_index; uint32
 //   out[(o*len + idx[j])*inner + i] += updates[(o*n_idx + j)*inner + i]   (atomic add).
 // OneHot: bindings 2: idx, 3: out f32 [n_idx, len]: out[j*len + c] = (idx[j] == c) ? 1 : 0.
 struct IndexParams { uint32_t outer, len, inner, n_idx, node, pad[3]; };
+
+// ---- SoftmaxBackward ---------------------------------------------------------------------------
+// spec 1: 1 for log-softmax. Bindings 2: y (the forward output), 3: dy, 4: dx; layout and
+// dispatch as Softmax (SoftmaxParams). softmax: dx = y * (dy - sum_l(dy*y));
+// log-softmax: dx = dy - exp(y) * sum_l(dy).
+
+// ---- NormBackward / NormRowStats / NormWeightGrad (NormParams) -------------------------------
+// spec 1: NORM_KIND; NormBackward spec 2: has weight. Rows [rows, dim] contiguous.
+// xhat = (x - mean) * rstd (mean = 0 for rms), rstd = 1/sqrt(var + eps) (rms: mean(x^2)).
+// NormBackward: bindings 2: x, 3: weight (bound to x when absent, not read), 4: dy, 5: dx.
+//   g = dy * w;  rms: dx = rstd * (g - xhat * mean(g * xhat));
+//   layer: dx = rstd * (g - mean(g) - xhat * mean(g * xhat)). One workgroup per row.
+// NormRowStats: bindings 2: x, 3: stats [2*rows] f32 (stats[2r] = mean, stats[2r+1] = rstd).
+//   One workgroup per row.
+// NormWeightGrad: bindings 2: x, 3: dy, 4: stats, 5: dw [dim]: dw[d] = sum_r dy[r,d] * xhat[r,d].
+//   Each invocation owns one column d (grid-stride over dim; dispatch ceil(dim/256) groups) and
+//   loops over the rows.
+
+// ---- CrossEntropyCount / CrossEntropyBackward (CrossEntropyParams) ---------------------------
+// Count (one workgroup): bindings 2: labels [rows] i32, 3: count [1] f32 = number of labels
+//   != ignore_index.
+// Backward: bindings 2: logits [rows, classes], 3: labels, 4: dloss [1], 5: count [1],
+//   6: dlogits. One workgroup per row: label == ignore_index -> zeros; else
+//   dlogits[r,c] = (softmax(row)[c] - (c == label)) * dloss / count. Labels out of range report
+//   INDEX_OUT_OF_RANGE (as CrossEntropyRows) and write zeros.
+
+// ---- Optimizer --------------------------------------------------------------------------------
+// spec 1: OPT_ALGO; spec 2: 1 if momentum != 0 (SGD); spec 3: nesterov (SGD);
+// spec 4: 1 to zero the gradient after applying it (gradient accumulation buffers).
+// Bindings 2: param (read-write), 3: grad (read-write), 4: state1 (SGD momentum buffer / Adam m),
+// 5: state2 (Adam v; bound to state1 for SGD), 6: hyper (Hyper, read). Unused states are bound
+// to the param and not touched. Elementwise over n (grid-stride).
+// If hyper.apply == 0 the kernel does nothing (a gradient-accumulation step).
+// g = grad * grad_scale * hyper.clip_scale; lr = hyper.lr * lr_scale
+// SGD:   if weight_decay: g += weight_decay * p; if momentum: buf = momentum*buf + g;
+//        g = nesterov ? g + momentum*buf : buf;  p -= lr * g        (torch.optim.SGD, dampening 0)
+// Adam:  g += weight_decay * p (L2, torch.optim.Adam); m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+//        p -= lr * (m / hyper.bias1) / (sqrt(v / hyper.bias2) + eps)
+// AdamW: p *= 1 - lr * weight_decay; then Adam without the L2 term    (torch.optim.AdamW)
+// Then, with spec 4, grad = 0.
+enum : uint32_t { OPT_SGD = 0, OPT_ADAM, OPT_ADAMW };
+struct OptimizerParams {
+  uint32_t n;
+  float lr_scale, grad_scale, weight_decay, momentum, beta1, beta2, eps;
+};
+// The per-step scalars, written by the host before every step (lr from the schedule, the bias
+// corrections 1 - beta^t) and by ClipScale (clip_scale; 1 when clipping is off).
+struct Hyper { float lr, bias1, bias2, clip_scale; uint32_t apply, pad[3]; };
+
+// ---- ClipScale --------------------------------------------------------------------------------
+// One workgroup. Bindings 2: sums [count] f32 (each a tensor's sum of squares), 3: hyper
+// (read-write). norm = sqrt(sum of sums); hyper.clip_scale = min(1, max_norm / (norm + 1e-6))
+// (torch.nn.utils.clip_grad_norm_), written only when hyper.apply != 0 (else left as is).
+struct ClipParams { uint32_t count; float max_norm; uint32_t pad[2]; };
 
 }  // namespace meganeura::kernels

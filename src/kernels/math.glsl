@@ -135,14 +135,17 @@ float sigmoid_p(float x) {
 // erfc(a) for a >= 0.9, given a^2 = sq_hi + sq_lo: erfc(a) = exp(-a^2) * G(q) / (1 + 2a), with
 // G = (1+2a) erfcx(a) a polynomial in q = (a-2)/(a+2) (Shepherd & Laframboise). exp(-a^2) is
 // where precision goes (its relative error is |d(a^2)|), hence a^2 as an exact-ish sum.
-float erfc_big_sq(float a, float sq_hi, float sq_lo) {
-  if (a > 10.1f) return 0.0f;  // below the smallest subnormal (also a = inf)
+float erfcx_big(float a) {  // erfcx(a) = exp(a^2) erfc(a), a >= 0.9
   float q = (a - 2.0f) / (a + 2.0f);
   float g = (((((((((((5.63062960e-03f * q - 9.88505874e-03f) * q + 3.27444798e-03f) * q + 3.08586750e-03f) * q
               - 3.43465386e-03f) * q + 8.65905546e-04f) * q + 9.07655433e-03f) * q - 8.01959541e-03f) * q
               - 5.42471744e-02f) * q + 1.64051399e-01f) * q - 1.66029528e-01f) * q - 9.27638337e-02f) * q
               + 1.27697837e+00f;
-  return (g / (1.0f + 2.0f * a)) * (exp_p(-sq_hi) * exp_p(-sq_lo));
+  return g / (1.0f + 2.0f * a);
+}
+float erfc_big_sq(float a, float sq_hi, float sq_lo) {
+  if (a > 10.1f) return 0.0f;  // below the smallest subnormal (also a = inf)
+  return erfcx_big(a) * (exp_p(-sq_hi) * exp_p(-sq_lo));
 }
 // x^2 = hi + lo with hi exact (12-bit split); lo carries the rest to ~2^-36 relative.
 ff square_ff(float x) {
@@ -232,3 +235,26 @@ float gelu_p(float x) {
 // 0.5 x (1 + tanh(u)) = x * sigmoid(2u): no cancellation for negative x.
 float gelu_tanh_p(float x) { return x * sigmoid_p(2.0f * (0.797884583f * (x + 0.044715f * (x * x * x)))); }
 float silu_p(float x) { return x * sigmoid_p(x); }
+
+// Derivatives of the activations (the EW_*_GRAD codes), accurate where the function is tiny.
+// gelu'(x) = Phi(x) + x phi(x). For |x/sqrt2| >= 0.9 both terms share E = exp(-x^2/2), formed
+// from the split square as in gelu_p: Phi(x) = E erfcx(|u|)/2 for x < 0, 1 - that for x > 0.
+float gelu_grad_p(float x) {
+  float u = x * 0.707106781f;
+  if (abs(u) > 10.1f) return u > 0.0f ? 1.0f : 0.0f;  // within 3e-44 (subnormal) of the limits; also +-inf
+  ff sq = square_ff(x);
+  float e = exp_p(-0.5f * sq.hi) * exp_p(-0.5f * sq.lo);
+  float x_pdf = x * (0.398942280f * e);
+  if (abs(u) < 0.9f) return 0.5f * (1.0f + u * erf_small_ratio(u * u)) + x_pdf;
+  float tail = 0.5f * erfcx_big(abs(u)) * e;  // Phi(-|x|)
+  return u > 0.0f ? (1.0f - tail) + x_pdf : tail + x_pdf;
+}
+// d/dx x sigmoid(2z), z = k(x + 0.044715 x^3): s + 2x s (1-s) k (1 + 3*0.044715 x^2), s = sigmoid(2z);
+// 1 - s is sigmoid(-2z), which keeps its precision where s is near 1.
+float gelu_tanh_grad_p(float x) {
+  float z2 = 2.0f * (0.797884583f * (x + 0.044715f * (x * x * x)));
+  float s = sigmoid_p(z2);
+  return s * (1.0f + 2.0f * x * sigmoid_p(-z2) * (0.797884583f * (1.0f + 0.134145f * (x * x))));
+}
+// silu'(x) = sigmoid(x) (1 + x (1 - sigmoid(x))), 1 - sigmoid(x) = sigmoid(-x).
+float silu_grad_p(float x) { return sigmoid_p(x) * (1.0f + x * sigmoid_p(-x)); }

@@ -1,6 +1,6 @@
 #version 450
 // rms_norm / layer_norm over the last axis of a contiguous [rows, dim] tensor, one workgroup per
-// row. Layer norm is two-pass (mean, then mean of squared deviations): no E[x^2] - E[x]^2.
+// row (statistics: NORM_ROW_STATS in common.glsl).
 #extension GL_GOOGLE_include_directive : require
 #define MN_WORKGROUP_REDUCE
 #include "common.glsl"
@@ -21,18 +21,8 @@ void main() {
   uint t = gl_LocalInvocationID.x;
   for (uint row = gl_WorkGroupID.x; row < p.rows; row += gl_NumWorkGroups.x) {
     uint base = row * p.dim;
-    float mean = 0.0f;
-    if (KIND == NORM_LAYER) {
-      float s = 0.0f, c = 0.0f;
-      for (uint j = t; j < p.dim; j += WG) kahan_add(s, c, uintBitsToFloat(x[base + j]));
-      mean = wg_sum(s) / float(p.dim);
-    }
-    float s = 0.0f, c = 0.0f;
-    for (uint j = t; j < p.dim; j += WG) {
-      float d = uintBitsToFloat(x[base + j]) - mean;
-      kahan_add(s, c, d * d);
-    }
-    float r = 1.0f / sqrt(wg_sum(s) / float(p.dim) + p.eps);  // inversesqrt() may be approximate
+    float mean, r;
+    NORM_ROW_STATS(mean, r, x, base, p.dim, KIND == NORM_LAYER, p.eps)
     for (uint j = t; j < p.dim; j += WG) {
       float v = (uintBitsToFloat(x[base + j]) - mean) * r;
       if (HAS_WEIGHT != 0u) v *= uintBitsToFloat(w[j]);

@@ -9,7 +9,7 @@
 layout(constant_id = 1) const uint RED_OP = 0u;
 layout(constant_id = 2) const uint MAP = 0u;
 const uint RED_SUM = 0u, RED_MAX = 1u, RED_ARGMAX = 2u;
-const uint MAP_NONE = 0u, MAP_SQDIFF = 1u, MAP_BCE = 2u, MAP_BCE_LOGITS = 3u;
+const uint MAP_NONE = 0u, MAP_SQDIFF = 1u, MAP_BCE = 2u, MAP_BCE_LOGITS = 3u, MAP_SQUARE = 4u;
 
 struct ReduceParams {
   uint n_out, n_red, kept_rank, red_rank;
@@ -31,6 +31,7 @@ float log1m(float a) { return a < 0.5f ? log1p_p(-a) : log_p(1.0f - a); }
 float map_value(uint off) {
   float a = uintBitsToFloat(a_data[off]);
   if (MAP == MAP_NONE) return a;
+  if (MAP == MAP_SQUARE) return a * a;  // b is not read
   float b = uintBitsToFloat(b_data[off]);
   if (MAP == MAP_SQDIFF) return (a - b) * (a - b);
   if (MAP == MAP_BCE) return -(b * max(log_p(a), -100.0f) + (1.0f - b) * max(log1m(a), -100.0f));

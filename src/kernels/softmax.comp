@@ -19,14 +19,8 @@ void main() {
     uint o = row / p.inner, i = row % p.inner;
     uint base = o * p.len * p.inner + i, step = p.inner;
 
-    float m = -F_INF;
-    for (uint l = t; l < p.len; l += WG) m = max_nan(m, uintBitsToFloat(x[base + l * step]));
-    m = wg_max(m);
-
-    float ones = 0.0f, rest = 0.0f, c = 0.0f;
-    for (uint l = t; l < p.len; l += WG) lse_add(ones, rest, c, uintBitsToFloat(x[base + l * step]), m);
-    ones = wg_sum(ones);
-    rest = wg_sum(rest);
+    float m, ones, rest;
+    ROW_MAX_LSE(m, ones, rest, x, base, step, p.len)
     float s = ones + rest;
     float log_s = LOG != 0u ? log1p_p((ones - 1.0f) + rest) : 0.0f;
     for (uint l = t; l < p.len; l += WG) {

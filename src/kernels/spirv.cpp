@@ -6,16 +6,24 @@
 #include <cstdint>
 
 #include "cast16.spv.h"
+#include "clip_scale.spv.h"
+#include "cross_entropy_backward.spv.h"
+#include "cross_entropy_count.spv.h"
 #include "cross_entropy_finish.spv.h"
 #include "cross_entropy_rows.spv.h"
 #include "elementwise.spv.h"
 #include "gather.spv.h"
 #include "matmul.spv.h"
 #include "norm.spv.h"
+#include "norm_backward.spv.h"
+#include "norm_row_stats.spv.h"
+#include "norm_weight_grad.spv.h"
 #include "one_hot.spv.h"
+#include "optimizer.spv.h"
 #include "reduce.spv.h"
 #include "scatter_add.spv.h"
 #include "softmax.spv.h"
+#include "softmax_backward.spv.h"
 
 namespace meganeura::kernels {
 namespace {
@@ -42,6 +50,14 @@ constexpr Entry entry(Kernel k) {
     case Kernel::Gather: return {"gather", mn_spv_gather};
     case Kernel::ScatterAdd: return {"scatter_add", mn_spv_scatter_add};
     case Kernel::OneHot: return {"one_hot", mn_spv_one_hot};
+    case Kernel::SoftmaxBackward: return {"softmax_backward", mn_spv_softmax_backward};
+    case Kernel::NormBackward: return {"norm_backward", mn_spv_norm_backward};
+    case Kernel::NormRowStats: return {"norm_row_stats", mn_spv_norm_row_stats};
+    case Kernel::NormWeightGrad: return {"norm_weight_grad", mn_spv_norm_weight_grad};
+    case Kernel::CrossEntropyCount: return {"cross_entropy_count", mn_spv_cross_entropy_count};
+    case Kernel::CrossEntropyBackward: return {"cross_entropy_backward", mn_spv_cross_entropy_backward};
+    case Kernel::Optimizer: return {"optimizer", mn_spv_optimizer};
+    case Kernel::ClipScale: return {"clip_scale", mn_spv_clip_scale};
     case Kernel::Count: break;
   }
   return {};

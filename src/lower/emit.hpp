@@ -58,5 +58,12 @@ void emit_matmul(Emitter& e, int node);
 void emit_reduce(Emitter& e, int node);       // sum, mean, max, argmax, and the pair losses
 void emit_row(Emitter& e, int node);          // softmax, log_softmax, rms_norm, layer_norm
 void emit_index(Emitter& e, int node);        // gather, scatter_add, one_hot, cross_entropy
+// The fused backward ops of autodiff: softmax/log_softmax, norms and their weight gradients,
+// cross_entropy, slice (gelu/gelu_tanh/silu_backward are elementwise: emit_elementwise).
+void emit_backward(Emitter& e, int node);
+
+// Parameter blocks shared by a forward row op and its backward.
+kernels::SoftmaxParams softmax_params(const Shape& s, int64_t axis);  // [outer, len, inner] around axis
+kernels::NormParams norm_params(const Shape& x, double eps);          // rows x last dim of x
 
 }  // namespace meganeura::lower

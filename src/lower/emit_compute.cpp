@@ -109,15 +109,27 @@ void emit_reduce(Emitter& e, int id) {
   }
 }
 
+SoftmaxParams softmax_params(const Shape& s, int64_t axis) {
+  auto ax = static_cast<size_t>(axis);
+  SoftmaxParams p{};
+  p.outer = u32(numel(Shape(s.begin(), s.begin() + axis)), "softmax outer");
+  p.len = u32(s[ax], "softmax length");
+  p.inner = u32(numel(Shape(s.begin() + axis + 1, s.end())), "softmax inner");
+  return p;
+}
+
+NormParams norm_params(const Shape& x, double eps) {
+  NormParams p{};
+  p.dim = u32(x.back(), "normalised dimension");
+  p.rows = u32(numel(x) / x.back(), "rows");
+  p.eps = static_cast<float>(eps);
+  return p;
+}
+
 void emit_row(Emitter& e, int id) {
   const Node& n = e.node(id);
-  const Shape& s = n.shape;
   if (n.op == Op::Softmax || n.op == Op::LogSoftmax) {
-    auto ax = static_cast<size_t>(n.attrs.axis);
-    SoftmaxParams p{};
-    p.outer = u32(numel(Shape(s.begin(), s.begin() + static_cast<int64_t>(ax))), "softmax outer");
-    p.len = u32(s[ax], "softmax length");
-    p.inner = u32(numel(Shape(s.begin() + static_cast<int64_t>(ax) + 1, s.end())), "softmax inner");
+    SoftmaxParams p = softmax_params(n.shape, n.attrs.axis);
     KernelCall& c = e.call(Kernel::Softmax, id, "");
     c.spec = {n.op == Op::LogSoftmax ? 1u : 0u};
     c.tensors = {{n.inputs[0], false}, {id, true}};
@@ -125,10 +137,7 @@ void emit_row(Emitter& e, int id) {
     Emitter::set_params(c, p);
     return;
   }
-  NormParams p{};
-  p.dim = u32(s.back(), "normalised dimension");
-  p.rows = u32(numel(s) / s.back(), "rows");
-  p.eps = static_cast<float>(n.attrs.scalar);
+  NormParams p = norm_params(n.shape, n.attrs.scalar);
   int x = n.inputs[0];
   bool has_w = n.inputs.size() > 1, has_b = n.inputs.size() > 2;
   KernelCall& c = e.call(Kernel::Norm, id, "");

@@ -69,6 +69,9 @@ static uint32_t ew_op(Op op) {
     case Op::Greater: return EW_GT;
     case Op::GreaterEqual: return EW_GE;
     case Op::Where: return EW_WHERE;
+    case Op::GeluBackward: return EW_GELU_GRAD;  // (x, dy): dy * f'(x)
+    case Op::GeluTanhBackward: return EW_GELU_TANH_GRAD;
+    case Op::SiluBackward: return EW_SILU_GRAD;
     default: throw Error("internal: " + std::string(op_name(op)) + " is not elementwise");
   }
 }

@@ -45,20 +45,21 @@ int Emitter::scratch(uint64_t bytes) {
 }
 
 // Marks every node some output depends on.
-static std::vector<bool> live_nodes(const Graph& g) {
+static std::vector<bool> live_nodes(const Graph& g, const std::vector<int>& keep) {
   std::vector<bool> live(static_cast<size_t>(g.size()), false);
   for (auto& [name, id] : g.outputs()) live[static_cast<size_t>(id)] = true;
+  for (int id : keep) live[static_cast<size_t>(id)] = true;
   for (int id = g.size() - 1; id >= 0; --id)
     if (live[static_cast<size_t>(id)])
       for (int in : g.node(id).inputs) live[static_cast<size_t>(in)] = true;
   return live;
 }
 
-Lowered lower(const Graph& g) {
+Lowered lower(const Graph& g, const std::vector<int>& keep) {
   if (g.outputs().empty()) throw Error("the graph has no outputs: mark results with Graph::output(name, tensor)");
   Lowered out;
   out.tensors.resize(static_cast<size_t>(g.size()));
-  std::vector<bool> live = live_nodes(g);
+  std::vector<bool> live = live_nodes(g, keep);
   for (auto& [name, id] : g.outputs()) out.tensors[static_cast<size_t>(id)].output = true;
   Emitter e(g, out);
   for (int id = 0; id < g.size(); ++id) {
@@ -75,6 +76,13 @@ Lowered lower(const Graph& g) {
       continue;
     }
     if (numel(n.shape) == 0) continue;  // nothing to compute
+    switch (n.op) {  // autodiff's fused backward ops, whatever their kind
+      case Op::SoftmaxBackward: case Op::LogSoftmaxBackward: case Op::RmsNormBackward: case Op::LayerNormBackward:
+      case Op::RmsNormWeightGrad: case Op::LayerNormWeightGrad: case Op::CrossEntropyBackward: case Op::SliceBackward:
+        emit_backward(e, id);
+        continue;
+      default: break;
+    }
     switch (op_kind(n.op)) {
       case OpKind::Unary:
       case OpKind::Binary:
@@ -95,6 +103,7 @@ Lowered lower(const Graph& g) {
   }
   // A tensor that is an output keeps the bytes of everything it views alive to the end.
   for (auto& [name, id] : g.outputs()) out.tensors[static_cast<size_t>(out.root(id))].output = true;
+  for (int id : keep) out.tensors[static_cast<size_t>(out.root(id))].output = true;
   return out;
 }
 

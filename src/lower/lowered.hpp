@@ -11,14 +11,16 @@
 
 namespace meganeura::lower {
 
-enum class Role : uint8_t { Input, Parameter, Constant, Intermediate, Scratch };
+// State: persistent, zero-initialised, updated in place by kernels (optimizer moments, gradient
+// accumulators).
+enum class Role : uint8_t { Input, Parameter, Constant, State, Intermediate, Scratch };
 
 struct TensorDesc {
   int node = -1;          // the graph node it holds (-1 for kernel scratch)
   uint64_t bytes = 0;     // storage size (at least 4)
   int alias_of = -1;      // a view (reshape) shares the storage of this tensor
   Role role = Role::Intermediate;
-  bool output = false;    // read by the host after a step
+  bool output = false;    // kept alive to the end of the step (graph outputs, gradients)
 };
 
 struct Access {
@@ -39,6 +41,8 @@ struct KernelCall {
 struct Lowered {
   std::vector<TensorDesc> tensors;  // tensors[i] holds node i; scratch tensors follow the nodes
   std::vector<KernelCall> calls;
+  // Command lists beyond the step: each a prefix of `calls` (a training session's forward pass).
+  std::vector<size_t> extra_prefixes;
   // The tensor whose storage `t` uses (follows alias_of to the root).
   int root(int t) const {
     while (tensors[static_cast<size_t>(t)].alias_of >= 0) t = tensors[static_cast<size_t>(t)].alias_of;
@@ -46,7 +50,9 @@ struct Lowered {
   }
 };
 
-// Lowers every node that an output depends on (inputs and parameters always get storage).
-Lowered lower(const Graph& g);
+// Lowers every node that an output or one of `keep` depends on (inputs and parameters always
+// get storage). `keep` are tensors the device needs that the host does not read (gradients);
+// they stay alive to the end of the step.
+Lowered lower(const Graph& g, const std::vector<int>& keep = {});
 
 }  // namespace meganeura::lower

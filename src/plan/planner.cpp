@@ -81,7 +81,7 @@ Planned plan_program(const lower::Lowered& low, const Graph& g, const PlanOption
 
   uint64_t persistent = 0, inputs = 0, upload = 0, readback = 0, params = 0;
   pack(out.tensor, low, kPersistentBuffer, opts.alignment, persistent,
-       [](Role r) { return r == Role::Parameter || r == Role::Constant; });
+       [](Role r) { return r == Role::Parameter || r == Role::Constant || r == Role::State; });
   pack(out.tensor, low, kInputBuffer, opts.alignment, inputs, [](Role r) { return r == Role::Input; });
   uint64_t arena = place_arena(out.tensor, low, opts, out.arena_unshared);
   for (size_t t = 0; t < n; ++t)  // views share their root's bytes
@@ -91,58 +91,74 @@ Planned plan_program(const lower::Lowered& low, const Graph& g, const PlanOption
     }
 
   Program& p = out.program;
-  std::vector<Command>& cmds = p.commands;
-  // Inputs: host writes the upload buffer; the step starts by copying it to the device.
+  // Each call's params block, shared by every command list that runs the call.
+  std::vector<Slice> params_of;
+  for (const lower::KernelCall& c : low.calls) {
+    params_of.push_back({kParamsBuffer, params, c.params.size() * 4});
+    out.params_words.resize(params / 4, 0);
+    out.params_words.insert(out.params_words.end(), c.params.begin(), c.params.end());
+    params = align_up(params + c.params.size() * 4, opts.alignment);
+  }
+  // Inputs: the host writes the upload buffer; each list starts by copying it to the device.
+  std::vector<Copy> uploads;
   for (size_t t = 0; t < n; ++t)
     if (low.tensors[t].role == Role::Input && low.tensors[t].alias_of < 0) {
       out.upload[t] = {kUploadBuffer, upload, low.tensors[t].bytes};
       upload = align_up(upload + low.tensors[t].bytes, opts.alignment);
-      cmds.emplace_back(std::in_place_type<Copy>, Copy{out.upload[t], out.tensor[t]});
+      uploads.push_back({out.upload[t], out.tensor[t]});
     }
-  if (!cmds.empty()) {
-    cmds.emplace_back(std::in_place_type<Barrier>, Barrier{Barrier::TransferToCompute});
-    ++out.barriers;
-  }
-
-  Hazards pending;
-  for (const lower::KernelCall& c : low.calls) {
-    Dispatch d;
-    d.kernel = c.kernel;
-    d.spec = c.spec;
-    d.groups = c.groups;
-    d.label = c.label;
-    d.params = {kParamsBuffer, params, c.params.size() * 4};
-    out.params_words.resize(params / 4, 0);
-    out.params_words.insert(out.params_words.end(), c.params.begin(), c.params.end());
-    params = align_up(params + c.params.size() * 4, opts.alignment);
-    std::vector<Hazards::Range> rd, wr;
-    for (const lower::Access& a : c.tensors) {
-      Slice s = out.tensor[static_cast<size_t>(a.tensor)];
-      d.tensors.push_back(s);
-      (a.write ? wr : rd).push_back({s.buffer, s.offset, s.offset + s.size});
-    }
-    if (pending.conflicts(rd, wr)) {
-      cmds.emplace_back(std::in_place_type<Barrier>, Barrier{Barrier::ComputeToCompute});
-      ++out.barriers;
-      pending.clear();
-    }
-    pending.reads.insert(pending.reads.end(), rd.begin(), rd.end());
-    pending.writes.insert(pending.writes.end(), wr.begin(), wr.end());
-    cmds.emplace_back(std::in_place_type<Dispatch>, std::move(d));
-    ++out.dispatches;
-  }
-
-  // Outputs: copied to the readback buffer at the end of the step.
-  cmds.emplace_back(std::in_place_type<Barrier>, Barrier{Barrier::ComputeToTransfer});
+  // Outputs: copied to the readback buffer at the end of each list.
+  std::vector<Copy> downloads;
   for (auto& [name, id] : g.outputs()) {
     Slice src = out.tensor[static_cast<size_t>(id)];
     Slice dst{kReadbackBuffer, readback, src.size};
     readback = align_up(readback + src.size, opts.alignment);
     out.readback.push_back(dst);
-    cmds.emplace_back(std::in_place_type<Copy>, Copy{src, dst});
+    downloads.push_back({src, dst});
   }
-  cmds.emplace_back(std::in_place_type<Barrier>, Barrier{Barrier::TransferToHost});  // also makes the status block visible
-  out.barriers += 2;
+
+  auto commands = [&](size_t calls, uint32_t& barriers, uint32_t& dispatches) {
+    std::vector<Command> cmds;
+    auto barrier = [&](Barrier::Kind k) {
+      cmds.emplace_back(std::in_place_type<Barrier>, Barrier{k});
+      ++barriers;
+    };
+    for (const Copy& c : uploads) cmds.emplace_back(std::in_place_type<Copy>, c);
+    if (!uploads.empty()) barrier(Barrier::TransferToCompute);
+    Hazards pending;
+    for (size_t i = 0; i < calls; ++i) {
+      const lower::KernelCall& c = low.calls[i];
+      Dispatch d;
+      d.kernel = c.kernel;
+      d.spec = c.spec;
+      d.groups = c.groups;
+      d.label = c.label;
+      d.params = params_of[i];
+      std::vector<Hazards::Range> rd, wr;
+      for (const lower::Access& a : c.tensors) {
+        Slice s = out.tensor[static_cast<size_t>(a.tensor)];
+        d.tensors.push_back(s);
+        (a.write ? wr : rd).push_back({s.buffer, s.offset, s.offset + s.size});
+      }
+      if (pending.conflicts(rd, wr)) {
+        barrier(Barrier::ComputeToCompute);
+        pending.clear();
+      }
+      pending.reads.insert(pending.reads.end(), rd.begin(), rd.end());
+      pending.writes.insert(pending.writes.end(), wr.begin(), wr.end());
+      cmds.emplace_back(std::in_place_type<Dispatch>, std::move(d));
+      ++dispatches;
+    }
+    barrier(Barrier::ComputeToTransfer);
+    for (const Copy& c : downloads) cmds.emplace_back(std::in_place_type<Copy>, c);
+    barrier(Barrier::TransferToHost);  // also makes the status block visible
+    return cmds;
+  };
+  p.commands = commands(low.calls.size(), out.barriers, out.dispatches);
+  for (size_t prefix : low.extra_prefixes) {
+    uint32_t unused_barriers = 0, unused_dispatches = 0;
+    p.extra.push_back(commands(prefix, unused_barriers, unused_dispatches));
+  }
 
   p.status_buffer = kStatusBuffer;
   p.buffers.resize(kBufferCount);

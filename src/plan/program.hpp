@@ -52,7 +52,10 @@ using Command = std::variant<Dispatch, Copy, Barrier>;
 struct Program {
   std::vector<BufferDesc> buffers;
   uint32_t status_buffer = 0;          // a HostShared buffer of sizeof(kernels::Status) bytes
-  std::vector<Command> commands;
+  std::vector<Command> commands;       // the step
+  // Further command lists over the same buffers, each recorded once too (a training session's
+  // forward-only evaluation pass). Executable::run(1 + i) runs extra[i].
+  std::vector<std::vector<Command>> extra;
 };
 
 }  // namespace meganeura::plan

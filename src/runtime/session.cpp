@@ -10,86 +10,38 @@
 #include "lower/lowered.hpp"
 #include "meganeura/error.hpp"
 #include "plan/planner.hpp"
+#include "runtime/session_impl.hpp"
 #include "vulkan/executable.hpp"
 
 namespace meganeura {
 
-// The first n bytes of a slice: tensors are padded to whole 32-bit words, host data is not.
-static plan::Slice first_bytes(plan::Slice s, size_t n) {
-  s.size = n;
-  return s;
+void Session::Impl::check_status() {
+  auto* st = static_cast<kernels::Status*>(exe->mapped(planned.program.status_buffer));
+  if (st->code == kernels::STATUS_OK) return;
+  kernels::Status s = *st;
+  std::memset(st, 0, sizeof(*st));
+  std::string node = s.node < node_labels.size() ? node_labels[s.node] : "%" + std::to_string(s.node);
+  bool label = s.node < node_ops.size() &&
+               (node_ops[s.node] == Op::CrossEntropy || node_ops[s.node] == Op::CrossEntropyBackward);
+  if (s.code == kernels::STATUS_INDEX_OUT_OF_RANGE && label)
+    throw RuntimeDataError("label " + std::to_string(s.value) + " is out of range in node \"" + node + "\": labels must be in [0, " +
+                           std::to_string(s.limit) + ") or equal the ignore_index");
+  if (s.code == kernels::STATUS_INDEX_OUT_OF_RANGE)
+    throw RuntimeDataError("index " + std::to_string(s.value) + " is out of range in node \"" + node + "\": valid indices are [" +
+                           std::to_string(-static_cast<int64_t>(s.limit)) + ", " + std::to_string(s.limit) + ")");
+  throw RuntimeDataError("kernel reported status " + std::to_string(s.code) + " in node \"" + node + "\"");
 }
-
-struct Session::Impl {
-  struct Named {
-    int tensor;
-    Shape shape;
-    DType dtype;
-    bool set = false;
-  };
-  std::map<std::string, Named, std::less<>> inputs, parameters;
-  std::vector<std::pair<std::string, Named>> outputs;  // Graph::outputs order
-  std::vector<std::string> node_labels;                // for run-time errors
-  std::vector<Op> node_ops;
-  plan::Planned planned;
-  std::shared_ptr<vk::Context> ctx;
-  std::unique_ptr<vk::Executable> exe;
-  SessionOptions options;
-  uint64_t steps = 0;
-
-  static std::string known(const std::map<std::string, Named, std::less<>>& m) {
-    std::string s;
-    for (auto& [name, v] : m) s += (s.empty() ? "" : ", ") + ("\"" + name + "\"");
-    return s.empty() ? "none" : s;
-  }
-
-  Named& find(std::map<std::string, Named, std::less<>>& m, std::string_view name, const char* what,
-              const std::map<std::string, Named, std::less<>>& other, const char* other_what, const char* other_call) {
-    auto it = m.find(name);
-    if (it != m.end()) return it->second;
-    std::string msg = "unknown " + std::string(what) + " \"" + std::string(name) + "\"";
-    if (other.count(name)) msg += ": it is " + std::string(other_what) + "; use " + other_call;
-    else msg += "; the session's " + std::string(what) + "s are: " + known(m);
-    throw NameError(msg);
-  }
-
-  static void check_value(const Named& n, std::string_view name, const char* what, const HostTensor& v) {
-    if (v.dtype != n.dtype)
-      throw DTypeError(std::string(what) + " \"" + std::string(name) + "\" is " + std::string(dtype_name(n.dtype)) + " " +
-                       shape_str(n.shape) + ", got " + std::string(dtype_name(v.dtype)) + " data");
-    uint64_t want = static_cast<uint64_t>(numel(n.shape)) * dtype_size(n.dtype);
-    if (v.bytes.size() != want)
-      throw SizeError(std::string(what) + " \"" + std::string(name) + "\" has shape " + shape_str(n.shape) + " (" +
-                      std::to_string(numel(n.shape)) + " " + std::string(dtype_name(n.dtype)) + " values), got " +
-                      std::to_string(v.bytes.size() / dtype_size(v.dtype)) + " values");
-  }
-
-  void check_status() {
-    auto* st = static_cast<kernels::Status*>(exe->mapped(planned.program.status_buffer));
-    if (st->code == kernels::STATUS_OK) return;
-    kernels::Status s = *st;
-    std::memset(st, 0, sizeof(*st));
-    std::string node = s.node < node_labels.size() ? node_labels[s.node] : "%" + std::to_string(s.node);
-    bool label = s.node < node_ops.size() && node_ops[s.node] == Op::CrossEntropy;
-    if (s.code == kernels::STATUS_INDEX_OUT_OF_RANGE && label)
-      throw RuntimeDataError("label " + std::to_string(s.value) + " is out of range in node \"" + node + "\": labels must be in [0, " +
-                             std::to_string(s.limit) + ") or equal the ignore_index");
-    if (s.code == kernels::STATUS_INDEX_OUT_OF_RANGE)
-      throw RuntimeDataError("index " + std::to_string(s.value) + " is out of range in node \"" + node + "\": valid indices are [" +
-                             std::to_string(-static_cast<int64_t>(s.limit)) + ", " + std::to_string(s.limit) + ")");
-    throw RuntimeDataError("kernel reported status " + std::to_string(s.code) + " in node \"" + node + "\"");
-  }
-};
 
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Session::~Session() = default;
 Session::Session(Session&&) noexcept = default;
 Session& Session::operator=(Session&&) noexcept = default;
 
-Session build_inference_session(const Graph& g, const SessionOptions& options) {
+Session make_session(std::unique_ptr<Session::Impl> impl) { return Session(std::move(impl)); }
+
+std::unique_ptr<Session::Impl> Session::Impl::build(const Graph& g, const lower::Lowered& low, const SessionOptions& options) {
   auto impl = std::make_unique<Session::Impl>();
   impl->options = options;
-  lower::Lowered low = lower::lower(g);
   impl->planned = plan::plan_program(low, g, {.reuse_memory = options.reuse_memory});
   impl->ctx = vk::Context::get();
   impl->exe = std::make_unique<vk::Executable>(impl->ctx, impl->planned.program, vk::ExecutableOptions{.timestamps = options.profile});
@@ -97,6 +49,9 @@ Session build_inference_session(const Graph& g, const SessionOptions& options) {
   const plan::Planned& p = impl->planned;
   const auto& words = p.params_words;
   impl->exe->write({plan::kParamsBuffer, 0, words.size() * 4}, std::as_bytes(std::span(words)));
+  for (size_t t = 0; t < low.tensors.size(); ++t)  // optimizer state starts at zero
+    if (low.tensors[t].role == lower::Role::State)
+      impl->exe->write(p.tensor[t], std::vector<std::byte>(p.tensor[t].size));
   for (int id = 0; id < g.size(); ++id) {
     const Node& n = g.node(id);
     impl->node_labels.push_back(g.label(id) + " (" + std::string(op_name(n.op)) + ")");
@@ -108,7 +63,11 @@ Session build_inference_session(const Graph& g, const SessionOptions& options) {
       impl->exe->write(first_bytes(p.tensor[static_cast<size_t>(id)], n.constant.size()), n.constant);
   }
   for (auto& [name, id] : g.outputs()) impl->outputs.emplace_back(name, Session::Impl::Named{id, g.node(id).shape, g.node(id).dtype});
-  return Session(std::move(impl));
+  return impl;
+}
+
+Session build_inference_session(const Graph& g, const SessionOptions& options) {
+  return Session(Session::Impl::build(g, lower::lower(g), options));
 }
 
 void Session::set_input(std::string_view name, const HostTensor& value) {
@@ -138,14 +97,20 @@ void Session::set_parameter(std::string_view name, std::span<const float> values
                                                 reinterpret_cast<const std::byte*>(values.data() + values.size())}});
 }
 
-void Session::step() {
+void Session::Impl::check_inputs_set() const {
   std::string unset;
-  for (auto* m : {&impl_->inputs, &impl_->parameters})
+  for (auto* m : {&inputs, &parameters})
     for (auto& [name, n] : *m)
-      if (!n.set) unset += (unset.empty() ? "" : ", ") + (std::string(m == &impl_->inputs ? "input" : "parameter") + " \"" + name + "\"");
+      if (!n.set) unset += (unset.empty() ? "" : ", ") + (std::string(m == &inputs ? "input" : "parameter") + " \"" + name + "\"");
   if (!unset.empty()) throw Error("step() before these were set: " + unset);
+}
+
+void Session::step() {
+  impl_->check_inputs_set();
+  if (impl_->train) impl_->before_train_step();
   impl_->exe->run();
   ++impl_->steps;
+  if (impl_->train) impl_->after_train_step();
   impl_->check_status();
 }
 
@@ -153,7 +118,7 @@ HostTensor Session::read_output(std::string_view name) const {
   for (size_t i = 0; i < impl_->outputs.size(); ++i) {
     auto& [oname, n] = impl_->outputs[i];
     if (oname != name) continue;
-    if (impl_->steps == 0) throw Error("read_output(\"" + std::string(name) + "\") before any step()");
+    if (impl_->steps == 0 && !impl_->evaluated) throw Error("read_output(\"" + std::string(name) + "\") before any step()");
     const plan::Slice& s = impl_->planned.readback[i];
     HostTensor t{n.shape, n.dtype, std::vector<std::byte>(static_cast<size_t>(numel(n.shape)) * dtype_size(n.dtype))};
     std::memcpy(t.bytes.data(), static_cast<const std::byte*>(impl_->exe->mapped(s.buffer)) + s.offset, t.bytes.size());

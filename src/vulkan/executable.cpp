@@ -18,7 +18,7 @@ struct Executable::Impl {
   std::vector<Buffer> buffers;
   VkDescriptorPool descriptor_pool = VK_NULL_HANDLE;
   VkCommandPool command_pool = VK_NULL_HANDLE;
-  VkCommandBuffer cb = VK_NULL_HANDLE;
+  std::vector<VkCommandBuffer> cbs;  // one per command list
   VkFence fence = VK_NULL_HANDLE;
   VkQueryPool queries = VK_NULL_HANDLE;  // two timestamps per dispatch, when asked and supported
   uint64_t timestamp_mask = 0;
@@ -64,20 +64,26 @@ struct Executable::Impl {
   }
 
   void create_pools(const plan::Program& program, bool timestamps);
-  void record(const plan::Program& program);
+  // Records one command list; the step (list 0) also gets the timestamps.
+  void record(VkCommandBuffer cb, const std::vector<plan::Command>& commands, uint32_t status_buffer, bool timed);
 };
 
 void Executable::Impl::create_pools(const plan::Program& program, bool timestamps) {
-  uint32_t descriptors = 0;
-  for (const auto& c : program.commands)
-    if (auto* d = std::get_if<plan::Dispatch>(&c)) {
-      ++dispatches;
-      descriptors += 2 + static_cast<uint32_t>(d->tensors.size());
-    }
-  if (dispatches) {
+  uint32_t descriptors = 0, sets = 0;
+  auto count = [&](const std::vector<plan::Command>& list, bool step) {
+    for (const auto& c : list)
+      if (auto* d = std::get_if<plan::Dispatch>(&c)) {
+        dispatches += step ? 1 : 0;
+        ++sets;
+        descriptors += 2 + static_cast<uint32_t>(d->tensors.size());
+      }
+  };
+  count(program.commands, true);
+  for (const auto& list : program.extra) count(list, false);
+  if (sets) {
     VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptors};
     auto info = init<VkDescriptorPoolCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO);
-    info.maxSets = dispatches;
+    info.maxSets = sets;
     info.poolSizeCount = 1;
     info.pPoolSizes = &size;
     check(vkCreateDescriptorPool(device, &info, nullptr, &descriptor_pool), "vkCreateDescriptorPool");
@@ -89,8 +95,9 @@ void Executable::Impl::create_pools(const plan::Program& program, bool timestamp
   auto alloc = init<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
   alloc.commandPool = command_pool;
   alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-  alloc.commandBufferCount = 1;
-  check(vkAllocateCommandBuffers(device, &alloc, &cb), "vkAllocateCommandBuffers");
+  cbs.resize(1 + program.extra.size());
+  alloc.commandBufferCount = static_cast<uint32_t>(cbs.size());
+  check(vkAllocateCommandBuffers(device, &alloc, cbs.data()), "vkAllocateCommandBuffers");
   auto fence_info = init<VkFenceCreateInfo>(VK_STRUCTURE_TYPE_FENCE_CREATE_INFO);
   check(vkCreateFence(device, &fence_info, nullptr, &fence), "vkCreateFence");
 
@@ -133,16 +140,18 @@ BarrierScopes scopes(plan::Barrier::Kind kind) {
 
 }  // namespace
 
-void Executable::Impl::record(const plan::Program& program) {
+void Executable::Impl::record(VkCommandBuffer cb, const std::vector<plan::Command>& commands, uint32_t status_buffer,
+                              bool timed) {
   auto begin = init<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
   check(vkBeginCommandBuffer(cb, &begin), "vkBeginCommandBuffer");
   ++recordings;
   leading_barrier(cb);
+  const VkQueryPool queries = timed ? this->queries : VK_NULL_HANDLE;
   if (queries) vkCmdResetQueryPool(cb, queries, 0, 2 * dispatches);
 
-  const plan::Slice status{program.status_buffer, 0, descs.at(program.status_buffer).size};
+  const plan::Slice status{status_buffer, 0, descs.at(status_buffer).size};
   uint32_t index = 0;  // of the dispatch
-  for (const auto& command : program.commands) {
+  for (const auto& command : commands) {
     if (const auto* copy = std::get_if<plan::Copy>(&command)) {
       check_slice(copy->src, "a copy");
       check_slice(copy->dst, "a copy");
@@ -216,14 +225,17 @@ Executable::Executable(std::shared_ptr<Context> ctx, const plan::Program& progra
       b.flush();
     }
   m.create_pools(program, opts.timestamps);
-  m.record(program);
+  m.record(m.cbs[0], program.commands, program.status_buffer, true);
+  for (size_t i = 0; i < program.extra.size(); ++i) m.record(m.cbs[1 + i], program.extra[i], program.status_buffer, false);
 }
 
 Executable::~Executable() = default;
 
-void Executable::run() {
-  impl_->ctx->submit(impl_->cb, impl_->fence, "a step");
-  impl_->ran = true;
+void Executable::run(size_t list) {
+  if (list >= impl_->cbs.size())
+    throw Error("program error: command list " + std::to_string(list) + " of " + std::to_string(impl_->cbs.size()));
+  impl_->ctx->submit(impl_->cbs[list], impl_->fence, list == 0 ? "a step" : "an evaluation pass");
+  impl_->ran = impl_->ran || list == 0;
   for (const auto& b : impl_->buffers) b.invalidate();  // non-coherent host-visible memory only
 }
 

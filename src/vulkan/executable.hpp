@@ -22,8 +22,9 @@ class Executable {
   Executable(const Executable&) = delete;
   Executable& operator=(const Executable&) = delete;
 
-  // Submits the recorded command buffer and waits for it (Context::wait semantics).
-  void run();
+  // Submits a recorded command buffer (0: Program::commands, 1 + i: Program::extra[i]) and
+  // waits for it (Context::wait semantics).
+  void run(size_t list = 0);
 
   // Host pointer of an Upload, Readback or HostShared buffer (persistently mapped).
   void* mapped(uint32_t buffer) const;
@@ -31,7 +32,7 @@ class Executable {
   void write(plan::Slice dst, std::span<const std::byte> bytes);
   void read(plan::Slice src, std::span<std::byte> bytes);
 
-  // How many times the step command buffer was recorded (1 after construction, forever).
+  // How many times command buffers were recorded (one per list at construction, forever).
   uint64_t recordings() const;
   // GPU time of each dispatch of the last run, in nanoseconds, in command order (timestamps on).
   // Empty before the first run, with timestamps off, or where the queue has no timestamps.

@@ -1,0 +1,37 @@
+// The quickstart: train a two-layer MLP on Fashion-MNIST (Debian's dataset-fashion-mnist) and
+// report test accuracy after every epoch. Writes out/fashion.{csv,svg} and a checkpoint.
+#include <meganeura/meganeura.hpp>
+
+#include <chrono>
+#include <cstdio>
+namespace mn = meganeura;
+
+int main(int argc, char** argv) {
+  const int epochs = argc > 1 ? std::atoi(argv[1]) : 5;
+  const int64_t batch = 128;
+  auto start = std::chrono::steady_clock::now();
+  auto data = mn::data::FashionMnist::load();  // or MEGANEURA_FASHION_MNIST=<dir>
+  std::printf("%s\n", mn::default_device_info().banner().c_str());
+
+  mn::Graph g;
+  auto x = g.input("x", {batch, 784});
+  auto y = g.input("y", {batch}, mn::i32);
+  auto h = mn::relu(mn::matmul(x, g.parameter("fc1.weight", {784, 256})) + g.parameter("fc1.bias", {256}));
+  auto logits = mn::matmul(h, g.parameter("fc2.weight", {256, 10})) + g.parameter("fc2.bias", {10});
+  g.output("logits", logits);
+  auto loss = mn::cross_entropy(logits, y);
+
+  auto session = mn::build_session(g, loss, {.optimizer = mn::AdamW{.lr = 2e-3f, .weight_decay = 1e-4f},
+                                             .schedule = mn::Cosine{.warmup_steps = 100}});
+  mn::init::linear(session, "fc1.weight", "fc1.bias", 1);
+  mn::init::linear(session, "fc2.weight", "fc2.bias", 2);
+
+  mn::Trainer trainer(session, {.epochs = epochs, .batch_size = batch, .curves = "out/fashion"});
+  auto history = trainer.fit(data.train, data.test);
+  session.save("out/fashion.safetensors");
+
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("test accuracy %.2f%% after %d epochs, %.1f s in all; curves in out/fashion.svg and out/fashion.csv\n",
+              100.0 * history.back().test_accuracy, epochs, seconds);
+  return history.back().test_accuracy >= 0.85 ? 0 : 1;
+}

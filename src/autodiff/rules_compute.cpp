@@ -1,0 +1,100 @@
+// Gradient rules of matmul, reductions, row ops and losses. Softmax, norms and cross-entropy
+// backward are fused ops: their unfused forms would materialise large temporaries.
+#include "autodiff/rules.hpp"
+
+namespace meganeura::autodiff {
+
+// C = op(A)·op(B): dop(A) = dC·op(B)ᵀ, dop(B) = op(A)ᵀ·dC; a transposed operand takes the
+// transpose of that, which is again one matmul with transpose flags.
+void grad_mat_mul(GradContext& c) {
+  bool ta = c.attrs().transpose_a, tb = c.attrs().transpose_b;
+  Tensor a = c.in(0), b = c.in(1), dy = c.dy();
+  if (c.needs(0))
+    c.add(0, ta ? matmul(b, dy, {.transpose_a = tb, .transpose_b = true}) : matmul(dy, b, {.transpose_b = !tb}));
+  if (c.needs(1))
+    c.add(1, tb ? matmul(dy, a, {.transpose_a = true, .transpose_b = ta}) : matmul(a, dy, {.transpose_a = !ta}));
+}
+
+// The output's cotangent reshaped to keep the reduced axes as 1, ready to broadcast.
+static Tensor keepdim_dy(GradContext& c) {
+  Shape s = c.in(0).shape();
+  for (int64_t a : c.attrs().axes) s[static_cast<size_t>(a)] = 1;
+  return reshape(c.dy(), s);
+}
+
+static double reduced_count(GradContext& c) {
+  double n = 1;
+  for (int64_t a : c.attrs().axes) n *= static_cast<double>(c.in(0).shape()[static_cast<size_t>(a)]);
+  return n;
+}
+
+void grad_sum(GradContext& c) { c.add(0, broadcast_to(keepdim_dy(c), c.in(0).shape())); }
+void grad_mean(GradContext& c) {
+  c.add(0, broadcast_to(keepdim_dy(c) * static_cast<float>(1.0 / reduced_count(c)), c.in(0).shape()));
+}
+// amax: the gradient is shared evenly by every element equal to the maximum.
+void grad_max(GradContext& c) {
+  Tensor x = c.in(0);
+  Shape ks = x.shape();
+  for (int64_t a : c.attrs().axes) ks[static_cast<size_t>(a)] = 1;
+  Tensor mask = cast(eq(x, reshape(c.out(), ks)), f32);
+  Tensor count = sum(mask, c.attrs().axes, true);
+  c.add(0, mask * (keepdim_dy(c) / count));
+}
+
+static Tensor along_axis(GradContext& c, Op op, std::vector<Tensor> in) {
+  Attrs a;
+  a.axis = c.attrs().axis;
+  a.scalar = c.attrs().scalar;
+  return c.graph().add(op, std::move(in), a);
+}
+
+void grad_softmax(GradContext& c) { c.add(0, along_axis(c, Op::SoftmaxBackward, {c.out(), c.dy()})); }
+void grad_log_softmax(GradContext& c) { c.add(0, along_axis(c, Op::LogSoftmaxBackward, {c.out(), c.dy()})); }
+
+static void grad_norm(GradContext& c, Op backward, Op weight_grad) {
+  Tensor x = c.in(0);
+  std::vector<Tensor> in{x, c.dy()};
+  if (c.inputs() > 1) in.push_back(c.in(1));
+  if (c.needs(0)) c.add(0, along_axis(c, backward, in));
+  if (c.needs(1)) c.add(1, along_axis(c, weight_grad, {x, c.dy()}));
+  if (c.needs(2)) {  // bias: dy summed over every row
+    std::vector<int64_t> rows;
+    for (int d = 0; d + 1 < x.rank(); ++d) rows.push_back(d);
+    c.add(2, rows.empty() ? c.dy() : sum(c.dy(), rows));
+  }
+}
+void grad_rms_norm(GradContext& c) { grad_norm(c, Op::RmsNormBackward, Op::RmsNormWeightGrad); }
+void grad_layer_norm(GradContext& c) { grad_norm(c, Op::LayerNormBackward, Op::LayerNormWeightGrad); }
+
+void grad_cross_entropy(GradContext& c) {
+  Attrs a;
+  a.ignore_index = c.attrs().ignore_index;
+  c.add(0, c.graph().add(Op::CrossEntropyBackward, {c.in(0), c.in(1), c.dy()}, a));
+}
+
+static float inv_count(GradContext& c) { return 1.0f / static_cast<float>(numel(c.in(0).shape())); }
+
+void grad_mse_loss(GradContext& c) {
+  Tensor d = (c.in(0) - c.in(1)) * (c.dy() * (2.0f * inv_count(c)));
+  if (c.needs(0)) c.add(0, d);
+  if (c.needs(1)) c.add(1, -d);
+}
+
+// PyTorch: d p = (p - t) / max(p (1 - p), 1e-12); d t = log(1 - p) - log(p), logs clamped at -100.
+void grad_binary_cross_entropy(GradContext& c) {
+  Tensor p = c.in(0), t = c.in(1), scale = c.dy() * inv_count(c);
+  if (c.needs(0)) c.add(0, (p - t) / maximum(p * (1.0f - p), c.scalar(1e-12f)) * scale);
+  if (c.needs(1)) {
+    Tensor floor = c.scalar(-100.0f);
+    c.add(1, (maximum(log(1.0f - p), floor) - maximum(log(p), floor)) * scale);
+  }
+}
+
+void grad_binary_cross_entropy_with_logits(GradContext& c) {
+  Tensor x = c.in(0), t = c.in(1), scale = c.dy() * inv_count(c);
+  if (c.needs(0)) c.add(0, (sigmoid(x) - t) * scale);
+  if (c.needs(1)) c.add(1, -(x * scale));
+}
+
+}  // namespace meganeura::autodiff

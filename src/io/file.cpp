@@ -1,0 +1,84 @@
+#include "io/file.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+#include <system_error>
+
+#include "meganeura/error.hpp"
+
+namespace meganeura::io {
+
+std::string errno_text(int err) { return std::generic_category().message(err); }
+
+namespace {
+
+// Closes a descriptor on every path out of a scope.
+struct Fd {
+  int fd = -1;
+  ~Fd() { if (fd >= 0) ::close(fd); }
+  int release() { int f = fd; fd = -1; return f; }
+};
+
+[[noreturn]] void fail(const std::string& what, const std::string& path, int err) {
+  throw Error(what + " " + path + ": " + errno_text(err));
+}
+
+}  // namespace
+
+MappedFile::MappedFile(const std::string& path) {
+  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (f.fd < 0) fail("cannot open", path, errno);
+  struct stat st {};
+  if (::fstat(f.fd, &st) != 0) fail("cannot stat", path, errno);
+  if (S_ISDIR(st.st_mode)) fail("cannot read", path, EISDIR);
+  size_ = static_cast<size_t>(st.st_size);
+  if (size_ == 0) return;  // mmap rejects length 0
+  void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, f.fd, 0);
+  if (p == MAP_FAILED) fail("cannot map", path, errno);
+  data_ = static_cast<const std::byte*>(p);
+}
+
+MappedFile::~MappedFile() {
+  if (data_) ::munmap(const_cast<std::byte*>(data_), size_);
+}
+
+void AtomicWriter::write(const void* bytes, size_t n) {
+  auto* p = static_cast<const char*>(bytes);
+  while (n > 0) {
+    ssize_t w = ::write(fd_, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) fail("cannot write", path_, errno);
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+void write_atomic(const std::string& path, const std::function<void(AtomicWriter&)>& fill) {
+  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+  Fd f{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666)};
+  if (f.fd < 0) fail("cannot write", path, errno);
+  try {
+    AtomicWriter w(f.fd, path);
+    fill(w);
+    // The data must be on disk before the rename makes it visible under `path`.
+    if (::fsync(f.fd) != 0) fail("cannot write (fsync)", path, errno);
+    if (::close(f.release()) != 0) fail("cannot write (close)", path, errno);
+    if (::rename(tmp.c_str(), path.c_str()) != 0) fail("cannot replace", path, errno);
+  } catch (...) {
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  // The rename itself is only durable once the directory entry is: fsync the directory.
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  Fd d{::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+  if (d.fd < 0) fail("cannot sync the directory of", path, errno);
+  if (::fsync(d.fd) != 0 && errno != EINVAL) fail("cannot sync the directory of", path, errno);  // EINVAL: fs without dir fsync
+}
+
+}  // namespace meganeura::io

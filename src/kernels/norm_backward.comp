@@ -1,0 +1,45 @@
+#version 450
+// rms_norm / layer_norm backward (d x) over the last axis of a contiguous [rows, dim] tensor,
+// one workgroup per row. With xhat = (x - mean) * rstd (mean = 0 for rms) and g = dy * w:
+//   rms:   dx = rstd * (g - xhat * mean(g * xhat))
+//   layer: dx = rstd * (g - mean(g) - xhat * mean(g * xhat))
+#extension GL_GOOGLE_include_directive : require
+#define MN_WORKGROUP_REDUCE
+#include "common.glsl"
+
+layout(constant_id = 1) const uint KIND = 0u;
+layout(constant_id = 2) const uint HAS_WEIGHT = 0u;
+const uint NORM_RMS = 0u, NORM_LAYER = 1u;
+
+struct NormParams { uint rows, dim; float eps; uint pad; };
+layout(std430, set = 0, binding = 0) readonly buffer Params { NormParams p; };
+layout(std430, set = 0, binding = 2) readonly buffer X { uint x[]; };
+layout(std430, set = 0, binding = 3) readonly buffer W { uint w[]; };
+layout(std430, set = 0, binding = 4) readonly buffer DY { uint dy[]; };
+layout(std430, set = 0, binding = 5) writeonly buffer DX { uint dx[]; };
+
+float grad_at(uint base, uint j) {
+  float g = uintBitsToFloat(dy[base + j]);
+  return HAS_WEIGHT != 0u ? g * uintBitsToFloat(w[j]) : g;
+}
+
+void main() {
+  uint t = gl_LocalInvocationID.x;
+  bool layer = KIND == NORM_LAYER;
+  for (uint row = gl_WorkGroupID.x; row < p.rows; row += gl_NumWorkGroups.x) {
+    uint base = row * p.dim;
+    float mean, rstd;
+    NORM_ROW_STATS(mean, rstd, x, base, p.dim, layer, p.eps)
+    float mean_g = 0.0f, mean_gx;
+    if (layer) {
+      ROW_SUM(mean_g, p.dim, grad_at(base, l_))
+      mean_g /= float(p.dim);
+    }
+    ROW_SUM(mean_gx, p.dim, grad_at(base, l_) * ((uintBitsToFloat(x[base + l_]) - mean) * rstd))
+    mean_gx /= float(p.dim);
+    for (uint j = t; j < p.dim; j += WG) {
+      float xhat = (uintBitsToFloat(x[base + j]) - mean) * rstd;
+      dx[base + j] = floatBitsToUint(rstd * ((grad_at(base, j) - mean_g) - xhat * mean_gx));
+    }
+  }
+}

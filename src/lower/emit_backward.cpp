@@ -1,0 +1,106 @@
+// The fused backward ops that autodiff emits: each is one kernel (or a statistics pass plus one
+// kernel) where the unfused form would need a big temporary. gelu/gelu_tanh/silu_backward are
+// plain elementwise binaries and lower through emit_elementwise.
+#include <algorithm>
+
+#include "lower/emit.hpp"
+#include "meganeura/error.hpp"
+
+namespace meganeura::lower {
+
+using namespace kernels;
+
+static uint32_t row_groups(uint32_t rows) { return std::clamp<uint32_t>(rows, 1, kMaxGroups); }
+
+// (y, dy) -> dx along attrs.axis; y is the forward output.
+static void emit_softmax_backward(Emitter& e, int id) {
+  const Node& n = e.node(id);
+  SoftmaxParams p = softmax_params(n.shape, n.attrs.axis);
+  KernelCall& c = e.call(Kernel::SoftmaxBackward, id, "");
+  c.spec = {n.op == Op::LogSoftmaxBackward ? 1u : 0u};
+  c.tensors = {{n.inputs[0], false}, {n.inputs[1], false}, {id, true}};
+  c.groups = {row_groups(p.outer * p.inner), 1, 1};
+  Emitter::set_params(c, p);
+}
+
+// (x, dy[, w]) -> dx.
+static void emit_norm_backward(Emitter& e, int id) {
+  const Node& n = e.node(id);
+  NormParams p = norm_params(n.shape, n.attrs.scalar);
+  int x = n.inputs[0];
+  bool has_w = n.inputs.size() > 2;
+  KernelCall& c = e.call(Kernel::NormBackward, id, "");
+  c.spec = {n.op == Op::RmsNormBackward ? NORM_RMS : NORM_LAYER, has_w ? 1u : 0u};
+  c.tensors = {{x, false}, {has_w ? n.inputs[2] : x, false}, {n.inputs[1], false}, {id, true}};
+  c.groups = {row_groups(p.rows), 1, 1};
+  Emitter::set_params(c, p);
+}
+
+// (x, dy) -> dw [D]: the row statistics into scratch, then a column sum of dy * xhat.
+static void emit_norm_weight_grad(Emitter& e, int id) {
+  const Node& n = e.node(id);
+  int x = n.inputs[0];
+  NormParams p = norm_params(e.node(x).shape, n.attrs.scalar);
+  int stats = e.scratch(uint64_t{2} * p.rows * 4);
+  KernelCall& s = e.call(Kernel::NormRowStats, id, "row stats");
+  s.spec = {n.op == Op::RmsNormWeightGrad ? NORM_RMS : NORM_LAYER};
+  s.tensors = {{x, false}, {stats, true}};
+  s.groups = {row_groups(p.rows), 1, 1};
+  Emitter::set_params(s, p);
+  KernelCall& c = e.call(Kernel::NormWeightGrad, id, "column sums");
+  c.tensors = {{x, false}, {n.inputs[1], false}, {stats, false}, {id, true}};
+  c.groups = {groups_for(p.dim), 1, 1};
+  Emitter::set_params(c, p);
+}
+
+// (logits, labels, dloss) -> dlogits: the count of labels that are not ignored, then one pass.
+static void emit_cross_entropy_backward(Emitter& e, int id) {
+  const Node& n = e.node(id);
+  const Shape& logits = e.node(n.inputs[0]).shape;
+  CrossEntropyParams p{};
+  p.classes = u32(logits.back(), "classes");
+  p.rows = u32(numel(logits) / logits.back(), "rows");
+  p.ignore_index = static_cast<int32_t>(n.attrs.ignore_index);
+  p.node = static_cast<uint32_t>(id);
+  int count = e.scratch(4);
+  KernelCall& k = e.call(Kernel::CrossEntropyCount, id, "count");
+  k.tensors = {{n.inputs[1], false}, {count, true}};
+  Emitter::set_params(k, p);
+  KernelCall& c = e.call(Kernel::CrossEntropyBackward, id, "");
+  c.tensors = {{n.inputs[0], false}, {n.inputs[1], false}, {n.inputs[2], false}, {count, false}, {id, true}};
+  c.groups = {row_groups(p.rows), 1, 1};
+  Emitter::set_params(c, p);
+}
+
+// dy -> zeros of the full shape with dy copied into the slice's strided window.
+static void emit_slice_backward(Emitter& e, int id) {
+  const Node& n = e.node(id);
+  int dy = n.inputs[0];
+  const Shape& dy_shape = e.node(dy).shape;
+  auto ax = static_cast<size_t>(n.attrs.axis);
+  Strides out = contiguous_strides(n.shape);
+  std::vector<uint32_t> bits = {DT_U32, DT_U32, DT_U32};
+  if (dy_shape[ax] != n.shape[ax])  // some of the output lies outside the window
+    e.elementwise(id, EW_FILL, n.shape, {{dy, 0, Strides(n.shape.size(), 0)}}, {id, 0, out}, {DT_F32, DT_F32, DT_F32},
+                  0.0f, "zeros");
+  if (numel(dy_shape) == 0) return;
+  int64_t offset = n.attrs.start * out[ax];
+  out[ax] *= n.attrs.step;
+  e.elementwise(id, EW_COPY, dy_shape, {{dy, 0, contiguous_strides(dy_shape)}}, {id, offset, out}, bits, 0, "window");
+}
+
+void emit_backward(Emitter& e, int id) {
+  switch (e.node(id).op) {
+    case Op::SoftmaxBackward:
+    case Op::LogSoftmaxBackward: return emit_softmax_backward(e, id);
+    case Op::RmsNormBackward:
+    case Op::LayerNormBackward: return emit_norm_backward(e, id);
+    case Op::RmsNormWeightGrad:
+    case Op::LayerNormWeightGrad: return emit_norm_weight_grad(e, id);
+    case Op::CrossEntropyBackward: return emit_cross_entropy_backward(e, id);
+    case Op::SliceBackward: return emit_slice_backward(e, id);
+    default: throw Error("internal: " + std::string(op_name(e.node(id).op)) + " is not a fused backward op");
+  }
+}
+
+}  // namespace meganeura::lower

@@ -1,0 +1,97 @@
+// Session internals, shared by inference sessions (src/runtime/session.cpp) and training sessions
+// (src/train/): the plan, the executable, the names of inputs, parameters and outputs.
+#pragma once
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lower/lowered.hpp"
+#include "meganeura/error.hpp"
+#include "meganeura/session.hpp"
+#include "meganeura/train.hpp"
+#include "plan/planner.hpp"
+#include "vulkan/executable.hpp"
+
+namespace meganeura {
+
+// The first n bytes of a slice: tensors are padded to whole 32-bit words, host data is not.
+inline plan::Slice first_bytes(plan::Slice s, size_t n) {
+  s.size = n;
+  return s;
+}
+
+struct Session::Impl {
+  struct Named {
+    int tensor;
+    Shape shape;
+    DType dtype;
+    bool set = false;
+  };
+  std::map<std::string, Named, std::less<>> inputs, parameters;
+  std::vector<std::pair<std::string, Named>> outputs;  // Graph::outputs order
+  std::vector<std::string> node_labels;                // for run-time errors
+  std::vector<Op> node_ops;
+  plan::Planned planned;
+  std::shared_ptr<vk::Context> ctx;
+  std::unique_ptr<vk::Executable> exe;
+  SessionOptions options;
+  uint64_t steps = 0;
+
+  static std::string known(const std::map<std::string, Named, std::less<>>& m) {
+    std::string s;
+    for (auto& [name, v] : m) s += (s.empty() ? "" : ", ") + ("\"" + name + "\"");
+    return s.empty() ? "none" : s;
+  }
+
+  Named& find(std::map<std::string, Named, std::less<>>& m, std::string_view name, const char* what,
+              const std::map<std::string, Named, std::less<>>& other, const char* other_what, const char* other_call) {
+    auto it = m.find(name);
+    if (it != m.end()) return it->second;
+    std::string msg = "unknown " + std::string(what) + " \"" + std::string(name) + "\"";
+    if (other.count(name)) msg += ": it is " + std::string(other_what) + "; use " + other_call;
+    else msg += "; the session's " + std::string(what) + "s are: " + known(m);
+    throw NameError(msg);
+  }
+
+  static void check_value(const Named& n, std::string_view name, const char* what, const HostTensor& v) {
+    if (v.dtype != n.dtype)
+      throw DTypeError(std::string(what) + " \"" + std::string(name) + "\" is " + std::string(dtype_name(n.dtype)) + " " +
+                       shape_str(n.shape) + ", got " + std::string(dtype_name(v.dtype)) + " data");
+    uint64_t want = static_cast<uint64_t>(numel(n.shape)) * dtype_size(n.dtype);
+    if (v.bytes.size() != want)
+      throw SizeError(std::string(what) + " \"" + std::string(name) + "\" has shape " + shape_str(n.shape) + " (" +
+                      std::to_string(numel(n.shape)) + " " + std::string(dtype_name(n.dtype)) + " values), got " +
+                      std::to_string(v.bytes.size() / dtype_size(v.dtype)) + " values");
+  }
+
+  // What a training session adds (src/train/).
+  struct Training {
+    TrainConfig config;
+    struct Param {
+      std::string name;
+      int grad = -1;                                   // lowered tensor of this step's gradient
+      std::vector<std::pair<std::string, int>> state;  // ("m", tensor), ("v", ...), ("momentum", ...)
+    };
+    std::vector<Param> params;  // the trainable ones, in graph order
+    int hyper = -1;             // lowered tensor of the per-step kernels::Hyper block
+    size_t loss_output = 0;     // index into outputs
+    int64_t optimizer_steps = 0, micro_steps = 0;
+  };
+  std::optional<Training> train;
+
+  // Plans `low`, creates the executable, uploads params blocks and constants, indexes names.
+  static std::unique_ptr<Impl> build(const Graph& g, const lower::Lowered& low, const SessionOptions& options);
+  // Throws the first failure a kernel reported in the status block (and clears it).
+  void check_status();
+  // Throws naming every input and parameter that was never set.
+  void check_inputs_set() const;
+  void before_train_step();  // writes the per-step Hyper block (src/train/train_session.cpp)
+  void after_train_step();
+  bool evaluated = false;    // evaluate() ran: outputs are readable
+};
+
+Session make_session(std::unique_ptr<Session::Impl> impl);
+
+}  // namespace meganeura

@@ -1,0 +1,18 @@
+// The training stage of lowering: after forward and backward are lowered, append the calls
+// that accumulate gradients, clip them by global norm and apply the optimizer, in place.
+#pragma once
+#include "lower/lowered.hpp"
+#include "runtime/session_impl.hpp"
+
+namespace meganeura::train {
+
+struct ParamGrad {
+  int param;  // graph node (and lowered tensor) of the parameter
+  int grad;   // graph node of its gradient
+};
+
+// Adds the state tensors and calls to `low`; fills `tr` (hyper block, per-parameter state).
+void append_optimizer_calls(const Graph& g, lower::Lowered& low, const std::vector<ParamGrad>& params,
+                            Session::Impl::Training& tr);
+
+}  // namespace meganeura::train

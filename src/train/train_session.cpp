@@ -1,0 +1,180 @@
+// Training sessions: differentiate a copy of the graph, lower forward and backward, append the
+// optimizer, and record it all once. The forward part alone is a second command list
+// (evaluate()).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "meganeura/autodiff.hpp"
+#include "meganeura/io.hpp"
+#include "meganeura/train.hpp"
+#include "runtime/session_impl.hpp"
+#include "train/optimizer_calls.hpp"
+
+namespace meganeura {
+
+static const char* kLossOutput = "meganeura.loss";
+
+Session build_session(const Graph& user_graph, Tensor loss, const TrainConfig& config) {
+  if (&loss.graph() != &user_graph) throw Error("build_session: the loss is a tensor of another graph");
+  if (!loss.shape().empty() || loss.dtype() != f32)
+    throw ShapeError("build_session: the loss must be a rank-0 f32 tensor, got " + shape_str(loss.shape()) + " " +
+                     std::string(dtype_name(loss.dtype())) + " (reduce it with mean or sum)");
+  if (config.accumulation_steps < 1) throw Error("build_session: accumulation_steps must be at least 1");
+  std::unique_ptr<Graph> g = user_graph.clone();
+  const int forward_nodes = g->size();
+
+  std::vector<std::string> names;
+  std::vector<Tensor> trainable;
+  for (int id = 0; id < forward_nodes; ++id) {
+    const Node& n = g->node(id);
+    if (n.op != Op::Parameter) continue;
+    names.push_back(n.name);
+    if (std::find(config.frozen.begin(), config.frozen.end(), n.name) != config.frozen.end()) continue;
+    if (n.dtype != f32)
+      throw DTypeError("parameter \"" + n.name + "\" is " + std::string(dtype_name(n.dtype)) +
+                       ": training updates f32 parameters (keep master weights in f32, or freeze it)");
+    trainable.emplace_back(g.get(), id);
+  }
+  auto known = [&](const std::string& name) { return std::find(names.begin(), names.end(), name) != names.end(); };
+  for (const auto& list : {config.frozen, [&] {
+         std::vector<std::string> v;
+         for (auto& [k, m] : config.lr_multipliers) v.push_back(k);
+         return v;
+       }()})
+    for (const std::string& name : list)
+      if (!known(name)) {
+        std::string all;
+        for (auto& n : names) all += (all.empty() ? "\"" : ", \"") + n + "\"";
+        throw NameError("TrainConfig names parameter \"" + name + "\", which the graph does not have; its parameters are: " + all);
+      }
+
+  Tensor l{g.get(), loss.id()};
+  std::vector<Tensor> grads = gradients(l, trainable);
+  g->output(kLossOutput, l);
+  std::vector<int> grad_ids;
+  for (const Tensor& t : grads) grad_ids.push_back(t.id());
+  lower::Lowered low = lower::lower(*g, grad_ids);
+  size_t forward_calls = 0;
+  while (forward_calls < low.calls.size() && low.calls[forward_calls].node < forward_nodes) ++forward_calls;
+  low.extra_prefixes = {forward_calls};
+
+  Session::Impl::Training tr;
+  tr.config = config;
+  std::vector<train::ParamGrad> pg;
+  for (size_t i = 0; i < trainable.size(); ++i) pg.push_back({trainable[i].id(), grads[i].id()});
+  train::append_optimizer_calls(*g, low, pg, tr);
+  tr.loss_output = g->outputs().size() - 1;
+
+  auto impl = Session::Impl::build(*g, low, {.reuse_memory = config.reuse_memory, .profile = config.profile});
+  impl->train = std::move(tr);
+  return make_session(std::move(impl));
+}
+
+// The per-step scalars: the scheduled lr, Adam's bias corrections, whether this step applies.
+void Session::Impl::before_train_step() {
+  Training& tr = *train;
+  const TrainConfig& cfg = tr.config;
+  const int64_t t = tr.optimizer_steps;
+  kernels::Hyper h{};
+  float lr = std::visit([](const auto& o) { return o.lr; }, cfg.optimizer);
+  h.lr = lr * schedule_factor(cfg.schedule, t);
+  std::visit(
+      [&](const auto& o) {
+        if constexpr (!std::is_same_v<std::decay_t<decltype(o)>, SGD>) {
+          h.bias1 = 1.0f - static_cast<float>(std::pow(static_cast<double>(o.beta1), static_cast<double>(t + 1)));
+          h.bias2 = 1.0f - static_cast<float>(std::pow(static_cast<double>(o.beta2), static_cast<double>(t + 1)));
+        }
+      },
+      cfg.optimizer);
+  h.clip_scale = 1.0f;
+  h.apply = (tr.micro_steps + 1) % std::max(cfg.accumulation_steps, 1) == 0 ? 1u : 0u;
+  const plan::Slice& s = planned.upload[static_cast<size_t>(tr.hyper)];
+  std::memcpy(static_cast<std::byte*>(exe->mapped(s.buffer)) + s.offset, &h, sizeof(h));
+}
+
+void Session::Impl::after_train_step() {
+  Training& tr = *train;
+  ++tr.micro_steps;
+  if (tr.micro_steps % std::max(tr.config.accumulation_steps, 1) == 0) ++tr.optimizer_steps;
+}
+
+void Session::evaluate() {
+  if (!impl_->train) throw Error("evaluate() is for training sessions; an inference session's step() is already forward-only");
+  impl_->check_inputs_set();
+  impl_->exe->run(1);
+  impl_->evaluated = true;
+  impl_->check_status();
+}
+
+float Session::read_loss() const {
+  if (!impl_->train) throw Error("read_loss() is for training sessions (build_session); read the output instead");
+  return read_output(kLossOutput).data<float>()[0];
+}
+
+HostTensor Session::read_grad(std::string_view name) const {
+  if (!impl_->train) throw Error("read_grad() is for training sessions (build_session)");
+  const auto& n = impl_->find(impl_->parameters, name, "parameter", impl_->inputs, "an input", "read_output");
+  HostTensor t{n.shape, f32, std::vector<std::byte>(static_cast<size_t>(numel(n.shape)) * 4)};
+  for (const auto& p : impl_->train->params)
+    if (p.name == name && impl_->steps > 0)
+      impl_->exe->read(first_bytes(impl_->planned.tensor[static_cast<size_t>(p.grad)], t.bytes.size()), t.bytes);
+  return t;  // frozen parameters (and before the first step): zeros
+}
+
+int64_t Session::optimizer_steps() const { return impl_->train ? impl_->train->optimizer_steps : 0; }
+bool Session::is_training() const { return impl_->train.has_value(); }
+
+// Checkpoints: parameters by name; optimizer state as "optimizer.<param>.<state>"; step
+// counters in the metadata.
+void Session::save(const std::string& path) const {
+  TensorFile f;
+  for (const std::string& name : parameter_names()) f.tensors[name] = read_parameter(name);
+  f.metadata["format"] = "meganeura";
+  if (impl_->train) {
+    for (const auto& p : impl_->train->params)
+      for (const auto& [state, tensor] : p.state) {
+        HostTensor t = read_parameter(p.name);
+        t.dtype = f32;
+        impl_->exe->read(first_bytes(impl_->planned.tensor[static_cast<size_t>(tensor)], t.bytes.size()), t.bytes);
+        f.tensors["optimizer." + p.name + "." + state] = std::move(t);
+      }
+    f.metadata["optimizer_steps"] = std::to_string(impl_->train->optimizer_steps);
+    f.metadata["micro_steps"] = std::to_string(impl_->train->micro_steps);
+  }
+  write_safetensors(path, f);
+}
+
+void Session::load(const std::string& path) {
+  TensorFile f = read_safetensors(path);
+  std::map<std::string, std::pair<int, Shape>> states;
+  if (impl_->train)
+    for (const auto& p : impl_->train->params)
+      for (const auto& [state, tensor] : p.state)
+        states["optimizer." + p.name + "." + state] = {tensor, impl_->parameters.at(p.name).shape};
+  for (const std::string& name : parameter_names())
+    if (!f.tensors.count(name)) throw NameError(path + ": the checkpoint has no tensor \"" + name + "\" for parameter \"" + name + "\"");
+  for (const auto& [name, t] : f.tensors) {
+    if (impl_->parameters.count(name)) {
+      set_parameter(name, t);
+      continue;
+    }
+    auto s = states.find(name);
+    if (s == states.end())
+      throw NameError(path + ": tensor \"" + name + "\" matches no parameter or optimizer state of this session");
+    if (t.dtype != f32 || t.shape != s->second.second)
+      throw ShapeError(path + ": tensor \"" + name + "\" is " + std::string(dtype_name(t.dtype)) + " " + shape_str(t.shape) +
+                       ", the session needs f32 " + shape_str(s->second.second));
+    impl_->exe->write(first_bytes(impl_->planned.tensor[static_cast<size_t>(s->second.first)], t.bytes.size()), t.bytes);
+  }
+  if (impl_->train) {
+    auto number = [&](const char* key) {
+      auto it = f.metadata.find(key);
+      return it == f.metadata.end() ? int64_t{0} : std::stoll(it->second);
+    };
+    impl_->train->optimizer_steps = number("optimizer_steps");
+    impl_->train->micro_steps = number("micro_steps");
+  }
+}
+
+}  // namespace meganeura

@@ -1,0 +1,99 @@
+// The training loop: epochs of shuffled batches with a progress bar, evaluation on the test set
+// after each epoch, and curves written as CSV and SVG.
+#include "meganeura/trainer.hpp"
+
+#include <chrono>
+#include <algorithm>
+#include <cstdio>
+#include <optional>
+
+#include "runtime/session_impl.hpp"
+#include "train/curves.hpp"
+#include "train/progress.hpp"
+
+namespace meganeura {
+
+Trainer::Trainer(Session& session, TrainerOptions options) : session_(&session), opts_(std::move(options)) {
+  if (!session.is_training()) throw Error("Trainer needs a training session (build_session)");
+  for (const std::string& name : {opts_.input, opts_.labels})
+    if (std::find(session.input_names().begin(), session.input_names().end(), name) == session.input_names().end())
+      session.set_input(name, HostTensor{});  // throws NameError listing the session's inputs
+}
+
+static double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+EpochStats Trainer::evaluate(const data::Dataset& test) {
+  data::DataLoader loader(test, {.batch_size = opts_.batch_size, .shuffle = false, .last_batch = data::LastBatch::Pad});
+  loader.start_epoch(0);
+  data::Batch b;
+  double loss_sum = 0;
+  int64_t correct = 0, seen = 0;
+  while (loader.next(b)) {
+    session_->set_input(opts_.input, b.features);
+    session_->set_input(opts_.labels, b.labels);
+    session_->evaluate();
+    HostTensor logits = session_->read_output(opts_.logits);
+    auto l = logits.data<float>();
+    const int64_t classes = logits.shape.back();
+    auto labels = b.labels.data<int32_t>();
+    for (int64_t r = 0; r < b.real; ++r) {
+      auto row = l.subspan(static_cast<size_t>(r * classes), static_cast<size_t>(classes));
+      auto best = std::max_element(row.begin(), row.end()) - row.begin();
+      correct += best == labels[static_cast<size_t>(r)];
+    }
+    loss_sum += static_cast<double>(session_->read_loss()) * static_cast<double>(b.real);  // mean over real rows
+    seen += b.real;
+  }
+  EpochStats s;
+  s.test_loss = seen ? loss_sum / static_cast<double>(seen) : 0;
+  s.test_accuracy = seen ? static_cast<double>(correct) / static_cast<double>(seen) : 0;
+  return s;
+}
+
+std::vector<EpochStats> Trainer::fit(const data::Dataset& train, const data::Dataset& test) {
+  data::DataLoader loader(train, {.batch_size = opts_.batch_size, .shuffle = true, .seed = opts_.seed});
+  // A cosine schedule without an end runs to the end of training.
+  if (auto* cos = std::get_if<Cosine>(&session_->impl_->train->config.schedule); cos && cos->total_steps == 0)
+    cos->total_steps = loader.batches() * opts_.epochs / std::max(session_->impl_->train->config.accumulation_steps, 1);
+  std::vector<CurvePoint> curve;
+  for (const EpochStats& h : history_) curve.push_back({h.epoch, h.train_loss, h.test_loss, h.test_accuracy});
+  for (int e = 0; e < opts_.epochs; ++e) {
+    const int epoch = static_cast<int>(history_.size()) + 1;
+    auto start = std::chrono::steady_clock::now();
+    loader.start_epoch(epoch - 1);
+    std::optional<Progress> bar;
+    if (opts_.progress) bar.emplace("epoch " + std::to_string(epoch) + "/" + std::to_string(opts_.epochs), loader.batches());
+    data::Batch b;
+    double loss_sum = 0;
+    int64_t steps = 0;
+    char extra[64];
+    while (loader.next(b)) {
+      session_->set_input(opts_.input, b.features);
+      session_->set_input(opts_.labels, b.labels);
+      session_->step();
+      double loss = session_->read_loss();
+      step_losses_.push_back(loss);
+      loss_sum += loss;
+      ++steps;
+      std::snprintf(extra, sizeof extra, "loss %.4f", loss);
+      if (bar) bar->update(steps, extra);
+    }
+    EpochStats s = evaluate(test);
+    s.epoch = epoch;
+    s.steps = steps;
+    s.train_loss = steps ? loss_sum / static_cast<double>(steps) : 0;
+    s.seconds = seconds_since(start);
+    char summary[160];
+    std::snprintf(summary, sizeof summary, "train loss %.4f | test loss %.4f | test accuracy %.2f%% | %.1f s",
+                  s.train_loss, s.test_loss, 100.0 * s.test_accuracy, s.seconds);
+    if (bar) bar->finish(summary);
+    history_.push_back(s);
+    curve.push_back({s.epoch, s.train_loss, s.test_loss, s.test_accuracy});
+    if (!opts_.curves.empty()) write_curves(opts_.curves, step_losses_, curve);
+  }
+  return history_;
+}
+
+}  // namespace meganeura

@@ -1,0 +1,143 @@
+// Gradient cases for matmul (transposes, batch broadcasting: the broadcast operand's gradient
+// sums over the batch), reductions (several axes, keepdim, max with ties split evenly) and the
+// row ops (softmax, log_softmax along any axis; rms_norm/layer_norm w.r.t. x, weight and bias).
+#include "grad_case.hpp"
+
+namespace mntest {
+namespace {
+
+using namespace meganeura;
+
+std::vector<GradCase> matmul_cases() {
+  return {
+      {Op::MatMul, "33x17_by_17x65", [](GradBuilder& b) {
+         b.out = matmul(b.param("a", {33, 17}), b.param("b", {17, 65}));
+       }},
+      {Op::MatMul, "transpose_a_and_b", [](GradBuilder& b) {
+         // a [17,33]ᵀ × b [65,17]ᵀ = [33,65]
+         b.out = matmul(b.param("a", {17, 33}), b.param("b", {65, 17}), {.transpose_a = true, .transpose_b = true});
+       }},
+      {Op::MatMul, "transpose_b_batch_broadcast_rank4", [](GradBuilder& b) {
+         // a [2,1,5,7] × b [3,9,7]ᵀ = [2,3,5,9]: both operands broadcast over a batch dim.
+         b.out = matmul(b.param("a", {2, 1, 5, 7}), b.param("b", {3, 9, 7}), {.transpose_b = true});
+       }},
+      {Op::MatMul, "rank3_by_shared_weight", [](GradBuilder& b) {
+         // x [4,5,7] × w [7,3]: w's gradient sums over the batch of 4.
+         b.out = matmul(b.param("x", {4, 5, 7}), b.param("w", {7, 3}));
+       }},
+      {Op::MatMul, "wrt_input_and_intermediate", [](GradBuilder& b) {
+         // Gradients w.r.t. an input (not a parameter) and an intermediate tensor.
+         Tensor x = b.input("x", {6, 10});
+         Tensor w = b.param("w", {10, 7});
+         Tensor h = matmul(x, w);
+         b.out = softmax(h * 2.0f);
+         b.wrt = {x, w, h};
+       }},
+      {Op::MatMul, "transpose_a_rank3", [](GradBuilder& b) {
+         b.out = matmul(b.param("a", {3, 11, 6}), b.param("b", {3, 11, 5}), {.transpose_a = true});  // [3,6,5]
+       }},
+  };
+}
+
+std::vector<GradCase> reduce_cases() {
+  std::vector<GradCase> cases;
+  for (Op op : {Op::Sum, Op::Mean, Op::Max}) {
+    auto fn = [op](Tensor x, std::vector<int64_t> axes, bool keepdim) {
+      return op == Op::Sum ? sum(x, axes, keepdim) : op == Op::Mean ? mean(x, axes, keepdim) : max(x, axes, keepdim);
+    };
+    cases.push_back({op, "all_axes_7x33", [fn](GradBuilder& b) { b.out = fn(b.param("x", {7, 33}), {}, false); }});
+    cases.push_back({op, "axes_0_2_keepdim_5x7x9", [fn](GradBuilder& b) {
+                       b.out = fn(b.param("x", {5, 7, 9}), {0, 2}, true);  // [1,7,1]
+                     }});
+    cases.push_back({op, "rank4_negative_axes", [fn](GradBuilder& b) {
+                       b.out = fn(b.param("x", {2, 3, 5, 7}), {-1, -3}, false);  // [2,5]
+                     }});
+    cases.push_back({op, "axis1_keepdim_then_broadcast_sub", [fn](GradBuilder& b) {
+                       Tensor x = b.param("x", {7, 33});
+                       b.out = x - fn(x, {1}, true);  // x used twice, through the reduction and directly
+                     }});
+  }
+  // Ties: the gradient of max splits evenly among the tied maxima (checked by hand).
+  cases.push_back({Op::Max, "ties_split_evenly", [](GradBuilder& b) {
+                     Tensor x = b.param_host("x", host_f32({5, 7}, b.rng.small_ints(35, 0, 2)));
+                     b.out = max(x, {1});
+                     b.fd_check = false;
+                     const auto xv = decode(b.feeds["x"]);
+                     b.hand_check = [xv](const std::vector<RefTensor>& g, const RefTensor& cot) {
+                       for (int r = 0; r < 5; ++r) {
+                         double m = -1e30;
+                         int ties = 0;
+                         for (int k = 0; k < 7; ++k) m = std::max(m, xv[r * 7 + k]);
+                         for (int k = 0; k < 7; ++k) ties += xv[r * 7 + k] == m;
+                         for (int k = 0; k < 7; ++k)
+                           EXPECT_DOUBLE_EQ(g[0].v[r * 7 + k], xv[r * 7 + k] == m ? cot.v[r] / ties : 0.0)
+                               << "row " << r << " col " << k;
+                       }
+                     };
+                   }});
+  return cases;
+}
+
+std::vector<GradCase> row_cases() {
+  std::vector<GradCase> cases;
+  for (Op op : {Op::Softmax, Op::LogSoftmax}) {
+    auto fn = [op](Tensor x, int64_t axis) { return op == Op::Softmax ? softmax(x, axis) : log_softmax(x, axis); };
+    cases.push_back({op, "last_axis_7x33", [fn](GradBuilder& b) { b.out = fn(b.param("x", {7, 33}, -3, 3), -1); }});
+    cases.push_back({op, "middle_axis_3x5x7", [fn](GradBuilder& b) { b.out = fn(b.param("x", {3, 5, 7}, -3, 3), 1); }});
+    cases.push_back({op, "rank4_axis0", [fn](GradBuilder& b) {
+                       b.out = fn(b.param("x", {3, 2, 5, 4}, -3, 3), 0);
+                     }});
+    cases.push_back({op, "rows_of_257", [fn](GradBuilder& b) { b.out = fn(b.param("x", {3, 257}, -3, 3), -1); }});
+  }
+  cases.push_back({Op::RmsNorm, "no_weight_7x33", [](GradBuilder& b) { b.out = rms_norm(b.param("x", {7, 33})); }});
+  cases.push_back({Op::RmsNorm, "weight_3x5x65", [](GradBuilder& b) {
+                     b.out = rms_norm(b.param("x", {3, 5, 65}), b.param("w", {65}, 0.5, 1.5));
+                   }});
+  cases.push_back({Op::RmsNorm, "weight_rank4_eps", [](GradBuilder& b) {
+                     b.out = rms_norm(b.param("x", {2, 3, 4, 17}), b.param("w", {17}, -1.5, 1.5), 1e-3f);
+                   }});
+  cases.push_back({Op::LayerNorm, "no_weight_7x33", [](GradBuilder& b) { b.out = layer_norm(b.param("x", {7, 33})); }});
+  cases.push_back({Op::LayerNorm, "weight_5x65", [](GradBuilder& b) {
+                     b.out = layer_norm(b.param("x", {5, 65}), b.param("w", {65}, 0.5, 1.5));
+                   }});
+  cases.push_back({Op::LayerNorm, "weight_bias_rank4", [](GradBuilder& b) {
+                     b.out = layer_norm(b.param("x", {2, 3, 4, 17}), b.param("w", {17}, -1.5, 1.5), b.param("bias", {17}));
+                   }});
+  cases.push_back({Op::LayerNorm, "weight_bias_rows_of_257", [](GradBuilder& b) {
+                     b.out = layer_norm(b.param("x", {3, 257}, -2, 2), b.param("w", {257}, 0.5, 1.5), b.param("bias", {257}));
+                   }});
+  return cases;
+}
+
+// Compositions: the gradient flows through several archetypes.
+std::vector<GradCase> chain_cases() {
+  return {
+      {Op::Softmax, "chain_mean_log_softmax_of_matmul_plus_bias", [](GradBuilder& b) {
+         Tensor x = b.input("x", {5, 17});
+         Tensor w = b.param("w", {17, 11});
+         Tensor bias = b.param("bias", {11});
+         b.out = mean(log(softmax(matmul(x, w) + bias)));  // rank 0
+       }},
+      {Op::Tanh, "chain_two_layer_mlp_sum", [](GradBuilder& b) {
+         Tensor x = b.input("x", {9, 13});
+         Tensor w1 = b.param("w1", {13, 21}, -0.5, 0.5);
+         Tensor w2 = b.param("w2", {21, 5}, -0.5, 0.5);
+         b.out = sum(matmul(tanh(matmul(x, w1)), w2), {0});  // [5]
+       }},
+      {Op::LayerNorm, "chain_residual_gelu_layer_norm", [](GradBuilder& b) {
+         Tensor x = b.param("x", {2, 5, 19});
+         Tensor w = b.param("w", {19, 19}, -0.5, 0.5);
+         Tensor g = b.param("g", {19}, 0.5, 1.5);
+         Tensor bias = b.param("bias", {19});
+         b.out = layer_norm(x + gelu(matmul(x, w)), g, bias);
+       }},
+  };
+}
+
+RegisterGrad reg_matmul{matmul_cases()};
+RegisterGrad reg_reduce{reduce_cases()};
+RegisterGrad reg_row{row_cases()};
+RegisterGrad reg_chain{chain_cases()};
+
+}  // namespace
+}  // namespace mntest
