@@ -4,10 +4,11 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 namespace mn = meganeura;
 
 int main(int argc, char** argv) {
-  const int epochs = argc > 1 ? std::atoi(argv[1]) : 5;
+  const int epochs = argc > 1 ? std::atoi(argv[1]) : 3;
   const int64_t batch = 128;
   auto start = std::chrono::steady_clock::now();
   auto data = mn::data::FashionMnist::load();  // or MEGANEURA_FASHION_MNIST=<dir>

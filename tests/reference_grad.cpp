@@ -1,6 +1,7 @@
 // The reference gradients: one loop nest per op, in double, PyTorch semantics. Shares nothing
 // with src/autodiff; the forward values come from the forward reference (reference.cpp).
 #include "reference_grad.hpp"
+#include "reference_index.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -18,63 +19,14 @@ using meganeura::Shape;
 
 namespace {
 
-int64_t count(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
+using namespace index;
 
-std::vector<int64_t> contiguous_strides(const Shape& s) {
-  std::vector<int64_t> st(s.size(), 1);
-  for (int i = static_cast<int>(s.size()) - 2; i >= 0; --i) st[i] = st[i + 1] * s[i + 1];
-  return st;
-}
 
-// Strides (in elements of `in`) that read `in` broadcast to `out` (NumPy rules, right-aligned).
-std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out) {
-  const auto cs = contiguous_strides(in);
-  const size_t R = out.size(), r = in.size();
-  if (r > R) throw ReferenceError("reference_grad: cannot broadcast " + meganeura::shape_str(in) + " to " +
-                                  meganeura::shape_str(out));
-  std::vector<int64_t> st(R, 0);
-  for (size_t d = R - r; d < R; ++d) {
-    const size_t j = d - (R - r);
-    if (in[j] == out[d]) st[d] = cs[j];
-    else if (in[j] == 1) st[d] = 0;
-    else throw ReferenceError("reference_grad: cannot broadcast " + meganeura::shape_str(in) + " to " +
-                              meganeura::shape_str(out));
-  }
-  return st;
-}
 
-template <class F>
-void for_each_index(const Shape& shape, F&& f) {
-  const int64_t n = count(shape);
-  std::vector<int64_t> idx(shape.size(), 0);
-  for (int64_t i = 0; i < n; ++i) {
-    f(i, idx);
-    for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
-      if (++idx[d] < shape[d]) break;
-      idx[d] = 0;
-    }
-  }
-}
 
-int64_t dot(const std::vector<int64_t>& idx, const std::vector<int64_t>& st) {
-  int64_t o = 0;
-  for (size_t d = 0; d < idx.size(); ++d) o += idx[d] * st[d];
-  return o;
-}
 
-void split_axis(const Shape& s, int64_t axis, int64_t& outer, int64_t& n, int64_t& inner) {
-  outer = 1;
-  inner = 1;
-  for (int64_t d = 0; d < axis; ++d) outer *= s[d];
-  n = s[axis];
-  for (size_t d = axis + 1; d < s.size(); ++d) inner *= s[d];
-}
 
-int64_t norm_axis(int64_t axis, size_t rank) { return axis < 0 ? axis + static_cast<int64_t>(rank) : axis; }
+
 
 int64_t wrap_index(double raw, int64_t dim) {
   int64_t i = static_cast<int64_t>(raw);

@@ -97,7 +97,9 @@ void append_optimizer_calls(const Graph& g, lower::Lowered& low, const std::vect
       lower::Emitter::set_params(c, rp);
       e.elementwise(params[i].grad, EW_COPY, {}, {{sq, 0, {}}}, {sums, static_cast<int64_t>(i), {}}, f32s, 0, "gather norms");
     }
-    ClipParams cp{static_cast<uint32_t>(params.size()), cfg.clip_grad_norm, {}};
+    // The sums hold N gradients when accumulating; the update uses their mean, so clip the mean:
+    // |sum| / N <= max  <=>  |sum| <= N * max.
+    ClipParams cp{static_cast<uint32_t>(params.size()), cfg.clip_grad_norm * static_cast<float>(accumulate), {}};
     lower::KernelCall& c = add_call(low, Kernel::ClipScale, "clip gradients to global norm " + std::to_string(cfg.clip_grad_norm));
     c.tensors = {{sums, false}, {tr.hyper, true}};
     lower::Emitter::set_params(c, cp);

@@ -24,12 +24,21 @@ Session build_session(const Graph& user_graph, Tensor loss, const TrainConfig& c
   std::unique_ptr<Graph> g = user_graph.clone();
   const int forward_nodes = g->size();
 
+  // Parameters the loss does not depend on get no gradient and no update at all (PyTorch's
+  // optimizers skip a parameter whose grad is None: no weight decay, no momentum).
+  std::vector<bool> feeds_loss(static_cast<size_t>(forward_nodes), false);
+  feeds_loss[static_cast<size_t>(loss.id())] = true;
+  for (int id = loss.id(); id >= 0; --id)
+    if (feeds_loss[static_cast<size_t>(id)])
+      for (int in : g->node(id).inputs) feeds_loss[static_cast<size_t>(in)] = true;
+
   std::vector<std::string> names;
   std::vector<Tensor> trainable;
   for (int id = 0; id < forward_nodes; ++id) {
     const Node& n = g->node(id);
     if (n.op != Op::Parameter) continue;
     names.push_back(n.name);
+    if (!feeds_loss[static_cast<size_t>(id)]) continue;
     if (std::find(config.frozen.begin(), config.frozen.end(), n.name) != config.frozen.end()) continue;
     if (n.dtype != f32)
       throw DTypeError("parameter \"" + n.name + "\" is " + std::string(dtype_name(n.dtype)) +
@@ -147,25 +156,30 @@ void Session::save(const std::string& path) const {
 
 void Session::load(const std::string& path) {
   TensorFile f = read_safetensors(path);
-  std::map<std::string, std::pair<int, Shape>> states;
+  // Everything the session holds, by checkpoint name: parameters and optimizer state.
+  struct Slot { plan::Slice slice; Shape shape; DType dtype; };
+  std::map<std::string, Slot> slots;
+  for (const auto& [name, n] : impl_->parameters)
+    slots[name] = {impl_->planned.tensor[static_cast<size_t>(n.tensor)], n.shape, n.dtype};
   if (impl_->train)
     for (const auto& p : impl_->train->params)
       for (const auto& [state, tensor] : p.state)
-        states["optimizer." + p.name + "." + state] = {tensor, impl_->parameters.at(p.name).shape};
-  for (const std::string& name : parameter_names())
-    if (!f.tensors.count(name)) throw NameError(path + ": the checkpoint has no tensor \"" + name + "\" for parameter \"" + name + "\"");
+        slots["optimizer." + p.name + "." + state] = {impl_->planned.tensor[static_cast<size_t>(tensor)],
+                                                      impl_->parameters.at(p.name).shape, f32};
+  for (const auto& [name, slot] : slots)
+    if (!f.tensors.count(name)) throw NameError(path + ": the checkpoint has no tensor \"" + name + "\"");
   for (const auto& [name, t] : f.tensors) {
-    if (impl_->parameters.count(name)) {
-      set_parameter(name, t);
-      continue;
-    }
-    auto s = states.find(name);
-    if (s == states.end())
+    auto s = slots.find(name);
+    if (s == slots.end())
       throw NameError(path + ": tensor \"" + name + "\" matches no parameter or optimizer state of this session");
-    if (t.dtype != f32 || t.shape != s->second.second)
+    if (t.dtype != s->second.dtype || t.shape != s->second.shape)
       throw ShapeError(path + ": tensor \"" + name + "\" is " + std::string(dtype_name(t.dtype)) + " " + shape_str(t.shape) +
-                       ", the session needs f32 " + shape_str(s->second.second));
-    impl_->exe->write(first_bytes(impl_->planned.tensor[static_cast<size_t>(s->second.first)], t.bytes.size()), t.bytes);
+                       ", the session needs " + std::string(dtype_name(s->second.dtype)) + " " + shape_str(s->second.shape));
+  }
+  // Checked in full before anything is written: a bad file leaves the session as it was.
+  for (const auto& [name, t] : f.tensors) {
+    impl_->exe->write(first_bytes(slots[name].slice, t.bytes.size()), t.bytes);
+    if (auto p = impl_->parameters.find(name); p != impl_->parameters.end()) p->second.set = true;
   }
   if (impl_->train) {
     auto number = [&](const char* key) {

@@ -86,8 +86,8 @@ std::vector<EpochStats> Trainer::fit(const data::Dataset& train, const data::Dat
     s.train_loss = steps ? loss_sum / static_cast<double>(steps) : 0;
     s.seconds = seconds_since(start);
     char summary[160];
-    std::snprintf(summary, sizeof summary, "train loss %.4f | test loss %.4f | test accuracy %.2f%% | %.1f s",
-                  s.train_loss, s.test_loss, 100.0 * s.test_accuracy, s.seconds);
+    std::snprintf(summary, sizeof summary, "train loss %.4f | test loss %.4f | test accuracy %.2f%%", s.train_loss,
+                  s.test_loss, 100.0 * s.test_accuracy);
     if (bar) bar->finish(summary);
     history_.push_back(s);
     curve.push_back({s.epoch, s.train_loss, s.test_loss, s.test_accuracy});

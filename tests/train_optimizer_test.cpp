@@ -1,0 +1,387 @@
+// Training sessions against a host reference in double: every optimizer (torch.optim formulas),
+// clipping, schedules, gradient accumulation, per-parameter lr multipliers, frozen and unused
+// parameters, and the loss and gradients a step reports.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numbers>
+
+#include "file_fixtures.hpp"
+#include "train_util.hpp"
+
+namespace mntest {
+namespace {
+
+using namespace meganeura;
+using ::testing::HasSubstr;
+
+constexpr int kSteps = 6;
+
+// ---- 1, 2: optimizers -------------------------------------------------------------------------
+
+TEST(TrainOptimizer, SgdPlain) {
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  run_side_by_side({.optimizer = SGD{.lr = 0.1f}}, kSteps, rng);
+}
+
+TEST(TrainOptimizer, SgdMomentum) {
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  run_side_by_side({.optimizer = SGD{.lr = 0.1f, .momentum = 0.9f}}, kSteps, rng);
+}
+
+TEST(TrainOptimizer, SgdNesterov) {
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  run_side_by_side({.optimizer = SGD{.lr = 0.1f, .momentum = 0.9f, .nesterov = true}}, kSteps, rng);
+}
+
+TEST(TrainOptimizer, SgdWeightDecay) {
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  run_side_by_side({.optimizer = SGD{.lr = 0.1f, .weight_decay = 0.2f}}, kSteps, rng);
+  run_side_by_side({.optimizer = SGD{.lr = 0.1f, .momentum = 0.8f, .weight_decay = 0.2f, .nesterov = true}}, kSteps, rng);
+}
+
+TEST(TrainOptimizer, AdamWithL2WeightDecay) {
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  run_side_by_side({.optimizer = Adam{.lr = 0.05f}}, kSteps, rng);
+  run_side_by_side({.optimizer = Adam{.lr = 0.05f, .beta1 = 0.8f, .beta2 = 0.99f, .eps = 1e-6f, .weight_decay = 0.3f}},
+                   kSteps, rng);
+}
+
+TEST(TrainOptimizer, AdamWDecoupledWeightDecay) {
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  run_side_by_side({.optimizer = AdamW{.lr = 0.05f, .weight_decay = 0.3f}}, kSteps, rng);
+  run_side_by_side({.optimizer = AdamW{.lr = 0.05f, .beta1 = 0.8f, .beta2 = 0.99f, .eps = 1e-6f, .weight_decay = 0.0f}},
+                   kSteps, rng);
+}
+
+// ---- 3: clipping by global norm ---------------------------------------------------------------
+
+// The host's clipping factor of each step for this config and these batches (same start, seeds).
+TEST(TrainClip, GlobalNormAboveTheMaxScalesBothParameters) {
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  // Targets in [-20, 20] make the gradient norm far larger than 0.5 on every step.
+  const TrainConfig cfg{.optimizer = SGD{.lr = 0.1f, .momentum = 0.5f}, .clip_grad_norm = 0.5f};
+  Regression r;
+  Session s = build_session(r.g, r.loss, cfg);
+  const Params start = r.random_params(rng);
+  set_params(s, r, start);
+  HostTrainer h(cfg, start, false);
+  for (int k = 1; k <= kSteps; ++k) {
+    const Batch b = random_batch(rng, 20.0);
+    feed(s, b);
+    s.step();
+    const HostGrad hg = h.step(b);
+    ASSERT_LT(h.last_clip_scale, 0.5) << "step " << k << ": the case must clip";
+    // Per-tensor clipping (each of W and b to norm 0.5) would give another result than this
+    // global scale: both tensors' norms are well above 0.5 / 2.
+    double nw = 0, nb = 0;
+    for (double e : hg.grads.at("W")) nw += e * e;
+    for (double e : hg.grads.at("b")) nb += e * e;
+    ASSERT_GT(std::sqrt(nb) * h.last_clip_scale, 0.05) << "b must carry a share of the global norm";
+    ASSERT_GT(std::sqrt(nw) * h.last_clip_scale, 0.05);
+    // read_grad is the raw gradient (before clipping).
+    EXPECT_TRUE(same_values(s.read_grad("W"), hg.grads.at("W"), 1e-5, "raw gradient of W"));
+    expect_params(s, h, 1e-5, "step " + std::to_string(k));
+  }
+}
+
+TEST(TrainClip, GlobalNormBelowTheMaxChangesNothing) {
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  const TrainConfig cfg{.optimizer = SGD{.lr = 0.1f, .momentum = 0.5f}, .clip_grad_norm = 1000.0f};
+  Regression r;
+  Session clipped = build_session(r.g, r.loss, cfg);
+  Session plain = build_session(r.g, r.loss, {.optimizer = SGD{.lr = 0.1f, .momentum = 0.5f}});
+  const Params start = r.random_params(rng);
+  set_params(clipped, r, start);
+  set_params(plain, r, start);
+  HostTrainer h(cfg, start, false);
+  for (int k = 1; k <= kSteps; ++k) {
+    const Batch b = random_batch(rng);
+    feed(clipped, b);
+    feed(plain, b);
+    clipped.step();
+    plain.step();
+    h.step(b);
+    ASSERT_EQ(h.last_clip_scale, 1.0);
+    expect_params(clipped, h, 1e-5, "step " + std::to_string(k));
+    for (const char* name : {"W", "b"})
+      EXPECT_TRUE(clipped.read_parameter(name).bytes == plain.read_parameter(name).bytes)
+          << "step " << k << ": a norm below the max must leave the update exactly as without clipping (" << name << ")";
+  }
+}
+
+TEST(TrainClip, AdamWithClipping) {
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  run_side_by_side({.optimizer = AdamW{.lr = 0.05f, .weight_decay = 0.1f}, .clip_grad_norm = 0.3f}, kSteps, rng, false, 5.0);
+}
+
+// With accumulation the clipped gradient is the window's mean gradient (what the update applies),
+// as in PyTorch's loop: (loss / N).backward() per micro step, clip_grad_norm_, step. The norm of
+// the window's sum would be N times too large and clip N times too hard.
+TEST(TrainClip, ClipsTheMeanGradientOfAnAccumulationWindow) {
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  run_side_by_side({.optimizer = SGD{.lr = 0.1f}, .clip_grad_norm = 0.5f, .accumulation_steps = 2}, kSteps, rng, false, 20.0);
+}
+
+// ---- 4: schedules -----------------------------------------------------------------------------
+
+// Steps SGD (no momentum) under `schedule` and checks the lr applied at each step: from the
+// parameters before and after and the gradient (p_new = p - lr_t g), against schedule_factor and
+// the hand formula; the parameters against the host trainer.
+void check_schedule(const Schedule& schedule, int steps, Rng& rng, const std::vector<double>& expected_factors) {
+  const float lr = 0.2f;
+  const TrainConfig cfg{.optimizer = SGD{.lr = lr}, .schedule = schedule};
+  Regression r;
+  Session s = build_session(r.g, r.loss, cfg);
+  const Params start = r.random_params(rng);
+  set_params(s, r, start);
+  HostTrainer h(cfg, start, false);
+  for (int t = 0; t < steps; ++t) {
+    const std::string at = "optimizer step t=" + std::to_string(t);
+    const double hand = host_schedule(schedule, t);
+    if (t < static_cast<int>(expected_factors.size())) {
+      EXPECT_NEAR(hand, expected_factors[t], 1e-12) << at << " (test's own formula)";
+    }
+    EXPECT_NEAR(schedule_factor(schedule, t), hand, 1e-6 * std::max(1.0, hand)) << at;
+
+    const std::vector<float> before = to_floats(s.read_parameter("W"));
+    const Batch b = random_batch(rng);
+    feed(s, b);
+    s.step();
+    h.step(b);
+    const std::vector<float> after = to_floats(s.read_parameter("W"));
+    const std::vector<float> g = to_floats(s.read_grad("W"));
+    double num = 0, den = 0;  // least squares: lr_t = <before - after, g> / <g, g>
+    for (size_t i = 0; i < g.size(); ++i) {
+      num += (static_cast<double>(before[i]) - after[i]) * g[i];
+      den += static_cast<double>(g[i]) * g[i];
+    }
+    ASSERT_GT(den, 0);
+    EXPECT_NEAR(num / den, lr * hand, 1e-4 * lr) << at << ": the lr applied";
+    EXPECT_NEAR(h.last_lr, static_cast<double>(lr) * hand, 1e-12);
+    expect_params(s, h, 1e-5, at);
+  }
+}
+
+TEST(TrainSchedule, Constant) {
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  check_schedule(Constant{}, 5, rng, {1, 1, 1, 1, 1});
+}
+
+TEST(TrainSchedule, StepLR) {
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  check_schedule(StepLR{.step_size = 2, .gamma = 0.5f}, 7, rng, {1, 1, 0.5, 0.5, 0.25, 0.25, 0.125});
+}
+
+TEST(TrainSchedule, CosineWithWarmup) {
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  // Warm-up lr/3, 2lr/3, lr; then cosine from 1 to min_ratio 0.1 over steps 3..9; past total_steps
+  // it stays at the minimum.
+  const double pi = std::numbers::pi;
+  std::vector<double> f = {1.0 / 3, 2.0 / 3, 1.0};
+  const double m = 0.1f;  // min_ratio as the f32 the config holds
+  for (int t = 3; t <= 11; ++t) f.push_back(m + (1 - m) * 0.5 * (1 + std::cos(pi * std::min(1.0, (t - 3) / 6.0))));
+  EXPECT_NEAR(f[9], m, 1e-12);
+  EXPECT_NEAR(f[11], m, 1e-12);
+  check_schedule(Cosine{.warmup_steps = 3, .total_steps = 9, .min_ratio = 0.1f}, 12, rng, f);
+}
+
+TEST(TrainSchedule, CosineWithoutWarmup) {
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  const double pi = std::numbers::pi;
+  std::vector<double> f;
+  for (int t = 0; t < 6; ++t) f.push_back(0.5 * (1 + std::cos(pi * std::min(1.0, t / 4.0))));
+  check_schedule(Cosine{.warmup_steps = 0, .total_steps = 4}, 6, rng, f);
+}
+
+// ---- 5: gradient accumulation -----------------------------------------------------------------
+
+TEST(TrainAccumulation, UpdatesOnceAWindowWithTheMeanGradient) {
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  for (const Optimizer& opt : std::vector<Optimizer>{SGD{.lr = 0.1f, .momentum = 0.9f}, Adam{.lr = 0.05f, .weight_decay = 0.1f}}) {
+    SCOPED_TRACE(opt.index() == 0 ? "SGD momentum" : "Adam");
+    const TrainConfig cfg{.optimizer = opt, .accumulation_steps = 3};
+    Regression r;
+    Session s = build_session(r.g, r.loss, cfg);
+    const Params start = r.random_params(rng);
+    set_params(s, r, start);
+    HostTrainer h(cfg, start, false);
+    for (int k = 1; k <= 9; ++k) {
+      const std::string at = "micro step " + std::to_string(k);
+      const HostTensor before = s.read_parameter("W");
+      const Batch b = random_batch(rng);
+      feed(s, b);
+      s.step();
+      const HostGrad hg = h.step(b);
+      EXPECT_EQ(s.optimizer_steps(), k / 3) << at;
+      EXPECT_EQ(s.stats().steps, static_cast<uint64_t>(k)) << at;
+      EXPECT_TRUE(same_values(s.read_grad("W"), hg.grads.at("W"), 1e-5, at + ": read_grad is this step's gradient"));
+      EXPECT_NEAR(s.read_loss(), hg.loss, 1e-5 * std::max(1.0, hg.loss)) << at;
+      if (k % 3 != 0) {
+        EXPECT_TRUE(s.read_parameter("W").bytes == before.bytes) << at << ": inside a window the parameters must not move";
+      } else {
+        EXPECT_FALSE(s.read_parameter("W").bytes == before.bytes) << at << ": the window's last step updates";
+      }
+      expect_params(s, h, 1e-5, at);
+    }
+  }
+}
+
+TEST(TrainAccumulation, SideBySideWithClippingOff) {
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  run_side_by_side({.optimizer = AdamW{.lr = 0.05f, .weight_decay = 0.2f}, .schedule = StepLR{.step_size = 1, .gamma = 0.7f},
+                    .accumulation_steps = 2},
+                   8, rng);
+}
+
+// ---- 6: lr multipliers and frozen parameters --------------------------------------------------
+
+TEST(TrainParams, LrMultiplier) {
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  run_side_by_side({.optimizer = SGD{.lr = 0.1f, .momentum = 0.9f}, .lr_multipliers = {{"b", 0.5f}}}, kSteps, rng);
+  // AdamW's decoupled decay scales with the multiplied lr too (torch: per-group lr).
+  run_side_by_side({.optimizer = AdamW{.lr = 0.05f, .weight_decay = 0.5f}, .lr_multipliers = {{"b", 0.5f}}}, kSteps, rng);
+}
+
+TEST(TrainParams, LrMultiplierHalvesTheSgdStep) {
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  Regression r;
+  const Params start = r.random_params(rng);
+  Session full = build_session(r.g, r.loss, {.optimizer = SGD{.lr = 0.1f}});
+  Session half = build_session(r.g, r.loss, {.optimizer = SGD{.lr = 0.1f}, .lr_multipliers = {{"b", 0.5f}}});
+  set_params(full, r, start);
+  set_params(half, r, start);
+  const Batch batch = random_batch(rng);
+  feed(full, batch);
+  feed(half, batch);
+  full.step();
+  half.step();
+  const auto f = to_floats(full.read_parameter("b")), h = to_floats(half.read_parameter("b"));
+  for (size_t i = 0; i < f.size(); ++i)
+    EXPECT_NEAR(start.at("b")[i] - h[i], 0.5 * (start.at("b")[i] - f[i]), 1e-6) << "b[" << i << "]";
+  EXPECT_TRUE(full.read_parameter("W").bytes == half.read_parameter("W").bytes) << "W has no multiplier";
+}
+
+TEST(TrainParams, FrozenParameterIsUnchangedAndHasNoGradient) {
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  for (const Optimizer& opt : std::vector<Optimizer>{SGD{.lr = 0.1f, .momentum = 0.9f, .weight_decay = 0.1f},
+                                                     AdamW{.lr = 0.05f, .weight_decay = 0.5f}}) {
+    const TrainConfig cfg{.optimizer = opt, .frozen = {"b"}};
+    run_side_by_side(cfg, kSteps, rng);  // b: unchanged, read_grad zeros; W trains as usual
+    Regression r;
+    Session s = build_session(r.g, r.loss, cfg);
+    const Params start = r.random_params(rng);
+    set_params(s, r, start);
+    const HostTensor b0 = s.read_parameter("b");
+    for (int k = 0; k < 3; ++k) {
+      feed(s, random_batch(rng));
+      s.step();
+    }
+    EXPECT_TRUE(s.read_parameter("b").bytes == b0.bytes) << "a frozen parameter must keep its exact bits";
+    EXPECT_TRUE(same_values(s.read_grad("b"), Vec(5, 0.0), 0, "read_grad of a frozen parameter"));
+  }
+}
+
+TEST(TrainParams, UnknownNamesThrowNameError) {
+  Regression r;
+  try {
+    build_session(r.g, r.loss, {.frozen = {"W", "bias"}});
+    ADD_FAILURE() << "frozen = {\"bias\"} must throw";
+  } catch (const NameError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("\"bias\""));
+    EXPECT_THAT(e.what(), HasSubstr("\"W\""));  // lists the graph's parameters
+    EXPECT_THAT(e.what(), HasSubstr("\"b\""));
+  }
+  try {
+    build_session(r.g, r.loss, {.lr_multipliers = {{"w", 2.0f}}});
+    ADD_FAILURE() << "lr_multipliers {\"w\"} must throw";
+  } catch (const NameError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("\"w\""));
+  }
+}
+
+// ---- 7: a parameter the loss does not depend on -----------------------------------------------
+
+TEST(TrainParams, UnusedParameterIsNeverUpdated) {
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  for (const Optimizer& opt : std::vector<Optimizer>{AdamW{.lr = 0.05f, .weight_decay = 0.5f},
+                                                     SGD{.lr = 0.1f, .momentum = 0.9f, .weight_decay = 0.5f}}) {
+    const TrainConfig cfg{.optimizer = opt, .clip_grad_norm = 0.5f};
+    run_side_by_side(cfg, kSteps, rng, /*unused=*/true, 5.0);
+    Regression r(true);
+    Session s = build_session(r.g, r.loss, cfg);
+    set_params(s, r, r.random_params(rng));
+    const HostTensor u0 = s.read_parameter("u");
+    for (int k = 0; k < 4; ++k) {
+      feed(s, random_batch(rng));
+      s.step();
+    }
+    EXPECT_TRUE(s.read_parameter("u").bytes == u0.bytes) << "no gradient: no decay, no momentum, no update";
+    EXPECT_TRUE(same_values(s.read_grad("u"), Vec(3, 0.0), 0, "read_grad of an unused parameter"));
+    // The unused parameter still feeds its output.
+    double su = 0;
+    for (float v : to_floats(u0)) su += 2.0 * v;
+    EXPECT_NEAR(s.read_output("side").data<float>()[0], su, 1e-5);
+  }
+}
+
+// ---- 8: the loss and gradient a step reports --------------------------------------------------
+
+TEST(TrainReadback, LossAndGradientsMatchTheHost) {
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  Regression r;
+  Session s = build_session(r.g, r.loss, {.optimizer = SGD{.lr = 0.0f}});  // lr 0: parameters stay put
+  const Params p = r.random_params(rng);
+  set_params(s, r, p);
+  EXPECT_TRUE(same_values(s.read_grad("W"), Vec(35, 0.0), 0, "read_grad before any step"));
+  for (int k = 0; k < 3; ++k) {
+    const Batch b = random_batch(rng, 3.0);
+    feed(s, b);
+    s.step();
+    const HostGrad hg = host_loss_and_grad(p, b);
+    EXPECT_NEAR(s.read_loss(), hg.loss, 1e-5 * std::max(1.0, hg.loss));
+    EXPECT_TRUE(same_values(s.read_grad("W"), hg.grads.at("W"), 1e-5, "d loss / d W"));
+    EXPECT_TRUE(same_values(s.read_grad("b"), hg.grads.at("b"), 1e-5, "d loss / d b"));
+    const HostTensor g = s.read_grad("W");
+    EXPECT_EQ(g.shape, (Shape{7, 5}));
+    EXPECT_EQ(g.dtype, f32);
+  }
+  EXPECT_THROW(s.read_grad("nope"), NameError);
+  EXPECT_THROW(s.read_grad("x"), NameError);  // an input, not a parameter
+}
+
+TEST(TrainReadback, InferenceSessionsRefuseTrainingCalls) {
+  Regression r;
+  Session s = build_inference_session(r.g);
+  EXPECT_FALSE(s.is_training());
+  EXPECT_EQ(s.optimizer_steps(), 0);
+  EXPECT_THROW(s.read_loss(), Error);
+  EXPECT_THROW(s.read_grad("W"), Error);
+  EXPECT_THROW(s.evaluate(), Error);
+  EXPECT_TRUE(build_session(r.g, r.loss).is_training());
+}
+
+}  // namespace
+}  // namespace mntest
