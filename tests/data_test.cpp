@@ -1,5 +1,6 @@
 // IDX files (the real Fashion-MNIST from Debian's dataset-fashion-mnist, and broken copies of it)
 // and the DataLoader's batching and shuffling.
+#include <cstdlib>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <zlib.h>
@@ -18,10 +19,16 @@ using namespace meganeura::data;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
-const std::string kDir = "/usr/share/datasets/fashion-mnist";
+// The real files the fixtures are made from: found as FashionMnist::load finds them.
+std::string dataset_dir() {
+  const char* env = std::getenv("MEGANEURA_FASHION_MNIST");
+  return env && *env ? env : "/usr/share/datasets/fashion-mnist";
+}
+const std::string kDir = dataset_dir();
 
 std::string gunzip(const std::string& path) {
   gzFile f = gzopen(path.c_str(), "rb");
+  if (!f) throw std::runtime_error("test fixture: cannot open " + path + " (install dataset-fashion-mnist)");
   std::string out;
   char buf[1 << 16];
   for (int n; (n = gzread(f, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));

@@ -1,5 +1,6 @@
 // Helpers for the file-format tests: a scratch directory, raw file I/O and error messages.
 #pragma once
+#include <stdexcept>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -33,6 +34,7 @@ class TempDir {
 
 inline std::string read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("test fixture: cannot open " + path);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
