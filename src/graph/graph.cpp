@@ -135,10 +135,9 @@ Tensor Graph::add(Op op, std::vector<Tensor> inputs, Attrs attrs) {
     ids.push_back(t.id());
   }
   label = "%" + std::to_string(nodes_.size()) + (scopes_.empty() ? "" : " " + scopes_.back());
-  graph::InferContext ctx{*this, op, ids, attrs, label};
-  graph::OutType out = info.infer(ctx);
-  if (out.shape.size() > kMaxRank)
-    ctx.shape_error("result rank " + std::to_string(out.shape.size()) + " exceeds " + std::to_string(kMaxRank));
+  std::vector<graph::InputType> types;
+  for (int id : ids) types.push_back({node(id).shape, node(id).dtype, this->label(id)});
+  graph::OutType out = graph::infer(op, std::move(types), attrs, label);
   Node n{op, std::move(ids), std::move(attrs), std::move(out.shape), out.dtype, scopes_.empty() ? "" : scopes_.back(), {}};
   return {this, push(std::move(n))};
 }

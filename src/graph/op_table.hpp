@@ -9,17 +9,24 @@
 
 namespace meganeura::graph {
 
-// What a shape rule sees: the graph so far, the op, its inputs and (mutable, to normalise)
-// attributes, and the label of the node being built, for error messages.
+// One input as a shape rule sees it.
+struct InputType {
+  Shape shape;
+  DType dtype;
+  std::string label;  // how errors name it ("%7 blocks.0.attn")
+};
+
+// What a shape rule sees: the op, its inputs' types and (mutable, to normalise) attributes, and
+// the label of the node being built, for error messages. No graph: the e-graph uses the same
+// rules for its classes.
 struct InferContext {
-  const Graph& g;
   Op op;
-  const std::vector<int>& inputs;
+  std::vector<InputType> inputs;
   Attrs& attrs;
   std::string label;
 
-  const Shape& shape(size_t i) const { return g.node(inputs[i]).shape; }
-  DType dtype(size_t i) const { return g.node(inputs[i]).dtype; }
+  const Shape& shape(size_t i) const { return inputs[i].shape; }
+  DType dtype(size_t i) const { return inputs[i].dtype; }
   int rank(size_t i) const { return static_cast<int>(shape(i).size()); }
   // "shape error in node "%12 blocks.3" (matmul): <msg>"
   [[noreturn]] void shape_error(const std::string& msg) const;
@@ -45,6 +52,9 @@ struct OpInfo {
 };
 
 const OpInfo& op_info(Op op);
+
+// Runs op's shape rule: the output type, with attrs normalised. Throws ShapeError/DTypeError.
+OutType infer(Op op, std::vector<InputType> inputs, Attrs& attrs, const std::string& label);
 
 // NumPy broadcasting of two shapes; nullopt-like empty result with ok=false when incompatible.
 bool broadcast_shapes(const Shape& a, const Shape& b, Shape& out);

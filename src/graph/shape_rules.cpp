@@ -26,11 +26,19 @@ void InferContext::require_dtype(size_t i, std::initializer_list<DType> allowed,
   if (std::find(allowed.begin(), allowed.end(), t) != allowed.end()) return;
   std::string names;
   for (DType a : allowed) names += (names.empty() ? "" : " or ") + std::string(dtype_name(a));
-  std::string msg = std::string(role) + " (" + g.label(inputs[i]) + ") is " + std::string(dtype_name(t)) +
+  std::string msg = std::string(role) + " (" + inputs[i].label + ") is " + std::string(dtype_name(t)) +
                     ", but " + std::string(op_name(op)) + " takes " + names;
   if (is_integer(t) && std::find(allowed.begin(), allowed.end(), f32) != allowed.end())
     msg += "; convert it with cast(x, f32)";
   dtype_error(msg);
+}
+
+OutType infer(Op op, std::vector<InputType> inputs, Attrs& attrs, const std::string& label) {
+  InferContext ctx{op, std::move(inputs), attrs, label};
+  OutType out = op_info(op).infer(ctx);
+  if (out.shape.size() > kMaxRank)
+    ctx.shape_error("result rank " + std::to_string(out.shape.size()) + " exceeds " + std::to_string(kMaxRank));
+  return out;
 }
 
 bool broadcast_shapes(const Shape& a, const Shape& b, Shape& out) {
