@@ -10,6 +10,7 @@
 #include "lower/lowered.hpp"
 #include "meganeura/error.hpp"
 #include "plan/planner.hpp"
+#include "optimize/optimize.hpp"
 #include "runtime/session_impl.hpp"
 #include "vulkan/executable.hpp"
 
@@ -67,7 +68,9 @@ std::unique_ptr<Session::Impl> Session::Impl::build(const Graph& g, const lower:
 }
 
 Session build_inference_session(const Graph& g, const SessionOptions& options) {
-  return Session(Session::Impl::build(g, lower::lower(g), options));
+  if (!optimize::enabled(options.optimize)) return Session(Session::Impl::build(g, lower::lower(g), options));
+  std::unique_ptr<Graph> opt = optimize::optimize(g);
+  return Session(Session::Impl::build(*opt, lower::lower(*opt), options));
 }
 
 void Session::set_input(std::string_view name, const HostTensor& value) {

@@ -9,6 +9,7 @@
 #include "meganeura/io.hpp"
 #include "meganeura/train.hpp"
 #include "runtime/session_impl.hpp"
+#include "optimize/optimize.hpp"
 #include "train/optimizer_calls.hpp"
 
 namespace meganeura {
@@ -63,15 +64,33 @@ Session build_session(const Graph& user_graph, Tensor loss, const TrainConfig& c
   g->output(kLossOutput, l);
   std::vector<int> grad_ids;
   for (const Tensor& t : grads) grad_ids.push_back(t.id());
+  std::vector<int> param_ids;
+  for (const Tensor& t : trainable) param_ids.push_back(t.id());
+  int forward_end = forward_nodes;
+  if (optimize::enabled(config.optimize)) {
+    // The whole training graph, forward and backward, goes through the e-graph. Its nodes are
+    // renumbered: the outputs' nodes come first, so they still end the forward pass.
+    std::vector<int> kept;
+    std::unique_ptr<Graph> opt = optimize::optimize(*g, nullptr, grad_ids, &kept);
+    forward_end = 0;
+    for (auto& [name, id] : opt->outputs()) forward_end = std::max(forward_end, id + 1);
+    for (int& id : param_ids) {
+      const std::string& name = g->node(id).name;
+      for (int j = 0; j < opt->size(); ++j)
+        if (opt->node(j).op == Op::Parameter && opt->node(j).name == name) id = j;
+    }
+    grad_ids = kept;
+    g = std::move(opt);
+  }
   lower::Lowered low = lower::lower(*g, grad_ids);
   size_t forward_calls = 0;
-  while (forward_calls < low.calls.size() && low.calls[forward_calls].node < forward_nodes) ++forward_calls;
+  while (forward_calls < low.calls.size() && low.calls[forward_calls].node < forward_end) ++forward_calls;
   low.extra_prefixes = {forward_calls};
 
   Session::Impl::Training tr;
   tr.config = config;
   std::vector<train::ParamGrad> pg;
-  for (size_t i = 0; i < trainable.size(); ++i) pg.push_back({trainable[i].id(), grads[i].id()});
+  for (size_t i = 0; i < param_ids.size(); ++i) pg.push_back({param_ids[i], grad_ids[i]});
   train::append_optimizer_calls(*g, low, pg, tr);
   tr.loss_output = g->outputs().size() - 1;
 
