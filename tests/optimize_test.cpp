@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 
 #include "meganeura/meganeura.hpp"
@@ -93,6 +94,99 @@ const RuleCase kCases[] = {
        g.output("y", exp(x) / sum(exp(x), {-1}, true));
      },
      Op::Softmax, Op::Exp},
+    {"layer_norm",
+     [](Graph& g) {
+       auto x = g.input("x", {3, 5, 33});
+       auto c = x - mean(x, {-1}, true);
+       g.output("y", c * rsqrt(mean(c * c, {-1}, true) + 1e-5f));
+     },
+     Op::LayerNorm, Op::Mean},
+    {"layer_norm_pow",
+     [](Graph& g) {
+       auto x = g.input("x", {2, 3, 5, 17});
+       auto c = x - mean(x, {3}, true);
+       g.output("y", c * rsqrt(mean(pow(c, 2.0f), {-1}, true) + 1e-6f));
+     },
+     Op::LayerNorm, Op::Rsqrt},
+    {"layer_norm_swapped",
+     [](Graph& g) {
+       auto x = g.input("x", {7, 3, 9});
+       auto c = x - mean(x, {2}, true);
+       g.output("y", rsqrt(mean(c * c, {2}, true) + 1e-5f) * c);
+     },
+     Op::LayerNorm, Op::Rsqrt},
+    {"layer_norm_div",
+     [](Graph& g) {
+       auto x = g.input("x", {3, 2, 5, 31});
+       auto c = x - mean(x, {-1}, true);
+       g.output("y", c / sqrt(mean(c * c, {-1}, true) + 1e-5f));
+     },
+     Op::LayerNorm, Op::Sqrt},
+    {"layer_norm_div_pow",
+     [](Graph& g) {
+       auto x = g.input("x", {5, 3, 13});
+       auto c = x - mean(x, {-1}, true);
+       g.output("y", c / sqrt(mean(pow(c, 2.0f), {-1}, true) + 1e-3f));
+     },
+     Op::LayerNorm, Op::Div},
+    {"layer_norm_weight",
+     [](Graph& g) {
+       auto x = g.input("x", {3, 5, 33});
+       auto w = g.input("w", {33});
+       auto c = x - mean(x, {-1}, true);
+       g.output("y", c * rsqrt(mean(c * c, {-1}, true) + 1e-5f) * w);
+     },
+     Op::LayerNorm, Op::Mul},
+    {"layer_norm_weight_bias",
+     [](Graph& g) {
+       auto x = g.input("x", {2, 3, 4, 47});
+       auto w = g.input("w", {47});
+       auto b = g.input("b", {47});
+       auto c = x - mean(x, {-1}, true);
+       g.output("y", c / sqrt(mean(c * c, {-1}, true) + 1e-5f) * w + b);
+     },
+     Op::LayerNorm, Op::Add},
+    {"layer_norm_weight_bias_swapped",
+     [](Graph& g) {
+       auto x = g.input("x", {3, 7, 19});
+       auto w = g.input("w", {19});
+       auto b = g.input("b", {19});
+       auto c = x - mean(x, {-1}, true);
+       g.output("y", b + w * (c * rsqrt(mean(pow(c, 2.0f), {-1}, true) + 1e-5f)));
+     },
+     Op::LayerNorm, Op::Mul},
+    {"gelu_tanh_pow",  // PyTorch's reference formula
+     [](Graph& g) {
+       auto x = g.input("x", {3, 5, 33});
+       const float k = static_cast<float>(std::sqrt(2.0 / 3.14159265358979323846));
+       g.output("y", 0.5f * x * (1.0f + tanh(k * (x + 0.044715f * pow(x, 3.0f)))));
+     },
+     Op::GeluTanh, Op::Tanh},
+    {"gelu_tanh_cube",
+     [](Graph& g) {
+       auto x = g.input("x", {2, 3, 5, 7});
+       g.output("y", 0.5f * x * (1.0f + tanh(0.7978845608f * (x + 0.044715f * (x * x * x)))));
+     },
+     Op::GeluTanh, Op::Tanh},
+    {"gelu_tanh_chain",
+     [](Graph& g) {
+       auto x = g.input("x", {3, 11, 13});
+       g.output("y", 0.5f * x * (1.0f + tanh(0.7978845608f * (x + 0.044715f * x * x * x))));
+     },
+     Op::GeluTanh, Op::Tanh},
+    {"gelu_tanh_x_half",
+     [](Graph& g) {
+       auto x = g.input("x", {5, 3, 2, 9});
+       g.output("y", x * 0.5f * (1.0f + tanh(0.7978845608f * (x + 0.044715f * pow(x, 3.0f)))));
+     },
+     Op::GeluTanh, Op::PowScalar},
+    {"gelu_tanh_half_outer",
+     [](Graph& g) {
+       auto x = g.input("x", {4, 3, 17});
+       auto k = sqrt(g.scalar(static_cast<float>(2.0 / 3.14159265358979323846)));  // folded to a constant
+       g.output("y", 0.5f * (x * (1.0f + tanh(k * (x + 0.044715f * (x * x * x))))));
+     },
+     Op::GeluTanh, Op::Tanh},
     {"neg_neg", [](Graph& g) { auto x = g.input("x", {9}); g.output("y", exp(-(-x))); }, Op::Input, Op::Neg},
     {"mul_one", [](Graph& g) { auto x = g.input("x", {4, 6}); g.output("y", exp(x * 1.0f)); }, Op::Input, Op::Mul},
     {"add_zero", [](Graph& g) { auto x = g.input("x", {4, 6}); g.output("y", exp(0.0f + x)); }, Op::Input, Op::Add},
@@ -117,6 +211,49 @@ TEST(Optimize, BroadcastingIdentityIsKept) {
   g.output("y", x + g.constant(zeros, {4, 1}));
   auto opt = optimize::optimize(g);
   EXPECT_EQ(count(*opt, Op::Add), 1);
+  Rng rng;
+  expect_same_outputs(g, *opt, rng);
+}
+
+// A "layer norm" whose mean and variance reduce different axes is not a layer norm.
+TEST(Optimize, LayerNormWithMismatchedAxesIsNotFused) {
+  for (int variant = 0; variant < 2; ++variant) {
+    Graph g;
+    auto x = g.input("x", {3, 5, 7});
+    auto c = x - mean(x, {variant == 0 ? 1 : 2}, true);
+    g.output("y", c * rsqrt(mean(c * c, {variant == 0 ? 2 : 1}, true) + 1e-5f));
+    auto opt = optimize::optimize(g);
+    EXPECT_EQ(count(*opt, Op::LayerNorm), 0) << "variant " << variant << "\n" << opt->to_string();
+    Rng rng;
+    expect_same_outputs(g, *opt, rng);
+  }
+}
+
+// layer_norm takes x[, w[, b]]: a bias without a weight stays an add after the fused norm.
+TEST(Optimize, LayerNormBiasWithoutWeightStaysAnAdd) {
+  Graph g;
+  auto x = g.input("x", {2, 3, 11});
+  auto b = g.input("b", {11});
+  auto c = x - mean(x, {-1}, true);
+  g.output("y", c * rsqrt(mean(c * c, {-1}, true) + 1e-5f) + b);
+  auto opt = optimize::optimize(g);
+  EXPECT_EQ(count(*opt, Op::LayerNorm), 1) << opt->to_string();
+  EXPECT_EQ(count(*opt, Op::Add), 1) << opt->to_string();
+  for (const Node& n : opt->nodes())
+    if (n.op == Op::LayerNorm) {
+      EXPECT_EQ(n.inputs.size(), 1u);
+    }
+  Rng rng;
+  expect_same_outputs(g, *opt, rng);
+}
+
+// GELU's constants are matched by value: a different coefficient is not gelu_tanh.
+TEST(Optimize, GeluWithOtherConstantsIsNotFused) {
+  Graph g;
+  auto x = g.input("x", {3, 9});
+  g.output("y", 0.5f * x * (1.0f + tanh(0.79f * (x + 0.044715f * pow(x, 3.0f)))));
+  auto opt = optimize::optimize(g);
+  EXPECT_EQ(count(*opt, Op::GeluTanh), 0) << opt->to_string();
   Rng rng;
   expect_same_outputs(g, *opt, rng);
 }

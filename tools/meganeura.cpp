@@ -1,10 +1,21 @@
 // The `meganeura` command line tool. `meganeura info` prints one line per Vulkan device (the
-// banner users paste into bug reports), the default device marked with '*'.
+// banner users paste into bug reports), the default device marked with '*'. `meganeura optimize`
+// runs the e-graph optimizer on a Llama-style model written from primitive ops and says what it
+// found and how long it took (no GPU needed).
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <string>
+#include <vector>
 
+#include "meganeura/autodiff.hpp"
 #include "meganeura/device.hpp"
 #include "meganeura/error.hpp"
+#include "models/llama_primitives.hpp"
+#include "optimize/optimize.hpp"
+#include "train/training_graph.hpp"
 
 namespace {
 
@@ -13,6 +24,11 @@ constexpr const char* kUsage =
     "\n"
     "commands:\n"
     "  info      list the Vulkan devices and what each offers ('*' marks the default)\n"
+    "  optimize [--layers N] [--seq S] [--train] [--max-seconds T] [--rule-times]\n"
+    "            run the graph optimizer on a Llama-style decoder written from primitive ops\n"
+    "            (SmolLM2-135M's shape: 30 layers, seq 128); --train adds the backward graph;\n"
+    "            --max-seconds overrides the optimizer's time limit (default 0.25);\n"
+    "            --rule-times also times one search of each rule on the initial e-graph\n"
     "  help      show this message (also --help, -h)\n"
     "\n"
     "environment:\n"
@@ -38,6 +54,95 @@ int info() {
   return 0;
 }
 
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+int count_op(const meganeura::Graph& g, meganeura::Op op) {
+  int n = 0;
+  for (const auto& node : g.nodes()) n += node.op == op;
+  return n;
+}
+
+int optimize_command(int argc, char** argv) {
+  namespace mn = meganeura;
+  mn::models::LlamaShape shape;
+  bool train = false, rule_times = false;
+  mn::optimize::Limits limits;
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> const char* {
+      if (i + 1 >= argc) throw mn::Error("optimize: " + a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--layers") shape.layers = std::atoi(value());
+    else if (a == "--seq") shape.seq = std::atoll(value());
+    else if (a == "--train") train = true;
+    else if (a == "--max-seconds") limits.max_seconds = std::atof(value());
+    else if (a == "--rule-times") rule_times = true;
+    else throw mn::Error("optimize: unknown option '" + a + "' (see meganeura --help)");
+  }
+  if (shape.layers < 0 || shape.seq < 1) throw mn::Error("optimize: --layers >= 0 and --seq >= 1");
+
+  auto t0 = Clock::now();
+  mn::Graph g;
+  mn::Tensor loss = mn::models::llama_from_primitives(g, shape);
+  const double build_ms = ms_since(t0);
+  std::printf("model: %d layers, hidden %lld, heads %lld/%lld, seq %lld, %s; graph %d nodes (build %.1f ms)\n",
+              shape.layers, static_cast<long long>(shape.hidden), static_cast<long long>(shape.heads),
+              static_cast<long long>(shape.kv_heads), static_cast<long long>(shape.seq),
+              train ? "training (forward + backward)" : "inference", g.size(), build_ms);
+
+  // Training: exactly what build_session does (fuse forward, differentiate, optimize again).
+  mn::optimize::Report report;
+  std::unique_ptr<mn::Graph> out;
+  auto t2 = Clock::now();
+  if (train) {
+    mn::train::TrainingGraph tg = mn::train::build_training_graph(g, loss, {});
+    std::printf("forward pass first: %s\n", tg.forward_report.to_string().c_str());
+    report = std::move(tg.report);
+    out = std::move(tg.graph);
+  } else {
+    out = mn::optimize::optimize(g, &report, {}, nullptr, limits);
+  }
+  const double optimize_ms = ms_since(t2);
+  std::printf("%s\n", report.to_string().c_str());
+  std::printf("optimize() wall time: %.1f ms (run %.1f ms, limit %.0f ms)\n", optimize_ms, report.run.seconds * 1e3,
+              limits.max_seconds * 1e3);
+  std::printf("%-10s %8s %8s\n", "op", "before", "after");
+  for (mn::Op op : {mn::Op::Silu, mn::Op::RmsNorm, mn::Op::Softmax, mn::Op::Sigmoid, mn::Op::Rsqrt, mn::Op::Exp})
+    std::printf("%-10s %8d %8d\n", std::string(mn::op_name(op)).c_str(), count_op(g, op), count_op(*out, op));
+  for (int i = 0; i < mn::op_count(); ++i) {  // every other op whose count changed
+    const mn::Op op = mn::op_at(i);
+    if (op == mn::Op::Silu || op == mn::Op::RmsNorm || op == mn::Op::Softmax || op == mn::Op::Sigmoid ||
+        op == mn::Op::Rsqrt || op == mn::Op::Exp)
+      continue;
+    if (int before = count_op(g, op), after = count_op(*out, op); before != after)
+      std::printf("%-10s %8d %8d\n", std::string(mn::op_name(op)).c_str(), before, after);
+  }
+
+  if (rule_times) {  // one search of every rule on the initial e-graph, as the runner's first iteration does
+    std::vector<mn::optimize::ClassId> class_of;
+    mn::optimize::EGraph eg = mn::optimize::to_egraph(g, class_of);
+    eg.rebuild();
+    std::printf("rule search times on the initial e-graph (%zu e-nodes):\n", eg.node_count());
+    double total = 0;
+    for (const auto& rule : mn::optimize::rules()) {
+      auto t = Clock::now();
+      auto matches = mn::optimize::search(eg, rule.lhs);
+      const double search_ms = ms_since(t);
+      size_t kept = matches.size();
+      if (rule.guard) kept = static_cast<size_t>(std::count_if(matches.begin(), matches.end(), [&](const auto& m) {
+                        return rule.guard(eg, m);
+                      }));
+      total += search_ms;
+      std::printf("  %-22s %9.2f ms  %6zu matches (%zu pass the guard)\n", rule.name.c_str(), search_ms,
+                  matches.size(), kept);
+    }
+    std::printf("  %-22s %9.2f ms\n", "all rules", total);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -56,6 +161,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (command == "info") return info();
+    if (command == "optimize") return optimize_command(argc, argv);
   } catch (const meganeura::Error& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 1;

@@ -1,6 +1,9 @@
 // Every rewrite rule, in one place. Each reads: name, left-hand pattern, guard, right-hand
 // side. Fusions target ops the lowering already has kernels for.
 #include <algorithm>
+#include <cmath>
+#include <functional>
+#include <string>
 
 #include "optimize/optimize.hpp"
 
@@ -15,6 +18,11 @@ const ClassData& d(const EGraph& g, const Match& m, const char* name) { return g
 bool is_const(const EGraph& g, const Match& m, const char* name, double value) {
   const auto& c = d(g, m, name).constant;
   return c && *c == value;
+}
+// A scalar constant equal to value up to a relative 1e-6 (the graph stores f32 constants).
+bool near_scalar(const EGraph& g, const Match& m, const char* name, double value) {
+  const ClassData& cd = d(g, m, name);
+  return cd.constant && numel(cd.shape) == 1 && std::abs(*cd.constant - value) <= 1e-6 * std::abs(value);
 }
 // The identity rules may only drop an operand when broadcasting did not change the shape.
 bool keeps_shape(const EGraph& g, const Match& m) { return d(g, m, "x").shape == g.data(m.root).shape; }
@@ -98,7 +106,8 @@ std::vector<Rewrite> make_rules() {
   auto stable = [] { return node(Op::Exp, {node(Op::Sub, {x(), node(Op::Max, {x()}, keepdim_single_axis)})}); };
   r.push_back({"softmax", node(Op::Div, {stable(), node(Op::Sum, {stable()}, keepdim_single_axis)}),
                [](const EGraph& g, const Match& m) {  // nodes: div exp sub max sum exp sub max
-                 return g.attrs(m.nodes[3]->attrs).axes == g.attrs(m.nodes[4]->attrs).axes;
+                 const auto& axes = g.attrs(m.nodes[4]->attrs).axes;  // both maxes reduce the sum's axis
+                 return g.attrs(m.nodes[3]->attrs).axes == axes && g.attrs(m.nodes[7]->attrs).axes == axes;
                },
                [](EGraph& g, const Match& m) -> std::optional<ClassId> {
                  Attrs a;
@@ -112,6 +121,88 @@ std::vector<Rewrite> make_rules() {
                  a.axis = g.attrs(m.nodes[2]->attrs).axes[0];
                  return make(g, Op::Softmax, {v(m, "x")}, a);
                }});
+
+  // ---- layer norm -------------------------------------------------------------------------------
+  // c = x - mean(x), var = mean(c*c) (or mean(pow(c, 2))), both over the last axis with keepdim:
+  // c * rsqrt(var + eps), rsqrt(var + eps) * c, c / sqrt(var + eps)  ->  layer_norm(x, eps)
+  // Every mean in the match must reduce the last axis: a mean over another axis is not a layer norm.
+  auto ln_guard = [](const EGraph& g, const Match& m) {
+    const ClassData& xd = d(g, m, "x");
+    if (xd.shape.empty() || xd.dtype != f32 || g.data(m.root).shape != xd.shape) return false;
+    for (const ENode* n : m.nodes)
+      if (n->op == Op::Mean && g.attrs(n->attrs).axes[0] != static_cast<int64_t>(xd.shape.size()) - 1) return false;
+    const ClassData& e = d(g, m, "eps");
+    return e.constant.has_value() && e.shape.empty();
+  };
+  auto ln = [](EGraph& g, const Match& m) -> std::optional<ClassId> {
+    Attrs a;
+    a.scalar = *d(g, m, "eps").constant;
+    return make(g, Op::LayerNorm, {v(m, "x")}, a);
+  };
+  auto centred = [] { return node(Op::Sub, {x(), node(Op::Mean, {x()}, last_axis_keepdim)}); };
+  auto square = [&](bool pow) {
+    return pow ? node(Op::PowScalar, {centred()}, [](const Attrs& a) { return a.scalar == 2.0; })
+               : node(Op::Mul, {centred(), centred()});
+  };
+  auto var_eps = [&](bool pow) {  // var + eps
+    return node(Op::Add, {node(Op::Mean, {square(pow)}, last_axis_keepdim), var("eps")});
+  };
+  for (bool pow : {false, true}) {
+    std::string suffix = pow ? "-pow" : "";
+    r.push_back({"layer-norm" + suffix, node(Op::Mul, {centred(), node(Op::Rsqrt, {var_eps(pow)})}), ln_guard, ln});
+    r.push_back({"layer-norm-swapped" + suffix, node(Op::Mul, {node(Op::Rsqrt, {var_eps(pow)}), centred()}), ln_guard, ln});
+    r.push_back({"layer-norm-div" + suffix, node(Op::Div, {centred(), node(Op::Sqrt, {var_eps(pow)})}), ln_guard, ln});
+  }
+  // layer_norm(x) * w  ->  layer_norm(x, w);  layer_norm(x, w) + b  ->  layer_norm(x, w, b)
+  // (w, b of shape [D], D the last axis). A bias alone is not fused: the op takes x[, w[, b]].
+  auto weight_guard = [](const EGraph& g, const Match& m) {
+    return d(g, m, "w").shape == Shape{d(g, m, "x").shape.back()} && d(g, m, "w").dtype == f32;
+  };
+  auto bias_guard = [](const EGraph& g, const Match& m) {
+    return d(g, m, "b").shape == Shape{d(g, m, "x").shape.back()} && d(g, m, "b").dtype == f32;
+  };
+  r.push_back({"layer-norm-weight", node(Op::Mul, {node(Op::LayerNorm, {x()}), var("w")}), weight_guard,
+               [](EGraph& g, const Match& m) -> std::optional<ClassId> {  // nodes: mul layer_norm
+                 return make(g, Op::LayerNorm, {v(m, "x"), v(m, "w")}, g.attrs(m.nodes[1]->attrs));
+               }});
+  r.push_back({"layer-norm-weight-swapped", node(Op::Mul, {var("w"), node(Op::LayerNorm, {x()})}), weight_guard,
+               [](EGraph& g, const Match& m) -> std::optional<ClassId> {
+                 return make(g, Op::LayerNorm, {v(m, "x"), v(m, "w")}, g.attrs(m.nodes[1]->attrs));
+               }});
+  r.push_back({"layer-norm-bias", node(Op::Add, {node(Op::LayerNorm, {x(), var("w")}), var("b")}), bias_guard,
+               [](EGraph& g, const Match& m) -> std::optional<ClassId> {
+                 return make(g, Op::LayerNorm, {v(m, "x"), v(m, "w"), v(m, "b")}, g.attrs(m.nodes[1]->attrs));
+               }});
+  r.push_back({"layer-norm-bias-swapped", node(Op::Add, {var("b"), node(Op::LayerNorm, {x(), var("w")})}), bias_guard,
+               [](EGraph& g, const Match& m) -> std::optional<ClassId> {
+                 return make(g, Op::LayerNorm, {v(m, "x"), v(m, "w"), v(m, "b")}, g.attrs(m.nodes[1]->attrs));
+               }});
+
+  // ---- gelu, tanh form --------------------------------------------------------------------------
+  // 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))  ->  gelu_tanh(x), for the common
+  // spellings of the product and the cube (no associativity/commutativity rules: they explode).
+  // Constants are matched by value (relative 1e-6), so sqrt(2/pi) may be a folded expression.
+  auto gelu_guard = [](const EGraph& g, const Match& m) {
+    const ClassData& xd = d(g, m, "x");
+    if (xd.dtype != f32 || g.data(m.root).shape != xd.shape) return false;
+    return near_scalar(g, m, "half", 0.5) && near_scalar(g, m, "one", 1.0) &&
+           near_scalar(g, m, "k", 0.7978845608028654) && near_scalar(g, m, "a", 0.044715);
+  };
+  auto gelu = [](EGraph& g, const Match& m) -> std::optional<ClassId> { return make(g, Op::GeluTanh, {v(m, "x")}); };
+  const std::pair<const char*, std::function<Pattern()>> cubes[] = {
+      {"pow", [] { return node(Op::Mul, {var("a"), node(Op::PowScalar, {x()}, [](const Attrs& a) { return a.scalar == 3.0; })}); }},
+      {"cube", [] { return node(Op::Mul, {var("a"), node(Op::Mul, {node(Op::Mul, {x(), x()}), x()})}); }},  // a * (x*x*x)
+      {"chain", [] { return node(Op::Mul, {node(Op::Mul, {node(Op::Mul, {var("a"), x()}), x()}), x()}); }},  // a*x*x*x
+  };
+  for (const auto& [cube_name, cube] : cubes) {
+    auto inner = [&] {  // 1 + tanh(k * (x + a x^3))
+      return node(Op::Add, {var("one"), node(Op::Tanh, {node(Op::Mul, {var("k"), node(Op::Add, {x(), cube()})})})});
+    };
+    std::string suffix = std::string("-") + cube_name;
+    r.push_back({"gelu-tanh" + suffix, node(Op::Mul, {node(Op::Mul, {var("half"), x()}), inner()}), gelu_guard, gelu});  // 0.5*x*(..)
+    r.push_back({"gelu-tanh-x-half" + suffix, node(Op::Mul, {node(Op::Mul, {x(), var("half")}), inner()}), gelu_guard, gelu});  // x*0.5*(..)
+    r.push_back({"gelu-tanh-half-outer" + suffix, node(Op::Mul, {var("half"), node(Op::Mul, {x(), inner()})}), gelu_guard, gelu});  // 0.5*(x*(..))
+  }
   return r;
 }
 

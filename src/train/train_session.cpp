@@ -11,90 +11,26 @@
 #include "runtime/session_impl.hpp"
 #include "optimize/optimize.hpp"
 #include "train/optimizer_calls.hpp"
+#include "train/training_graph.hpp"
 
 namespace meganeura {
 
-static const char* kLossOutput = "meganeura.loss";
-
 Session build_session(const Graph& user_graph, Tensor loss, const TrainConfig& config) {
-  if (&loss.graph() != &user_graph) throw Error("build_session: the loss is a tensor of another graph");
-  if (!loss.shape().empty() || loss.dtype() != f32)
-    throw ShapeError("build_session: the loss must be a rank-0 f32 tensor, got " + shape_str(loss.shape()) + " " +
-                     std::string(dtype_name(loss.dtype())) + " (reduce it with mean or sum)");
-  if (config.accumulation_steps < 1) throw Error("build_session: accumulation_steps must be at least 1");
-  std::unique_ptr<Graph> g = user_graph.clone();
-  const int forward_nodes = g->size();
-
-  // Parameters the loss does not depend on get no gradient and no update at all (PyTorch's
-  // optimizers skip a parameter whose grad is None: no weight decay, no momentum).
-  std::vector<bool> feeds_loss(static_cast<size_t>(forward_nodes), false);
-  feeds_loss[static_cast<size_t>(loss.id())] = true;
-  for (int id = loss.id(); id >= 0; --id)
-    if (feeds_loss[static_cast<size_t>(id)])
-      for (int in : g->node(id).inputs) feeds_loss[static_cast<size_t>(in)] = true;
-
-  std::vector<std::string> names;
-  std::vector<Tensor> trainable;
-  for (int id = 0; id < forward_nodes; ++id) {
-    const Node& n = g->node(id);
-    if (n.op != Op::Parameter) continue;
-    names.push_back(n.name);
-    if (!feeds_loss[static_cast<size_t>(id)]) continue;
-    if (std::find(config.frozen.begin(), config.frozen.end(), n.name) != config.frozen.end()) continue;
-    if (n.dtype != f32)
-      throw DTypeError("parameter \"" + n.name + "\" is " + std::string(dtype_name(n.dtype)) +
-                       ": training updates f32 parameters (keep master weights in f32, or freeze it)");
-    trainable.emplace_back(g.get(), id);
-  }
-  auto known = [&](const std::string& name) { return std::find(names.begin(), names.end(), name) != names.end(); };
-  for (const auto& list : {config.frozen, [&] {
-         std::vector<std::string> v;
-         for (auto& [k, m] : config.lr_multipliers) v.push_back(k);
-         return v;
-       }()})
-    for (const std::string& name : list)
-      if (!known(name)) {
-        std::string all;
-        for (auto& n : names) all += (all.empty() ? "\"" : ", \"") + n + "\"";
-        throw NameError("TrainConfig names parameter \"" + name + "\", which the graph does not have; its parameters are: " + all);
-      }
-
-  Tensor l{g.get(), loss.id()};
-  std::vector<Tensor> grads = gradients(l, trainable);
-  g->output(kLossOutput, l);
-  std::vector<int> grad_ids;
-  for (const Tensor& t : grads) grad_ids.push_back(t.id());
-  std::vector<int> param_ids;
-  for (const Tensor& t : trainable) param_ids.push_back(t.id());
-  int forward_end = forward_nodes;
-  if (optimize::enabled(config.optimize)) {
-    // The whole training graph, forward and backward, goes through the e-graph. Its nodes are
-    // renumbered: the outputs' nodes come first, so they still end the forward pass.
-    std::vector<int> kept;
-    std::unique_ptr<Graph> opt = optimize::optimize(*g, nullptr, grad_ids, &kept);
-    forward_end = 0;
-    for (auto& [name, id] : opt->outputs()) forward_end = std::max(forward_end, id + 1);
-    for (int& id : param_ids) {
-      const std::string& name = g->node(id).name;
-      for (int j = 0; j < opt->size(); ++j)
-        if (opt->node(j).op == Op::Parameter && opt->node(j).name == name) id = j;
-    }
-    grad_ids = kept;
-    g = std::move(opt);
-  }
-  lower::Lowered low = lower::lower(*g, grad_ids);
+  train::TrainingGraph tg = train::build_training_graph(user_graph, loss, config);
+  const Graph& g = *tg.graph;
+  lower::Lowered low = lower::lower(g, tg.grads);
   size_t forward_calls = 0;
-  while (forward_calls < low.calls.size() && low.calls[forward_calls].node < forward_end) ++forward_calls;
+  while (forward_calls < low.calls.size() && low.calls[forward_calls].node < tg.forward_end) ++forward_calls;
   low.extra_prefixes = {forward_calls};
 
   Session::Impl::Training tr;
   tr.config = config;
   std::vector<train::ParamGrad> pg;
-  for (size_t i = 0; i < param_ids.size(); ++i) pg.push_back({param_ids[i], grad_ids[i]});
-  train::append_optimizer_calls(*g, low, pg, tr);
-  tr.loss_output = g->outputs().size() - 1;
+  for (size_t i = 0; i < tg.params.size(); ++i) pg.push_back({tg.params[i], tg.grads[i]});
+  train::append_optimizer_calls(g, low, pg, tr);
+  tr.loss_output = g.outputs().size() - 1;
 
-  auto impl = Session::Impl::build(*g, low, {.reuse_memory = config.reuse_memory, .profile = config.profile});
+  auto impl = Session::Impl::build(g, low, {.reuse_memory = config.reuse_memory, .profile = config.profile});
   impl->train = std::move(tr);
   return make_session(std::move(impl));
 }
@@ -137,7 +73,7 @@ void Session::evaluate() {
 
 float Session::read_loss() const {
   if (!impl_->train) throw Error("read_loss() is for training sessions (build_session); read the output instead");
-  return read_output(kLossOutput).data<float>()[0];
+  return read_output(train::kTrainingLossOutput).data<float>()[0];
 }
 
 HostTensor Session::read_grad(std::string_view name) const {

@@ -1,0 +1,24 @@
+// The graph a training session runs: the user's forward graph, fused by the optimizer, then
+// differentiated (so the fused ops' own backward rules apply), then optimized again as a whole.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "meganeura/train.hpp"
+#include "optimize/optimize.hpp"
+
+namespace meganeura::train {
+
+inline constexpr const char* kTrainingLossOutput = "meganeura.loss";
+
+struct TrainingGraph {
+  std::unique_ptr<Graph> graph;       // its last output is the loss (kTrainingLossOutput)
+  std::vector<int> params, grads;     // trainable parameters and their gradients, node ids
+  int forward_end = 0;                // nodes below this id are the forward pass
+  optimize::Report forward_report, report;  // the two optimizer runs (empty when disabled)
+};
+
+// Checks the loss and the config's parameter names; throws naming what is wrong.
+TrainingGraph build_training_graph(const Graph& g, Tensor loss, const TrainConfig& config);
+
+}  // namespace meganeura::train
