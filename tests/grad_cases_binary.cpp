@@ -22,7 +22,8 @@ struct BinaryOp {
 
 std::vector<GradCase> binary_cases() {
   const BinaryOp ops[] = {{Op::Add, add}, {Op::Sub, sub}, {Op::Mul, mul},
-                          {Op::Div, div}, {Op::Maximum, maximum}, {Op::Minimum, minimum}};
+                          {Op::Div, div}, {Op::Maximum, maximum}, {Op::Minimum, minimum},
+                          {Op::SwiGlu, swiglu}};
   std::vector<GradCase> cases;
   for (const BinaryOp& o : ops) {
     // Divisors stay away from zero.
@@ -42,6 +43,18 @@ std::vector<GradCase> binary_cases() {
                        b.out = o.fn(a, second(b, {}));
                      }});
   }
+  // swiglu with the gate wider than silu's bend, and only the gate or only the up projection
+  // needing a gradient.
+  cases.push_back({Op::SwiGlu, "gate_only_wide_33x17", [](GradBuilder& b) {
+                     Tensor g = b.param("g", {33, 17}, -6, 6);
+                     Tensor u = b.input("u", {33, 17});
+                     b.out = swiglu(g, u);
+                   }});
+  cases.push_back({Op::SwiGlu, "up_only_broadcast_gate", [](GradBuilder& b) {
+                     Tensor g = b.input("g", {5, 1, 13});
+                     Tensor u = b.param("u", {5, 7, 13}, -1, 1);
+                     b.out = swiglu(g, u);
+                   }});
   // Ties: maximum/minimum give half the gradient to each side (checked by hand: no finite
   // differences at a kink).
   for (const BinaryOp& o : {ops[4], ops[5]}) {

@@ -24,7 +24,8 @@ Tensor rhs(CaseBuilder& b, Op op, const std::string& name, const Shape& s) {
 
 std::vector<OpCase> binary_cases() {
   const BinaryOp ops[] = {{Op::Add, add_fn},         {Op::Sub, sub_fn},         {Op::Mul, mul_fn},
-                          {Op::Div, div_fn},         {Op::Maximum, maximum},    {Op::Minimum, minimum}};
+                          {Op::Div, div_fn},         {Op::Maximum, maximum},    {Op::Minimum, minimum},
+                          {Op::SwiGlu, swiglu}};
   std::vector<OpCase> cases;
   for (const BinaryOp& o : ops) {
     cases.push_back({o.op, "same_shape_1001", [o](CaseBuilder& b) {
@@ -49,6 +50,10 @@ std::vector<OpCase> binary_cases() {
   // maximum/minimum on ties and on operands where both sides win somewhere.
   cases.push_back({Op::Maximum, "ties_small_ints", [](CaseBuilder& b) {
                      b.output("y", maximum(b.input_small_ints("a", {67}, -2, 2), b.input_small_ints("b", {67}, -2, 2)));
+                   }});
+  // swiglu over silu's wide range (saturated gate on both sides), rank 4 with broadcasting.
+  cases.push_back({Op::SwiGlu, "wide_gate_rank4_2x3x5x7_3x1x7", [](CaseBuilder& b) {
+                     b.output("y", swiglu(b.input("g", {2, 3, 5, 7}, -30, 30), b.input("u", {3, 1, 7}, -4, 4)));
                    }});
   // The scalar operators of ops.hpp build the same nodes.
   cases.push_back({Op::Sub, "operators_float", [](CaseBuilder& b) {

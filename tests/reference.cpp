@@ -141,6 +141,7 @@ double binary(Op op, double a, double b) {
     case Op::Div: return a / b;
     case Op::Maximum: return (std::isnan(a) || std::isnan(b)) ? NAN : std::max(a, b);
     case Op::Minimum: return (std::isnan(a) || std::isnan(b)) ? NAN : std::min(a, b);
+    case Op::SwiGlu: return a / (1.0 + std::exp(-a)) * b;  // silu(g) * u
     case Op::Equal: return a == b ? 1.0 : 0.0;
     case Op::NotEqual: return a != b ? 1.0 : 0.0;
     case Op::Less: return a < b ? 1.0 : 0.0;
@@ -224,7 +225,7 @@ RefTensor eval_node(const meganeura::Graph& g, const Node& n, const std::vector<
       return out;
     }
     case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Maximum: case Op::Minimum:
-    case Op::Equal: case Op::NotEqual: case Op::Less: case Op::LessEqual: case Op::Greater:
+    case Op::SwiGlu: case Op::Equal: case Op::NotEqual: case Op::Less: case Op::LessEqual: case Op::Greater:
     case Op::GreaterEqual: {
       const auto& a = in(0);
       const auto& b = in(1);

@@ -119,7 +119,8 @@ std::vector<std::optional<RefTensor>> reference_vjp(const Node& n, const std::ve
       r[0] = std::move(d);
       return r;
     }
-    case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Maximum: case Op::Minimum: {
+    case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Maximum: case Op::Minimum:
+    case Op::SwiGlu: {
       const Bcast a(in(0), y.shape), b(in(1), y.shape);
       RefTensor ga = zeros(y.shape), gb = zeros(y.shape);
       for_each_index(y.shape, [&](int64_t i, const std::vector<int64_t>& idx) {
@@ -130,6 +131,12 @@ std::vector<std::optional<RefTensor>> reference_vjp(const Node& n, const std::ve
           case Op::Sub: da = gi; db = -gi; break;
           case Op::Mul: da = gi * bv; db = gi * av; break;
           case Op::Div: da = gi / bv; db = -gi * av / (bv * bv); break;
+          case Op::SwiGlu: {  // silu(g) * u: d g = gi u sigma(g) (1 + g (1 - sigma(g))), d u = gi silu(g)
+            const double s = 1.0 / (1.0 + std::exp(-av));
+            da = gi * bv * s * (1.0 + av * (1.0 - s));
+            db = gi * av * s;
+            break;
+          }
           case Op::Maximum: case Op::Minimum: {
             const bool a_wins = n.op == Op::Maximum ? av > bv : av < bv;
             if (av == bv) { da = 0.5 * gi; db = 0.5 * gi; }

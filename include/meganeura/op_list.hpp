@@ -35,6 +35,7 @@
   X(Div,          "div",           Binary,    2, 2, infer_binary, grad_div)            \
   X(Maximum,      "maximum",       Binary,    2, 2, infer_binary, grad_maximum)            \
   X(Minimum,      "minimum",       Binary,    2, 2, infer_binary, grad_minimum)            \
+  X(SwiGlu,       "swiglu",        Binary,    2, 2, infer_binary, grad_swiglu)             \
   /* comparisons: f32 or i32 operands, u32 mask (0 or 1) out */              \
   X(Equal,        "eq",            Compare,   2, 2, infer_compare, grad_none)           \
   X(NotEqual,     "ne",            Compare,   2, 2, infer_compare, grad_none)           \

@@ -32,6 +32,7 @@ Tensor mul(Tensor a, Tensor b);
 Tensor div(Tensor a, Tensor b);
 Tensor maximum(Tensor a, Tensor b);
 Tensor minimum(Tensor a, Tensor b);
+Tensor swiglu(Tensor g, Tensor u);  // silu(g) * u (the gated MLP of Llama models); the optimizer fuses silu(g) * u into it
 Tensor eq(Tensor a, Tensor b);  // comparisons give a u32 mask of 0 and 1
 Tensor ne(Tensor a, Tensor b);
 Tensor lt(Tensor a, Tensor b);

@@ -40,6 +40,11 @@ void grad_mul(GradContext& c) {
   if (c.needs(0)) c.add(0, c.dy() * c.in(1));
   if (c.needs(1)) c.add(1, c.dy() * c.in(0));
 }
+// swiglu(g, u) = silu(g) * u: d g = silu'(g) * (dy * u), d u = dy * silu(g).
+void grad_swiglu(GradContext& c) {
+  if (c.needs(0)) c.add(0, c.graph().add(Op::SiluBackward, {c.in(0), c.dy() * c.in(1)}));
+  if (c.needs(1)) c.add(1, c.dy() * silu(c.in(0)));
+}
 void grad_div(GradContext& c) {
   if (c.needs(0)) c.add(0, c.dy() / c.in(1));
   if (c.needs(1)) c.add(1, -(c.dy() * c.out() / c.in(1)));

@@ -52,6 +52,7 @@ Tensor mul(Tensor a, Tensor b) { return binary(Op::Mul, a, b); }
 Tensor div(Tensor a, Tensor b) { return binary(Op::Div, a, b); }
 Tensor maximum(Tensor a, Tensor b) { return binary(Op::Maximum, a, b); }
 Tensor minimum(Tensor a, Tensor b) { return binary(Op::Minimum, a, b); }
+Tensor swiglu(Tensor g, Tensor u) { return binary(Op::SwiGlu, g, u); }
 Tensor eq(Tensor a, Tensor b) { return binary(Op::Equal, a, b); }
 Tensor ne(Tensor a, Tensor b) { return binary(Op::NotEqual, a, b); }
 Tensor lt(Tensor a, Tensor b) { return binary(Op::Less, a, b); }

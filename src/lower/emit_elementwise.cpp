@@ -62,6 +62,7 @@ static uint32_t ew_op(Op op) {
     case Op::Div: return EW_DIV;
     case Op::Maximum: return EW_MAX;
     case Op::Minimum: return EW_MIN;
+    case Op::SwiGlu: return EW_SWIGLU;  // (g, u): silu(g) * u
     case Op::Equal: return EW_EQ;
     case Op::NotEqual: return EW_NE;
     case Op::Less: return EW_LT;

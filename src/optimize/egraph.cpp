@@ -101,6 +101,7 @@ std::optional<double> EGraph::fold(const ENode& n, const Shape& out) const {
     case Op::Div: r = v[0] / v[1]; break;
     case Op::Maximum: r = std::max(v[0], v[1]); break;
     case Op::Minimum: r = std::min(v[0], v[1]); break;
+    case Op::SwiGlu: r = v[0] / (1 + std::exp(-v[0])) * v[1]; break;
     case Op::Reshape: case Op::Permute: case Op::BroadcastTo: case Op::Slice:
     case Op::Mean: case Op::Max: r = v[0]; break;
     case Op::Sum: {  // each output element sums numel(in)/numel(out) copies of v

@@ -5,6 +5,7 @@
 #include <functional>
 #include <string>
 
+#include "graph/op_table.hpp"
 #include "optimize/optimize.hpp"
 
 namespace meganeura::optimize {
@@ -74,6 +75,19 @@ std::vector<Rewrite> make_rules() {
   auto silu = [](EGraph& g, const Match& m) -> std::optional<ClassId> { return make(g, Op::Silu, {v(m, "x")}); };
   r.push_back({"silu", node(Op::Mul, {x(), node(Op::Sigmoid, {x()})}), nullptr, silu});
   r.push_back({"silu-swapped", node(Op::Mul, {node(Op::Sigmoid, {x()}), x()}), nullptr, silu});
+
+  // silu(g) * u  ->  swiglu(g, u): the shapes broadcast as mul's do, so the result keeps mul's shape
+  auto swiglu_guard = [](const EGraph& g, const Match& m) {
+    const ClassData &gd = d(g, m, "g"), &ud = d(g, m, "u");
+    Shape out;
+    return gd.dtype == f32 && ud.dtype == f32 && g.data(m.root).dtype == f32 &&
+           graph::broadcast_shapes(gd.shape, ud.shape, out) && out == g.data(m.root).shape;
+  };
+  auto swiglu = [](EGraph& g, const Match& m) -> std::optional<ClassId> {
+    return make(g, Op::SwiGlu, {v(m, "g"), v(m, "u")});
+  };
+  r.push_back({"swiglu", node(Op::Mul, {node(Op::Silu, {var("g")}), var("u")}), swiglu_guard, swiglu});
+  r.push_back({"swiglu-swapped", node(Op::Mul, {var("u"), node(Op::Silu, {var("g")})}), swiglu_guard, swiglu});
 
   // x * rsqrt(mean(x*x, last axis, keepdim) + eps)  ->  rms_norm(x, eps)
   auto rms = [](EGraph& g, const Match& m) -> std::optional<ClassId> {
