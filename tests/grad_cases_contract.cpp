@@ -39,6 +39,41 @@ std::vector<GradCase> matmul_cases() {
   };
 }
 
+// linear: a, b and the bias as parameters; the bias is kept away from 0 and the products small,
+// so that every pre-activation keeps its sign within finite differences (relu's kink).
+GradCase lin(std::string name, Shape a, Shape w, bool ta, bool tb, LinearAct act, Shape r = {}) {
+  return {Op::Linear, std::move(name), [a, w, ta, tb, act, r](GradBuilder& b) {
+            Tensor x = b.param("a", a, -0.2, 0.2), y = b.param("b", w, -0.2, 0.2);
+            int64_t n = tb ? w[w.size() - 2] : w.back();
+            Tensor bias = b.input_away("bias", {n}, 0.5, 1.5);
+            MatMulOptions o{.transpose_a = ta, .transpose_b = tb};
+            std::vector<Tensor> wrt = {x, y, bias};
+            if (r.empty()) {
+              b.out = linear(x, y, bias, o, act);
+            } else {
+              Tensor res = b.param("r", r);
+              b.out = linear(x, y, bias, res, o, act);
+              wrt.push_back(res);
+            }
+            b.wrt = wrt;
+          }};
+}
+
+std::vector<GradCase> linear_cases() {
+  return {
+      lin("bias_5x4_by_4x7", {5, 4}, {4, 7}, false, false, kLinearNone),
+      lin("bias_transpose_b_batch_broadcast", {2, 1, 5, 4}, {3, 6, 4}, false, true, kLinearNone),
+      lin("bias_transpose_a_rank3_shared_weight", {3, 4, 6}, {4, 5}, true, false, kLinearNone),
+      lin("relu_transpose_both", {4, 5}, {7, 4}, true, true, kLinearRelu),
+      lin("gelu_batch", {2, 5, 4}, {4, 7}, false, false, kLinearGelu),
+      lin("gelu_tanh_transpose_b", {5, 4}, {7, 4}, false, true, kLinearGeluTanh),
+      lin("silu_rank4_bcast", {2, 1, 3, 4}, {3, 4, 5}, false, false, kLinearSilu),
+      lin("residual_full", {5, 4}, {4, 7}, false, false, kLinearNone, {5, 7}),
+      lin("residual_bcast_relu", {2, 3, 5, 4}, {4, 7}, false, false, kLinearRelu, {3, 1, 7}),
+      lin("residual_gelu_transpose_a", {3, 4, 6}, {3, 4, 5}, true, false, kLinearGelu, {6, 1}),
+  };
+}
+
 std::vector<GradCase> reduce_cases() {
   std::vector<GradCase> cases;
   for (Op op : {Op::Sum, Op::Mean, Op::Max}) {
@@ -135,6 +170,7 @@ std::vector<GradCase> chain_cases() {
 }
 
 RegisterGrad reg_matmul{matmul_cases()};
+RegisterGrad reg_linear{linear_cases()};
 RegisterGrad reg_reduce{reduce_cases()};
 RegisterGrad reg_row{row_cases()};
 RegisterGrad reg_chain{chain_cases()};

@@ -1,5 +1,5 @@
 // Forward cases for matmul: M, N, K around tile edges (1, 63, 65, 130), broadcast batch dims,
-// transposed operands.
+// transposed operands; linear (matmul with a bias, activation and residual epilogue).
 #include "op_case.hpp"
 
 namespace mntest {
@@ -43,7 +43,37 @@ std::vector<OpCase> matmul_cases() {
   };
 }
 
+// linear(a, b, bias[, residual]) with the activation `act`; residual shape `r` (empty: none).
+OpCase lin(std::string name, Shape a, Shape b, bool ta, bool tb, LinearAct act, Shape r = {}) {
+  return {Op::Linear, std::move(name), [a, b, ta, tb, act, r](CaseBuilder& c) {
+            Tensor x = c.input("a", a), w = c.input("b", b);
+            int64_t n = tb ? b[b.size() - 2] : b.back();
+            Tensor bias = c.input("bias", {n});
+            MatMulOptions o{.transpose_a = ta, .transpose_b = tb};
+            c.output("y", r.empty() ? linear(x, w, bias, o, act) : linear(x, w, bias, c.input("r", r), o, act));
+            c.scale = 1;  // as for matmul: cancellation in the sum of products
+          }};
+}
+
+std::vector<OpCase> linear_cases() {
+  return {
+      lin("bias_m63_k65_n130", {63, 65}, {65, 130}, false, false, kLinearNone),
+      lin("bias_m1_n1_k1", {1, 1}, {1, 1}, false, false, kLinearNone),
+      lin("bias_batch_2x3_transpose_b_n7", {2, 3, 33, 17}, {7, 17}, false, true, kLinearNone),
+      lin("bias_transpose_both_bcast", {2, 1, 17, 33}, {3, 7, 17}, true, true, kLinearNone),
+      lin("relu_m65_k63_n67", {65, 63}, {63, 67}, false, false, kLinearRelu),
+      lin("gelu_batch_transpose_a", {3, 65, 63}, {3, 65, 5}, true, false, kLinearGelu),
+      lin("gelu_tanh_m5_k130_n63", {5, 130}, {63, 130}, false, true, kLinearGeluTanh),
+      lin("silu_batch_bcast", {1, 3, 5, 9}, {2, 1, 9, 6}, false, false, kLinearSilu),
+      lin("residual_full_m63_n130", {63, 65}, {65, 130}, false, false, kLinearNone, {63, 130}),
+      lin("residual_bcast_rows_batch", {2, 3, 33, 17}, {17, 7}, false, false, kLinearNone, {3, 1, 7}),
+      lin("residual_bcast_cols_relu", {2, 3, 33, 17}, {7, 17}, false, true, kLinearRelu, {2, 1, 33, 1}),
+      lin("residual_silu_transpose_a", {3, 65, 63}, {3, 65, 67}, true, false, kLinearSilu, {3, 63, 67}),
+  };
+}
+
 Register reg{matmul_cases()};
+Register reg_linear{linear_cases()};
 
 }  // namespace
 }  // namespace mntest

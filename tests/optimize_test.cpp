@@ -93,6 +93,50 @@ const RuleCase kCases[] = {
        g.output("y", up * (sigmoid(gate) * gate));
      },
      Op::SwiGlu, Op::Sigmoid},
+    {"linear_bias",
+     [](Graph& g) {
+       auto x = g.input("x", {63, 65}), w = g.input("w", {65, 130}), b = g.input("b", {130});
+       g.output("y", matmul(x, w) + b);
+     },
+     Op::Linear, Op::Add},
+    {"linear_bias_swapped_batch_transpose",
+     [](Graph& g) {
+       auto x = g.input("x", {2, 3, 33, 17}), w = g.input("w", {7, 17}), b = g.input("b", {7});
+       g.output("y", b + matmul(x, w, {.transpose_b = true}));
+     },
+     Op::Linear, Op::MatMul},
+    {"linear_relu",
+     [](Graph& g) {
+       auto x = g.input("x", {5, 33}), w = g.input("w", {33, 67}), b = g.input("b", {67});
+       g.output("y", relu(matmul(x, w) + b));
+     },
+     Op::Linear, Op::Relu},
+    {"linear_gelu_tanh_from_primitives",  // the gelu-tanh fusion first, then the epilogue
+     [](Graph& g) {
+       auto x = g.input("x", {2, 5, 33}), w = g.input("w", {33, 17}), b = g.input("b", {17});
+       auto h = matmul(x, w) + b;
+       g.output("y", 0.5f * h * (1.0f + tanh(0.7978845608f * (h + 0.044715f * (h * h * h)))));
+     },
+     Op::Linear, Op::Tanh},
+    {"linear_silu_from_primitives",
+     [](Graph& g) {
+       auto x = g.input("x", {9, 16}), w = g.input("w", {16, 31}), b = g.input("b", {31});
+       auto h = matmul(x, w) + b;
+       g.output("y", h * sigmoid(h));
+     },
+     Op::Linear, Op::Sigmoid},
+    {"linear_gelu_residual",  // a transformer MLP block: x + gelu(x·w + b)
+     [](Graph& g) {
+       auto x = g.input("x", {2, 7, 33}), w = g.input("w", {33, 33}), b = g.input("b", {33});
+       g.output("y", x + gelu(matmul(x, w) + b));
+     },
+     Op::Linear, Op::Gelu},
+    {"linear_residual_broadcast",
+     [](Graph& g) {
+       auto x = g.input("x", {2, 3, 5, 9}), w = g.input("w", {9, 6}), b = g.input("b", {6}), r = g.input("r", {3, 1, 6});
+       g.output("y", (matmul(x, w) + b) + r);
+     },
+     Op::Linear, Op::Add},
     {"rms_norm",
      [](Graph& g) {
        auto x = g.input("x", {5, 33});
@@ -267,6 +311,28 @@ TEST(Optimize, LayerNormBiasWithoutWeightStaysAnAdd) {
   for (const Node& n : opt->nodes())
     if (n.op == Op::LayerNorm) {
       EXPECT_EQ(n.inputs.size(), 1u);
+    }
+  Rng rng;
+  expect_same_outputs(g, *opt, rng);
+}
+
+// Linear's epilogue order is act(matmul + bias) + residual: a full-shape "bias" stays an add, an
+// activation after the residual stays an op, and a residual that broadcasts the output up is
+// not taken in.
+TEST(Optimize, LinearEpilogueGuards) {
+  Graph g;
+  auto x = g.input("x", {5, 9}), w = g.input("w", {9, 6}), b = g.input("b", {6});
+  auto full = g.input("full", {5, 6}), r = g.input("r", {5, 6}), big = g.input("big", {3, 5, 6});
+  g.output("no_bias", matmul(x, w) + full);                // [5,6] addend: not a bias
+  g.output("act_after_res", relu(matmul(x, w) + b + r));   // linear with residual, then relu
+  g.output("res_broadcasts_up", (matmul(x, w) + b) + big);  // [3,5,6]: larger than the linear
+  auto opt = optimize::optimize(g);
+  SCOPED_TRACE(opt->to_string());
+  EXPECT_EQ(count(*opt, Op::Relu), 1);
+  EXPECT_EQ(count(*opt, Op::MatMul), 1);
+  for (const Node& n : opt->nodes())
+    if (n.op == Op::Linear) {
+      EXPECT_EQ(n.attrs.count, kLinearNone);
     }
   Rng rng;
   expect_same_outputs(g, *opt, rng);

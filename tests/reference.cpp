@@ -256,7 +256,7 @@ RefTensor eval_node(const meganeura::Graph& g, const Node& n, const std::vector<
       }
       return out;
     }
-    case Op::MatMul: {
+    case Op::MatMul: case Op::Linear: {
       const auto& a = in(0);
       const auto& b = in(1);
       const size_t ra = a.shape.size(), rb = b.shape.size(), R = n.shape.size();
@@ -283,6 +283,19 @@ RefTensor eval_node(const meganeura::Graph& g, const Node& n, const std::vector<
             out.v[bi * M * N + m * N + j] = acc;
           }
       });
+      if (n.op == Op::Linear) {  // act(acc + bias[j]) + residual (broadcast to the output)
+        static const Op acts[] = {Op::Input, Op::Relu, Op::Gelu, Op::GeluTanh, Op::Silu};
+        if (A.count < 0 || A.count > 4) throw ReferenceError("reference: linear activation code out of range");
+        const auto& bias = in(2);
+        const bool has_res = n.inputs.size() > 3;
+        const std::vector<int64_t> rs = has_res ? broadcast_strides(in(3).shape, n.shape) : std::vector<int64_t>{};
+        for_each_index(n.shape, [&](int64_t i, const std::vector<int64_t>& idx) {
+          double z = out.v[i] + bias.v[idx.back()];
+          if (A.count != 0) z = unary(acts[A.count], z, 0);
+          if (has_res) z += in(3).v[dot(idx, rs)];
+          out.v[i] = z;
+        });
+      }
       return out;
     }
     case Op::Sum: case Op::Mean: case Op::Max: {

@@ -203,6 +203,55 @@ std::vector<std::optional<RefTensor>> reference_vjp(const Node& n, const std::ve
       r[1] = std::move(gb);
       return r;
     }
+    case Op::Linear: {  // y = act(z) + res, z = op(a)·op(b) + bias; then matmul with dz
+      const auto& a = in(0);
+      const auto& b = in(1);
+      const size_t ra = a.shape.size(), rb = b.shape.size(), R = y.shape.size();
+      const int64_t M = A.transpose_a ? a.shape[ra - 1] : a.shape[ra - 2];
+      const int64_t K = A.transpose_a ? a.shape[ra - 2] : a.shape[ra - 1];
+      const int64_t N = A.transpose_b ? b.shape[rb - 2] : b.shape[rb - 1];
+      Shape batch(y.shape.begin(), y.shape.end() - 2);
+      Shape ab(a.shape.begin(), a.shape.end() - 2), bb(b.shape.begin(), b.shape.end() - 2);
+      const auto sa = broadcast_strides(ab, batch), sb = broadcast_strides(bb, batch);
+      RefTensor ga = zeros(a.shape), gb = zeros(b.shape);
+      static const Op acts[] = {Op::Input, Op::Relu, Op::Gelu, Op::GeluTanh, Op::Silu};
+      const auto& bias = in(2);
+      RefTensor dz = zeros(y.shape), db = zeros(bias.shape);
+      for_each_index(batch, [&](int64_t bi, const std::vector<int64_t>& idx) {  // z in double, from scratch
+        const int64_t ao = dot(idx, sa) * M * K, bo = dot(idx, sb) * K * N;
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t j = 0; j < N; ++j) {
+            double z = bias.v[j];
+            for (int64_t k = 0; k < K; ++k)
+              z += (A.transpose_a ? a.v[ao + k * M + m] : a.v[ao + m * K + k]) *
+                   (A.transpose_b ? b.v[bo + j * K + k] : b.v[bo + k * N + j]);
+            const int64_t o = bi * M * N + m * N + j;
+            dz.v[o] = g.v[o] * (A.count == 0 ? 1.0 : unary_derivative(acts[A.count], z, 0.0, 0.0));
+            db.v[j] += dz.v[o];
+          }
+      });
+      (void)R;
+      // C[m,j] = sum_k A[m,k] B[k,j]: dA[m,k] += G[m,j] B[k,j], dB[k,j] += A[m,k] G[m,j];
+      // broadcast batch dims accumulate into the same operand slice.
+      for_each_index(batch, [&](int64_t bi, const std::vector<int64_t>& idx) {
+        const int64_t ao = dot(idx, sa) * M * K, bo = dot(idx, sb) * K * N;
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t j = 0; j < N; ++j) {
+            const double gv = dz.v[bi * M * N + m * N + j];
+            for (int64_t k = 0; k < K; ++k) {
+              const int64_t ia = A.transpose_a ? ao + k * M + m : ao + m * K + k;
+              const int64_t ib = A.transpose_b ? bo + j * K + k : bo + k * N + j;
+              ga.v[ia] += gv * b.v[ib];
+              gb.v[ib] += gv * a.v[ia];
+            }
+          }
+      });
+      r[0] = std::move(ga);
+      r[1] = std::move(gb);
+      r[2] = std::move(db);
+      if (ins.size() > 3) r[3] = unbroadcast(g, in(3).shape);
+      return r;
+    }
     case Op::Sum: case Op::Mean: case Op::Max: {
       const auto& x = in(0);
       const size_t rk = x.shape.size();

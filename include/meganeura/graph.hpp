@@ -41,7 +41,7 @@ struct Attrs {
                                // reshape/broadcast_to: the target shape as given (-1 resolved)
   int64_t axis = 0;            // softmax, argmax, slice, concat, gather, scatter_add
   int64_t start = 0, end = 0, step = 1;  // slice (normalised: 0 <= start, end <= dim)
-  int64_t count = 0;           // one_hot: number of classes
+  int64_t count = 0;           // one_hot: number of classes; linear: the activation (LinearAct)
   int64_t ignore_index = -100; // cross_entropy
   double scalar = 0;           // pow: exponent; rms_norm/layer_norm: eps
   bool keepdim = false;        // reduce

@@ -47,6 +47,8 @@
   X(Cast,         "cast",          Convert,   1, 1, infer_cast, grad_cast)              \
   /* matmul with batch dims and transposed operands */                       \
   X(MatMul,       "matmul",        Contract,  2, 2, infer_matmul, grad_mat_mul)            \
+  /* act(matmul(a, b) + bias) + residual in one kernel; attrs.count = LinearAct */ \
+  X(Linear,       "linear",        Contract,  3, 4, infer_linear, grad_linear)             \
   /* reductions over chosen axes */                                          \
   X(Sum,          "sum",           Reduce,    1, 1, infer_reduce, grad_sum)            \
   X(Mean,         "mean",          Reduce,    1, 1, infer_reduce, grad_mean)            \

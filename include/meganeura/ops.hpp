@@ -59,6 +59,12 @@ Tensor operator/(float a, Tensor b);
 // a: [..., M, K] (or [..., K, M] with transpose_a), b: [..., K, N] (or [..., N, K]); batch dims broadcast.
 struct MatMulOptions { bool transpose_a = false, transpose_b = false; };
 Tensor matmul(Tensor a, Tensor b, MatMulOptions o = {});
+// linear: act(matmul(a, b) + bias) + residual in one kernel (the matmul's store epilogue).
+// bias: [N] (broadcast over rows and batch); residual: the output's shape or broadcastable to it.
+// The optimizer fuses matmul + bias, an activation after it and a residual add into it.
+enum LinearAct : int64_t { kLinearNone = 0, kLinearRelu = 1, kLinearGelu = 2, kLinearGeluTanh = 3, kLinearSilu = 4 };
+Tensor linear(Tensor a, Tensor b, Tensor bias, MatMulOptions o = {}, LinearAct act = kLinearNone);
+Tensor linear(Tensor a, Tensor b, Tensor bias, Tensor residual, MatMulOptions o = {}, LinearAct act = kLinearNone);
 
 // reductions; an empty axes list reduces over every axis
 Tensor sum(Tensor x, std::vector<int64_t> axes = {}, bool keepdim = false);

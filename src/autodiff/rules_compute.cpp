@@ -1,18 +1,47 @@
 // Gradient rules of matmul, reductions, row ops and losses. Softmax, norms and cross-entropy
 // backward are fused ops: their unfused forms would materialise large temporaries.
+#include <string>
+
 #include "autodiff/rules.hpp"
+#include "meganeura/error.hpp"
 
 namespace meganeura::autodiff {
 
 // C = op(A)·op(B): dop(A) = dC·op(B)ᵀ, dop(B) = op(A)ᵀ·dC; a transposed operand takes the
 // transpose of that, which is again one matmul with transpose flags.
-void grad_mat_mul(GradContext& c) {
+static void mat_mul_operands(GradContext& c, Tensor dy) {
   bool ta = c.attrs().transpose_a, tb = c.attrs().transpose_b;
-  Tensor a = c.in(0), b = c.in(1), dy = c.dy();
+  Tensor a = c.in(0), b = c.in(1);
   if (c.needs(0))
     c.add(0, ta ? matmul(b, dy, {.transpose_a = tb, .transpose_b = true}) : matmul(dy, b, {.transpose_b = !tb}));
   if (c.needs(1))
     c.add(1, tb ? matmul(dy, a, {.transpose_a = true, .transpose_b = ta}) : matmul(a, dy, {.transpose_a = !ta}));
+}
+void grad_mat_mul(GradContext& c) { mat_mul_operands(c, c.dy()); }
+
+// y = act(z) + residual, z = op(A)·op(B) + bias. With an activation, z is recomputed as a linear
+// without activation or residual; dz = act'(z)·dy through the backward ops of the unary rules,
+// then A and B as matmul's, d bias = dz summed over all but the last axis (c.add undoes the
+// broadcast), d residual = dy.
+void grad_linear(GradContext& c) {
+  const Attrs at = c.attrs();  // a copy: building nodes below may move the graph's node storage
+  Tensor dy = c.dy(), dz = dy;
+  if (at.count == kLinearRelu && c.inputs() == 3) {
+    // relu(z) > 0 exactly where z > 0: the forward output gives the mask, no recomputed matmul.
+    dz = where(gt(c.out(), c.scalar(0.0f)), dy, c.scalar(0.0f));
+  } else if (at.count != kLinearNone) {
+    Tensor z = linear(c.in(0), c.in(1), c.in(2), {.transpose_a = at.transpose_a, .transpose_b = at.transpose_b});
+    switch (at.count) {
+      case kLinearRelu: dz = where(gt(z, c.scalar(0.0f)), dy, c.scalar(0.0f)); break;
+      case kLinearGelu: dz = c.graph().add(Op::GeluBackward, {z, dy}); break;
+      case kLinearGeluTanh: dz = c.graph().add(Op::GeluTanhBackward, {z, dy}); break;
+      case kLinearSilu: dz = c.graph().add(Op::SiluBackward, {z, dy}); break;
+      default: throw Error("internal: linear activation code " + std::to_string(at.count) + " has no gradient");
+    }
+  }
+  mat_mul_operands(c, dz);
+  if (c.needs(2)) c.add(2, dz);
+  if (c.needs(3)) c.add(3, dy);
 }
 
 // The output's cotangent reshaped to keep the reduced axes as 1, ready to broadcast.

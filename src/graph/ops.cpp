@@ -90,6 +90,20 @@ Tensor matmul(Tensor a, Tensor b, MatMulOptions o) {
   at.transpose_b = o.transpose_b;
   return a.graph().add(Op::MatMul, {a, b}, std::move(at));
 }
+Tensor linear(Tensor a, Tensor b, Tensor bias, MatMulOptions o, LinearAct act) {
+  Attrs at;
+  at.transpose_a = o.transpose_a;
+  at.transpose_b = o.transpose_b;
+  at.count = act;
+  return a.graph().add(Op::Linear, {a, b, bias}, std::move(at));
+}
+Tensor linear(Tensor a, Tensor b, Tensor bias, Tensor residual, MatMulOptions o, LinearAct act) {
+  Attrs at;
+  at.transpose_a = o.transpose_a;
+  at.transpose_b = o.transpose_b;
+  at.count = act;
+  return a.graph().add(Op::Linear, {a, b, bias, residual}, std::move(at));
+}
 
 Tensor sum(Tensor x, std::vector<int64_t> axes, bool keepdim) { return reduce(Op::Sum, x, std::move(axes), keepdim); }
 Tensor mean(Tensor x, std::vector<int64_t> axes, bool keepdim) { return reduce(Op::Mean, x, std::move(axes), keepdim); }

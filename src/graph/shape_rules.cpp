@@ -131,6 +131,24 @@ OutType infer_matmul(InferContext& c) {
   return {batch, f32};
 }
 
+// linear(a, b, bias[, residual]): matmul's shape; bias [N]; the residual broadcasts to the output.
+OutType infer_linear(InferContext& c) {
+  OutType out = infer_matmul(c);
+  c.require_dtype(2, {f32}, "bias");
+  if (c.attrs.count < 0 || c.attrs.count > 4)
+    c.shape_error("activation code " + std::to_string(c.attrs.count) + " is not one of none, relu, gelu, gelu_tanh, silu (0..4)");
+  const Shape& bias = c.shape(2);
+  if (bias.size() != 1 || bias[0] != out.shape.back())
+    c.shape_error("bias " + shape_str(bias) + " must have shape [" + std::to_string(out.shape.back()) + "] (the output's last dimension)");
+  if (c.inputs.size() > 3) {
+    c.require_dtype(3, {f32}, "residual");
+    Shape b;
+    if (!broadcast_shapes(c.shape(3), out.shape, b) || b != out.shape)
+      c.shape_error("residual " + shape_str(c.shape(3)) + " does not broadcast to the output " + shape_str(out.shape));
+  }
+  return out;
+}
+
 // Normalises attrs.axes (empty = all) to sorted unique non-negative axes.
 static Shape reduce_shape(InferContext& c) {
   const Shape& x = c.shape(0);

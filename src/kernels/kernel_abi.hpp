@@ -94,12 +94,19 @@ struct Cast16Params { uint32_t n; };
 // batch dims of idx*x_batch_stride; C is contiguous: C[c_offset + b*M*N + m*N + n].
 // Dispatch: x = ceil(N/TILE_N), y = ceil(M/TILE_M), z = min(batch, 65535) (loop over the rest).
 // TILE_M = TILE_N = 64 (see kMatMulTile).
+// Linear's epilogue: spec 1 HAS_BIAS, spec 2 ACT (LIN_ACT_*), spec 3 HAS_RESIDUAL; bindings
+// 5: bias (N floats from bias_offset), 6: residual R(b,m,n) = R[r_offset + r_batch + m*r_row_stride
+// + n*r_col_stride] (broadcast strides may be 0). Every call binds five tensors: a plain matmul
+// binds A and B again at 5 and 6 (never C), and its spec constants are all 0.
+// C = act(A·B + bias) + R.
 inline constexpr uint32_t kMatMulTile = 64;
+enum : uint32_t { LIN_ACT_NONE = 0, LIN_ACT_RELU, LIN_ACT_GELU, LIN_ACT_GELU_TANH, LIN_ACT_SILU };
 struct MatMulParams {
   uint32_t M, N, K, batch, batch_rank;
   uint32_t a_offset, b_offset, c_offset;
   uint32_t a_row_stride, a_col_stride, b_row_stride, b_col_stride;
   uint32_t batch_shape[4], a_batch_stride[4], b_batch_stride[4];
+  uint32_t bias_offset, r_offset, r_row_stride, r_col_stride, r_batch_stride[4];
 };
 
 // ---- Reduce -----------------------------------------------------------------------------------

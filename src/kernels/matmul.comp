@@ -3,6 +3,8 @@
 // tile of C as 16x16 threads x a 4x4 register block, stepping K by 16 through shared memory
 // (2 x 16 x 68 floats = 8.5 KiB). Arbitrary strides: transposes are strides; tile loads are
 // mapped so that consecutive invocations read consecutive addresses whichever stride is 1.
+// Linear's epilogue (specialization constants; all off for a plain matmul) is applied in the
+// store: c = act(acc + bias[n]) + residual[b, m, n].
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
@@ -11,11 +13,36 @@ struct MatMulParams {
   uint a_offset, b_offset, c_offset;
   uint a_row_stride, a_col_stride, b_row_stride, b_col_stride;
   uint batch_shape[4], a_batch_stride[4], b_batch_stride[4];
+  uint bias_offset, r_offset, r_row_stride, r_col_stride, r_batch_stride[4];
 };
 layout(std430, set = 0, binding = 0) readonly buffer Params { MatMulParams p; };
 layout(std430, set = 0, binding = 2) readonly buffer A { uint a_data[]; };
 layout(std430, set = 0, binding = 3) readonly buffer B { uint b_data[]; };
 layout(std430, set = 0, binding = 4) writeonly buffer C { uint c_data[]; };
+// Bound to A and B when the epilogue does not read them (never to C).
+layout(std430, set = 0, binding = 5) readonly buffer Bias { uint bias_data[]; };
+layout(std430, set = 0, binding = 6) readonly buffer Res { uint res_data[]; };
+
+layout(constant_id = 1) const uint HAS_BIAS = 0u;
+layout(constant_id = 2) const uint ACT = 0u;  // LIN_ACT_*
+layout(constant_id = 3) const uint HAS_RESIDUAL = 0u;
+const uint LIN_ACT_NONE = 0u, LIN_ACT_RELU = 1u, LIN_ACT_GELU = 2u, LIN_ACT_GELU_TANH = 3u, LIN_ACT_SILU = 4u;
+
+float epilogue(float v, uint bt, uint gm, uint gn) {
+  if (HAS_BIAS != 0u) v += uintBitsToFloat(bias_data[p.bias_offset + gn]);
+  switch (ACT) {
+    case LIN_ACT_RELU: v = v < 0.0f ? 0.0f : v; break;  // NaN passes through
+    case LIN_ACT_GELU: v = gelu_p(v); break;
+    case LIN_ACT_GELU_TANH: v = gelu_tanh_p(v); break;
+    case LIN_ACT_SILU: v = silu_p(v); break;
+  }
+  if (HAS_RESIDUAL != 0u) {
+    uint r_base;
+    STRIDED_OFFSET(r_base, bt, p.batch_rank, p.batch_shape, p.r_batch_stride)
+    v += uintBitsToFloat(res_data[p.r_offset + r_base + gm * p.r_row_stride + gn * p.r_col_stride]);
+  }
+  return v;
+}
 
 const uint TM = 64u, TN = 64u, TK = 16u;
 const uint PAD = 4u;  // row padding: keeps float4-aligned rows, spreads banks on the transposed stores
@@ -73,7 +100,7 @@ void main() {
           if (gm >= p.M) continue;
           for (int j = 0; j < 4; ++j) {
             uint gn = n0 + tx + 16u * uint(j);
-            if (gn < p.N) c_data[c_base + gm * p.N + gn] = floatBitsToUint(acc[i][j]);
+            if (gn < p.N) c_data[c_base + gm * p.N + gn] = floatBitsToUint(epilogue(acc[i][j], bt, gm, gn));
           }
         }
       }

@@ -31,6 +31,14 @@ void emit_matmul(Emitter& e, int id) {
   };
   std::vector<Strides> st = {batch_strides(a), batch_strides(b), contiguous_strides(batch)};
   for (auto& s : st.back()) s *= M * N;
+  // linear: the residual's strides over the whole output (0 on broadcast dims)
+  bool has_res = n.op == Op::Linear && n.inputs.size() > 3;
+  if (has_res) {
+    Strides rs = broadcast_strides(e.node(n.inputs[3]).shape, n.shape);
+    p.r_row_stride = u32(rs[rs.size() - 2], "stride");
+    p.r_col_stride = u32(rs.back(), "stride");
+    st.push_back(Strides(rs.begin(), rs.end() - 2));
+  }
   int64_t batch_count = numel(batch);
   collapse(batch, st);
   if (batch.size() > 4)
@@ -42,9 +50,14 @@ void emit_matmul(Emitter& e, int id) {
     p.batch_shape[d] = u32(batch[d], "batch dimension");
     p.a_batch_stride[d] = u32(st[0][d], "batch stride");
     p.b_batch_stride[d] = u32(st[1][d], "batch stride");
+    if (has_res) p.r_batch_stride[d] = u32(st[3][d], "batch stride");
   }
   KernelCall& c = e.call(Kernel::MatMul, id, "");
-  c.tensors = {{n.inputs[0], false}, {n.inputs[1], false}, {id, true}};
+  // Bindings 5 and 6 (bias, residual) read A and B again when there is no epilogue.
+  int bias = n.op == Op::Linear ? n.inputs[2] : n.inputs[0], res = has_res ? n.inputs[3] : n.inputs[1];
+  c.tensors = {{n.inputs[0], false}, {n.inputs[1], false}, {id, true}, {bias, false}, {res, false}};
+  c.spec = {n.op == Op::Linear ? 1u : 0u, n.op == Op::Linear ? static_cast<uint32_t>(n.attrs.count) : LIN_ACT_NONE,
+            has_res ? 1u : 0u};
   c.groups = {groups_for(N, kMatMulTile), groups_for(M, kMatMulTile), std::min<uint32_t>(p.batch, 65535)};
   if ((N + kMatMulTile - 1) / kMatMulTile > 65535 || (M + kMatMulTile - 1) / kMatMulTile > 65535)
     throw ShapeError("matmul %" + std::to_string(id) + ": " + std::to_string(M) + "x" + std::to_string(N) + " output is too large for one dispatch");

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "graph/op_table.hpp"
+#include "meganeura/ops.hpp"
 #include "optimize/optimize.hpp"
 
 namespace meganeura::optimize {
@@ -30,6 +31,14 @@ bool keeps_shape(const EGraph& g, const Match& m) { return d(g, m, "x").shape ==
 
 Pattern x() { return var("x"); }
 Pattern c() { return var("c"); }
+
+// act(linear(a, b, bias)) -> linear(a, b, bias) with the activation in its epilogue
+template <LinearAct Act>
+std::optional<ClassId> linear_act(EGraph& g, const Match& m) {
+  Attrs a = g.attrs(m.nodes[1]->attrs);
+  a.count = Act;
+  return make(g, Op::Linear, {v(m, "a"), v(m, "b"), v(m, "bias")}, a);
+}
 
 bool last_axis_keepdim(const Attrs& a) { return a.keepdim && a.axes.size() == 1; }
 bool keepdim_single_axis(const Attrs& a) { return a.keepdim && a.axes.size() == 1; }
@@ -217,6 +226,47 @@ std::vector<Rewrite> make_rules() {
     r.push_back({"gelu-tanh-x-half" + suffix, node(Op::Mul, {node(Op::Mul, {x(), var("half")}), inner()}), gelu_guard, gelu});  // x*0.5*(..)
     r.push_back({"gelu-tanh-half-outer" + suffix, node(Op::Mul, {var("half"), node(Op::Mul, {x(), inner()})}), gelu_guard, gelu});  // 0.5*(x*(..))
   }
+
+  // ---- matmul epilogues: linear = act(matmul(a, b) + bias) + residual -----------------------------
+  // matmul(a, b) + bias  ->  linear(a, b, bias): bias [N] (f32), so the sum keeps matmul's shape
+  auto lin_bias_guard = [](const EGraph& g, const Match& m) {
+    const ClassData& bd = d(g, m, "bias");
+    const Shape& out = g.data(m.root).shape;
+    return bd.dtype == f32 && g.data(m.root).dtype == f32 && bd.shape.size() == 1 && out.size() >= 2 &&
+           bd.shape[0] == out.back() && d(g, m, "a").dtype == f32 && d(g, m, "b").dtype == f32;
+  };
+  auto lin_bias = [](EGraph& g, const Match& m) -> std::optional<ClassId> {
+    Attrs a = g.attrs(m.nodes[1]->attrs);  // the matmul's transposes
+    a.count = kLinearNone;
+    return make(g, Op::Linear, {v(m, "a"), v(m, "b"), v(m, "bias")}, a);
+  };
+  auto mm = [] { return node(Op::MatMul, {var("a"), var("b")}); };
+  r.push_back({"linear-bias", node(Op::Add, {mm(), var("bias")}), lin_bias_guard, lin_bias});
+  r.push_back({"linear-bias-swapped", node(Op::Add, {var("bias"), mm()}), lin_bias_guard, lin_bias});
+
+  // act(linear(a, b, bias)) with no activation and no residual  ->  linear(a, b, bias, act)
+  auto lin3 = [] { return node(Op::Linear, {var("a"), var("b"), var("bias")}); };
+  auto no_act = [](const EGraph& g, const Match& m) { return g.attrs(m.nodes[1]->attrs).count == kLinearNone; };
+  r.push_back({"linear-relu", node(Op::Relu, {lin3()}), no_act, linear_act<kLinearRelu>});
+  r.push_back({"linear-gelu", node(Op::Gelu, {lin3()}), no_act, linear_act<kLinearGelu>});
+  r.push_back({"linear-gelu-tanh", node(Op::GeluTanh, {lin3()}), no_act, linear_act<kLinearGeluTanh>});
+  r.push_back({"linear-silu", node(Op::Silu, {lin3()}), no_act, linear_act<kLinearSilu>});
+
+  // linear(a, b, bias) + r (no residual yet)  ->  linear(a, b, bias, r): r broadcasts to the
+  // linear's output and the sum keeps that shape
+  auto lin_res_guard = [](const EGraph& g, const Match& m) {
+    auto lin = g.lookup(*m.nodes[1]);
+    if (!lin) return false;
+    const Shape& out = g.data(*lin).shape;
+    const ClassData& rd = d(g, m, "r");
+    Shape b;
+    return rd.dtype == f32 && graph::broadcast_shapes(rd.shape, out, b) && b == out && g.data(m.root).shape == out;
+  };
+  auto lin_res = [](EGraph& g, const Match& m) -> std::optional<ClassId> {
+    return make(g, Op::Linear, {v(m, "a"), v(m, "b"), v(m, "bias"), v(m, "r")}, g.attrs(m.nodes[1]->attrs));
+  };
+  r.push_back({"linear-residual", node(Op::Add, {lin3(), var("r")}), lin_res_guard, lin_res});
+  r.push_back({"linear-residual-swapped", node(Op::Add, {var("r"), lin3()}), lin_res_guard, lin_res});
   return r;
 }
 
