@@ -100,6 +100,45 @@ bool carries_gradient(DType t) { return meganeura::is_float(t); }
 
 double clamped_log(double v) { return std::max(std::log(v), -100.0); }
 
+// Geometry of op(a)·op(b) with broadcast batch dims, as the forward reference reads it.
+struct MatMulShape {
+  int64_t M, K, N;
+  Shape batch;
+  std::vector<int64_t> sa, sb;  // batch strides (in matrices) of a and b
+  bool ta, tb;
+  int64_t ia(int64_t ao, int64_t m, int64_t k) const { return ta ? ao + k * M + m : ao + m * K + k; }
+  int64_t ib(int64_t bo, int64_t k, int64_t j) const { return tb ? bo + j * K + k : bo + k * N + j; }
+};
+
+MatMulShape matmul_shape(const Shape& a, const Shape& b, const Shape& y, bool ta, bool tb) {
+  const size_t ra = a.size(), rb = b.size();
+  MatMulShape s{ta ? a[ra - 1] : a[ra - 2], ta ? a[ra - 2] : a[ra - 1], tb ? b[rb - 2] : b[rb - 1],
+                Shape(y.begin(), y.end() - 2), {}, {}, ta, tb};
+  s.sa = broadcast_strides(Shape(a.begin(), a.end() - 2), s.batch);
+  s.sb = broadcast_strides(Shape(b.begin(), b.end() - 2), s.batch);
+  return s;
+}
+
+// C[m,j] = sum_k A[m,k] B[k,j]: dA[m,k] += G[m,j] B[k,j], dB[k,j] += A[m,k] G[m,j]; broadcast
+// batch dims accumulate into the same operand slice.
+void matmul_vjp(const MatMulShape& s, const RefTensor& a, const RefTensor& b, const RefTensor& g, RefTensor& ga,
+                RefTensor& gb) {
+  ga = zeros(a.shape);
+  gb = zeros(b.shape);
+  for_each_index(s.batch, [&](int64_t bi, const std::vector<int64_t>& idx) {
+    const int64_t ao = dot(idx, s.sa) * s.M * s.K, bo = dot(idx, s.sb) * s.K * s.N;
+    for (int64_t m = 0; m < s.M; ++m)
+      for (int64_t j = 0; j < s.N; ++j) {
+        const double gv = g.v[bi * s.M * s.N + m * s.N + j];
+        for (int64_t k = 0; k < s.K; ++k) {
+          const int64_t ia = s.ia(ao, m, k), ib = s.ib(bo, k, j);
+          ga.v[ia] += gv * b.v[ib];
+          gb.v[ib] += gv * a.v[ia];
+        }
+      }
+  });
+}
+
 }  // namespace
 
 std::vector<std::optional<RefTensor>> reference_vjp(const Node& n, const std::vector<const RefTensor*>& ins,
@@ -173,32 +212,9 @@ std::vector<std::optional<RefTensor>> reference_vjp(const Node& n, const std::ve
       return r;
     }
     case Op::MatMul: {
-      const auto& a = in(0);
-      const auto& b = in(1);
-      const size_t ra = a.shape.size(), rb = b.shape.size(), R = y.shape.size();
-      const int64_t M = A.transpose_a ? a.shape[ra - 1] : a.shape[ra - 2];
-      const int64_t K = A.transpose_a ? a.shape[ra - 2] : a.shape[ra - 1];
-      const int64_t N = A.transpose_b ? b.shape[rb - 2] : b.shape[rb - 1];
-      Shape batch(y.shape.begin(), y.shape.end() - 2);
-      Shape ab(a.shape.begin(), a.shape.end() - 2), bb(b.shape.begin(), b.shape.end() - 2);
-      const auto sa = broadcast_strides(ab, batch), sb = broadcast_strides(bb, batch);
-      RefTensor ga = zeros(a.shape), gb = zeros(b.shape);
-      (void)R;
-      // C[m,j] = sum_k A[m,k] B[k,j]: dA[m,k] += G[m,j] B[k,j], dB[k,j] += A[m,k] G[m,j];
-      // broadcast batch dims accumulate into the same operand slice.
-      for_each_index(batch, [&](int64_t bi, const std::vector<int64_t>& idx) {
-        const int64_t ao = dot(idx, sa) * M * K, bo = dot(idx, sb) * K * N;
-        for (int64_t m = 0; m < M; ++m)
-          for (int64_t j = 0; j < N; ++j) {
-            const double gv = g.v[bi * M * N + m * N + j];
-            for (int64_t k = 0; k < K; ++k) {
-              const int64_t ia = A.transpose_a ? ao + k * M + m : ao + m * K + k;
-              const int64_t ib = A.transpose_b ? bo + j * K + k : bo + k * N + j;
-              ga.v[ia] += gv * b.v[ib];
-              gb.v[ib] += gv * a.v[ia];
-            }
-          }
-      });
+      const MatMulShape ms = matmul_shape(in(0).shape, in(1).shape, y.shape, A.transpose_a, A.transpose_b);
+      RefTensor ga, gb;
+      matmul_vjp(ms, in(0), in(1), g, ga, gb);
       r[0] = std::move(ga);
       r[1] = std::move(gb);
       return r;
@@ -206,46 +222,23 @@ std::vector<std::optional<RefTensor>> reference_vjp(const Node& n, const std::ve
     case Op::Linear: {  // y = act(z) + res, z = op(a)·op(b) + bias; then matmul with dz
       const auto& a = in(0);
       const auto& b = in(1);
-      const size_t ra = a.shape.size(), rb = b.shape.size(), R = y.shape.size();
-      const int64_t M = A.transpose_a ? a.shape[ra - 1] : a.shape[ra - 2];
-      const int64_t K = A.transpose_a ? a.shape[ra - 2] : a.shape[ra - 1];
-      const int64_t N = A.transpose_b ? b.shape[rb - 2] : b.shape[rb - 1];
-      Shape batch(y.shape.begin(), y.shape.end() - 2);
-      Shape ab(a.shape.begin(), a.shape.end() - 2), bb(b.shape.begin(), b.shape.end() - 2);
-      const auto sa = broadcast_strides(ab, batch), sb = broadcast_strides(bb, batch);
-      RefTensor ga = zeros(a.shape), gb = zeros(b.shape);
-      static const Op acts[] = {Op::Input, Op::Relu, Op::Gelu, Op::GeluTanh, Op::Silu};
       const auto& bias = in(2);
+      const MatMulShape ms = matmul_shape(a.shape, b.shape, y.shape, A.transpose_a, A.transpose_b);
+      static const Op acts[] = {Op::Input, Op::Relu, Op::Gelu, Op::GeluTanh, Op::Silu};
       RefTensor dz = zeros(y.shape), db = zeros(bias.shape);
-      for_each_index(batch, [&](int64_t bi, const std::vector<int64_t>& idx) {  // z in double, from scratch
-        const int64_t ao = dot(idx, sa) * M * K, bo = dot(idx, sb) * K * N;
-        for (int64_t m = 0; m < M; ++m)
-          for (int64_t j = 0; j < N; ++j) {
+      for_each_index(ms.batch, [&](int64_t bi, const std::vector<int64_t>& idx) {  // z in double, from scratch
+        const int64_t ao = dot(idx, ms.sa) * ms.M * ms.K, bo = dot(idx, ms.sb) * ms.K * ms.N;
+        for (int64_t m = 0; m < ms.M; ++m)
+          for (int64_t j = 0; j < ms.N; ++j) {
             double z = bias.v[j];
-            for (int64_t k = 0; k < K; ++k)
-              z += (A.transpose_a ? a.v[ao + k * M + m] : a.v[ao + m * K + k]) *
-                   (A.transpose_b ? b.v[bo + j * K + k] : b.v[bo + k * N + j]);
-            const int64_t o = bi * M * N + m * N + j;
+            for (int64_t k = 0; k < ms.K; ++k) z += a.v[ms.ia(ao, m, k)] * b.v[ms.ib(bo, k, j)];
+            const int64_t o = bi * ms.M * ms.N + m * ms.N + j;
             dz.v[o] = g.v[o] * (A.count == 0 ? 1.0 : unary_derivative(acts[A.count], z, 0.0, 0.0));
             db.v[j] += dz.v[o];
           }
       });
-      (void)R;
-      // C[m,j] = sum_k A[m,k] B[k,j]: dA[m,k] += G[m,j] B[k,j], dB[k,j] += A[m,k] G[m,j];
-      // broadcast batch dims accumulate into the same operand slice.
-      for_each_index(batch, [&](int64_t bi, const std::vector<int64_t>& idx) {
-        const int64_t ao = dot(idx, sa) * M * K, bo = dot(idx, sb) * K * N;
-        for (int64_t m = 0; m < M; ++m)
-          for (int64_t j = 0; j < N; ++j) {
-            const double gv = dz.v[bi * M * N + m * N + j];
-            for (int64_t k = 0; k < K; ++k) {
-              const int64_t ia = A.transpose_a ? ao + k * M + m : ao + m * K + k;
-              const int64_t ib = A.transpose_b ? bo + j * K + k : bo + k * N + j;
-              ga.v[ia] += gv * b.v[ib];
-              gb.v[ib] += gv * a.v[ia];
-            }
-          }
-      });
+      RefTensor ga, gb;
+      matmul_vjp(ms, a, b, dz, ga, gb);
       r[0] = std::move(ga);
       r[1] = std::move(gb);
       r[2] = std::move(db);
