@@ -16,6 +16,7 @@
 #include "file_fixtures.hpp"
 #include "meganeura/init.hpp"
 #include "meganeura/io.hpp"
+#include "meganeura/trainer.hpp"
 #include "train_util.hpp"
 
 extern char** environ;
@@ -415,6 +416,19 @@ TEST(TrainEndToEnd, MlpSeparatesTwoClasses) {
   EXPECT_GT(acc, 0.95) << "loss " << first_loss << " -> " << s.read_loss();
   EXPECT_LT(s.read_loss(), 0.5f * first_loss);
   EXPECT_EQ(s.optimizer_steps(), 50);
+}
+
+// A Trainer whose input or label name the session lacks says so, listing the session's inputs.
+TEST(TrainSession, TrainerRejectsUnknownInputNames) {
+  Regression r;
+  Session s = build_session(r.g, r.loss, {});
+  try {
+    Trainer t(s, {.labels = "no_such_labels"});
+    ADD_FAILURE() << "expected a NameError";
+  } catch (const NameError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("\"no_such_labels\""));
+    for (const std::string& name : s.input_names()) EXPECT_THAT(e.what(), HasSubstr("\"" + name + "\""));
+  }
 }
 
 }  // namespace

@@ -15,9 +15,13 @@ namespace meganeura {
 
 Trainer::Trainer(Session& session, TrainerOptions options) : session_(&session), opts_(std::move(options)) {
   if (!session.is_training()) throw Error("Trainer needs a training session (build_session)");
+  const std::vector<std::string> inputs = session.input_names();
   for (const std::string& name : {opts_.input, opts_.labels})
-    if (std::find(session.input_names().begin(), session.input_names().end(), name) == session.input_names().end())
-      session.set_input(name, HostTensor{});  // throws NameError listing the session's inputs
+    if (std::find(inputs.begin(), inputs.end(), name) == inputs.end()) {
+      std::string known;
+      for (const std::string& n : inputs) known += (known.empty() ? "\"" : ", \"") + n + "\"";
+      throw NameError("Trainer: the session has no input \"" + name + "\" (TrainerOptions::input/labels); its inputs are: " + known);
+    }
 }
 
 static double seconds_since(std::chrono::steady_clock::time_point t) {
