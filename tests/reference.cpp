@@ -587,7 +587,8 @@ RefTensor eval_node(const meganeura::Graph& g, const Node& n, const std::vector<
     }
   }
   (void)g;
-  throw ReferenceError("reference: op not implemented: " + std::string(meganeura::op_name(n.op)));
+  throw ReferenceError("reference: no double-precision reference for op " + std::string(meganeura::op_name(n.op)) +
+                       " (add one beside the others: every op needs it)");
 }
 
 }  // namespace
