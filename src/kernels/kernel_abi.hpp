@@ -115,7 +115,7 @@ struct MatMulParams {
 // o with gl_NumWorkGroups.x). The kept index o unravels over kept_shape (kept_rank dims); the
 // reduced index r in [0, n_red) over red_shape (red_rank dims). The element read is
 // a[sum kept_idx*kept_stride + sum red_idx*red_stride] (b at the same position).
-// value = MAP(a, b); out[o] = scale * SUM(value), or MAX(value) (NaN propagates), or for ARGMAX
+// value = MAP(a, b); out[out_offset + o] = scale * SUM(value), or MAX(value) (NaN propagates), or for ARGMAX
 // the (i32) r of the first maximum (the first NaN if any). Sums accumulate in f32 per thread
 // then tree-reduce in shared memory.
 enum : uint32_t { RED_SUM = 0, RED_MAX, RED_ARGMAX };
@@ -126,7 +126,8 @@ enum : uint32_t { MAP_NONE = 0, MAP_SQDIFF, MAP_BCE, MAP_BCE_LOGITS, MAP_SQUARE 
 struct ReduceParams {
   uint32_t n_out, n_red, kept_rank, red_rank;
   float scale;
-  uint32_t pad[3];
+  uint32_t out_offset;  // elements: lets several reductions fill one vector (gradient norms)
+  uint32_t pad[2];
   uint32_t kept_shape[kMaxKernelRank], kept_stride[kMaxKernelRank];
   uint32_t red_shape[kMaxKernelRank], red_stride[kMaxKernelRank];
 };

@@ -14,7 +14,8 @@ const uint MAP_NONE = 0u, MAP_SQDIFF = 1u, MAP_BCE = 2u, MAP_BCE_LOGITS = 3u, MA
 struct ReduceParams {
   uint n_out, n_red, kept_rank, red_rank;
   float scale;
-  uint pad[3];
+  uint out_offset;
+  uint pad[2];
   uint kept_shape[8], kept_stride[8];
   uint red_shape[8], red_stride[8];
 };
@@ -82,6 +83,6 @@ void main() {
       result = wg_index[0];
       barrier();
     }
-    if (t == 0u) out_data[o] = result;
+    if (t == 0u) out_data[p.out_offset + o] = result;
   }
 }

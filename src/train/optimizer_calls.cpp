@@ -80,10 +80,9 @@ void append_optimizer_calls(const Graph& g, lower::Lowered& low, const std::vect
     source.push_back(acc);
   }
 
-  if (cfg.clip_grad_norm > 0) {  // sum of squares per tensor, gathered into one vector, then the scale
+  if (cfg.clip_grad_norm > 0) {  // each tensor's sum of squares into one vector, then the scale
     int sums = add_tensor(low, params.size() * 4, lower::Role::Scratch);
     for (size_t i = 0; i < params.size(); ++i) {
-      int sq = add_tensor(low, 4, lower::Role::Scratch);
       ReduceParams rp{};
       rp.n_out = 1;
       rp.n_red = lower::u32(numel(g.node(params[i].param).shape), "parameter size");
@@ -91,11 +90,11 @@ void append_optimizer_calls(const Graph& g, lower::Lowered& low, const std::vect
       rp.red_shape[0] = rp.n_red;
       rp.red_stride[0] = 1;
       rp.scale = 1.0f;
+      rp.out_offset = static_cast<uint32_t>(i);
       lower::KernelCall& c = add_call(low, Kernel::Reduce, "sum of squares of d " + g.node(params[i].param).name);
       c.spec = {RED_SUM, MAP_SQUARE};
-      c.tensors = {{source[i], false}, {source[i], false}, {sq, true}};
+      c.tensors = {{source[i], false}, {source[i], false}, {sums, true}};
       lower::Emitter::set_params(c, rp);
-      e.elementwise(params[i].grad, EW_COPY, {}, {{sq, 0, {}}}, {sums, static_cast<int64_t>(i), {}}, f32s, 0, "gather norms");
     }
     // The sums hold N gradients when accumulating; the update uses their mean, so clip the mean:
     // |sum| / N <= max  <=>  |sum| <= N * max.
