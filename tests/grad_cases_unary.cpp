@@ -40,6 +40,7 @@ std::vector<GradCase> unary_cases() {
       {Op::Silu, silu, Range::Signed4},       {Op::Sigmoid, sigmoid, Range::Signed4},
       {Op::Tanh, tanh, Range::Signed2},       {Op::Sin, sin, Range::Signed3},
       {Op::Cos, cos, Range::Signed3},         {Op::PowScalar, pow_2_5, Range::Positive},
+      {Op::Erf, erf, Range::Signed2},
   };
   std::vector<GradCase> cases;
   for (const UnaryOp& u : ops) {

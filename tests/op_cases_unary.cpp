@@ -36,7 +36,7 @@ std::vector<OpCase> unary_cases() {
       {Op::GeluTanh, gelu_tanh, Range::Wide}, {Op::Silu, silu, Range::Wide},
       {Op::Sigmoid, sigmoid, Range::Wide},    {Op::Tanh, tanh, Range::Wide},
       {Op::Sin, sin, Range::Wide},            {Op::Cos, cos, Range::Wide},
-      {Op::PowScalar, pow_2_5, Range::Positive},
+      {Op::Erf, erf, Range::Wide},            {Op::PowScalar, pow_2_5, Range::Positive},
   };
   std::vector<OpCase> cases;
   for (const UnaryOp& u : ops) {

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <functional>
+#include <set>
 
 #include "meganeura/meganeura.hpp"
 #include "optimize/optimize.hpp"
@@ -78,7 +79,7 @@ TEST_P(RuleTest, RewritesAndKeepsValues) {
   }
 }
 
-const RuleCase kCases[] = {
+const RuleCase kWritten[] = {
     {"silu", [](Graph& g) { auto x = g.input("x", {7, 33}); g.output("y", x * sigmoid(x)); }, Op::Silu, Op::Sigmoid},
     {"silu_swapped", [](Graph& g) { auto x = g.input("x", {2, 3, 5, 7}); g.output("y", sigmoid(x) * x); }, Op::Silu, Op::Sigmoid},
     {"swiglu",  // (g*sigmoid(g))*u: silu first, then swiglu
@@ -184,6 +185,13 @@ const RuleCase kCases[] = {
        g.output("y", rsqrt(mean(c * c, {2}, true) + 1e-5f) * c);
      },
      Op::LayerNorm, Op::Rsqrt},
+    {"layer_norm_swapped_pow",
+     [](Graph& g) {
+       auto x = g.input("x", {5, 19});
+       auto c = x - mean(x, {1}, true);
+       g.output("y", rsqrt(mean(pow(c, 2.0f), {1}, true) + 1e-5f) * c);
+     },
+     Op::LayerNorm, Op::PowScalar},
     {"layer_norm_div",
      [](Graph& g) {
        auto x = g.input("x", {3, 2, 5, 31});
@@ -224,41 +232,13 @@ const RuleCase kCases[] = {
        g.output("y", b + w * (c * rsqrt(mean(pow(c, 2.0f), {-1}, true) + 1e-5f)));
      },
      Op::LayerNorm, Op::Mul},
-    {"gelu_tanh_pow",  // PyTorch's reference formula
-     [](Graph& g) {
-       auto x = g.input("x", {3, 5, 33});
-       const float k = static_cast<float>(std::sqrt(2.0 / 3.14159265358979323846));
-       g.output("y", 0.5f * x * (1.0f + tanh(k * (x + 0.044715f * pow(x, 3.0f)))));
-     },
-     Op::GeluTanh, Op::Tanh},
-    {"gelu_tanh_cube",
-     [](Graph& g) {
-       auto x = g.input("x", {2, 3, 5, 7});
-       g.output("y", 0.5f * x * (1.0f + tanh(0.7978845608f * (x + 0.044715f * (x * x * x)))));
-     },
-     Op::GeluTanh, Op::Tanh},
-    {"gelu_tanh_chain",
-     [](Graph& g) {
-       auto x = g.input("x", {3, 11, 13});
-       g.output("y", 0.5f * x * (1.0f + tanh(0.7978845608f * (x + 0.044715f * x * x * x))));
-     },
-     Op::GeluTanh, Op::Tanh},
-    {"gelu_tanh_x_half",
-     [](Graph& g) {
-       auto x = g.input("x", {5, 3, 2, 9});
-       g.output("y", x * 0.5f * (1.0f + tanh(0.7978845608f * (x + 0.044715f * pow(x, 3.0f)))));
-     },
-     Op::GeluTanh, Op::PowScalar},
-    {"gelu_tanh_half_outer",
-     [](Graph& g) {
-       auto x = g.input("x", {4, 3, 17});
-       auto k = sqrt(g.scalar(static_cast<float>(2.0 / 3.14159265358979323846)));  // folded to a constant
-       g.output("y", 0.5f * (x * (1.0f + tanh(k * (x + 0.044715f * (x * x * x))))));
-     },
-     Op::GeluTanh, Op::Tanh},
     {"neg_neg", [](Graph& g) { auto x = g.input("x", {9}); g.output("y", exp(-(-x))); }, Op::Input, Op::Neg},
     {"mul_one", [](Graph& g) { auto x = g.input("x", {4, 6}); g.output("y", exp(x * 1.0f)); }, Op::Input, Op::Mul},
-    {"add_zero", [](Graph& g) { auto x = g.input("x", {4, 6}); g.output("y", exp(0.0f + x)); }, Op::Input, Op::Add},
+    {"zero_add", [](Graph& g) { auto x = g.input("x", {4, 6}); g.output("y", exp(0.0f + x)); }, Op::Input, Op::Add},
+    {"add_zero", [](Graph& g) { auto x = g.input("x", {3, 5}); g.output("y", exp(x + 0.0f)); }, Op::Input, Op::Add},
+    {"sub_zero", [](Graph& g) { auto x = g.input("x", {3, 5}); g.output("y", exp(x - 0.0f)); }, Op::Input, Op::Sub},
+    {"one_mul", [](Graph& g) { auto x = g.input("x", {2, 7}); g.output("y", exp(1.0f * x)); }, Op::Input, Op::Mul},
+    {"div_one", [](Graph& g) { auto x = g.input("x", {2, 7}); g.output("y", exp(x / 1.0f)); }, Op::Input, Op::Div},
     {"transpose_twice", [](Graph& g) { auto x = g.input("x", {4, 6, 3}); g.output("y", exp(transpose(transpose(x, 0, 2), 0, 2))); },
      Op::Input, Op::Permute},
     {"reshape_chain",
@@ -269,8 +249,69 @@ const RuleCase kCases[] = {
      Op::Input, Op::Reshape},
 };
 
+// GELU in every spelling the rules know: 0.5*x*(..), x*0.5*(..), 0.5*(x*(..)) around the tanh
+// form's three cube spellings and the erf form's three argument spellings.
+std::vector<RuleCase> gelu_cases() {
+  using Inner = Tensor (*)(Tensor);
+  const std::pair<const char*, Inner> inners[] = {
+      {"tanh_pow", [](Tensor x) {  // PyTorch's reference formula
+         const float k = static_cast<float>(std::sqrt(2.0 / 3.14159265358979323846));
+         return 1.0f + tanh(k * (x + 0.044715f * pow(x, 3.0f)));
+       }},
+      {"tanh_cube", [](Tensor x) { return 1.0f + tanh(0.7978845608f * (x + 0.044715f * (x * x * x))); }},
+      {"tanh_chain", [](Tensor x) {  // sqrt(2/pi) as an expression the optimizer folds
+         Tensor k = sqrt(x.graph().scalar(static_cast<float>(2.0 / 3.14159265358979323846)));
+         return 1.0f + tanh(k * (x + 0.044715f * x * x * x));
+       }},
+      {"erf_div", [](Tensor x) { return 1.0f + erf(x / static_cast<float>(std::sqrt(2.0))); }},  // HF GELUActivation
+      {"erf_mul", [](Tensor x) { return 1.0f + erf(x * 0.70710678f); }},
+      {"erf_mul_swapped", [](Tensor x) { return 1.0f + erf(rsqrt(x.graph().scalar(2.0f)) * x); }},
+  };
+  using Outer = Tensor (*)(Tensor, Tensor);
+  const std::pair<const char*, Outer> outers[] = {
+      {"half_x", [](Tensor x, Tensor in) { return 0.5f * x * in; }},
+      {"x_half", [](Tensor x, Tensor in) { return x * 0.5f * in; }},
+      {"half_outer", [](Tensor x, Tensor in) { return 0.5f * (x * in); }},
+  };
+  static std::vector<std::string> names;  // RuleCase holds const char*
+  names.reserve(std::size(inners) * std::size(outers));
+  std::vector<RuleCase> cases;
+  for (const auto& [inner_name, inner] : inners)
+    for (const auto& [outer_name, outer] : outers) {
+      names.push_back(std::string("gelu_") + inner_name + "_" + outer_name);
+      const bool is_tanh = std::string(inner_name).starts_with("tanh");
+      cases.push_back({names.back().c_str(),
+                       [inner, outer](Graph& g) {
+                         auto x = g.input("x", {3, 5, 33});
+                         g.output("y", outer(x, inner(x)));
+                       },
+                       is_tanh ? Op::GeluTanh : Op::Gelu, is_tanh ? Op::Tanh : Op::Erf});
+    }
+  return cases;
+}
+
+const std::vector<RuleCase> kCases = [] {
+  std::vector<RuleCase> all(std::begin(kWritten), std::end(kWritten));
+  for (RuleCase& c : gelu_cases()) all.push_back(std::move(c));
+  return all;
+}();
+
 INSTANTIATE_TEST_SUITE_P(Rules, RuleTest, ::testing::ValuesIn(kCases),
                          [](const auto& info) { return std::string(info.param.name); });
+
+// Every rule of the rule set fires in at least one case above (or in a named test below).
+TEST(Optimize, EveryRuleHasACase) {
+  std::set<std::string> fired;
+  for (const RuleCase& c : kCases) {
+    Graph g;
+    c.build(g);
+    optimize::Report report;
+    optimize::optimize(g, &report);
+    for (const auto& [rule, unions] : report.run.applied)
+      if (unions > 0) fired.insert(rule);
+  }
+  for (const optimize::Rewrite& r : optimize::rules()) EXPECT_TRUE(fired.count(r.name)) << "no test fires rule " << r.name;
+}
 
 // A zero that broadcasts x to a larger shape is not an identity: the add must stay.
 TEST(Optimize, BroadcastingIdentityIsKept) {

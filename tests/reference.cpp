@@ -106,6 +106,7 @@ double unary(Op op, double x, double scalar) {
     case Op::Silu: return x / (1.0 + std::exp(-x));
     case Op::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
     case Op::Tanh: return std::tanh(x);
+    case Op::Erf: return std::erf(x);
     case Op::Sin: return std::sin(x);
     case Op::Cos: return std::cos(x);
     case Op::PowScalar: return std::pow(x, scalar);
@@ -219,7 +220,7 @@ RefTensor eval_node(const meganeura::Graph& g, const Node& n, const std::vector<
     }
     case Op::Neg: case Op::Abs: case Op::Exp: case Op::Log: case Op::Sqrt: case Op::Rsqrt:
     case Op::Reciprocal: case Op::Relu: case Op::Gelu: case Op::GeluTanh: case Op::Silu:
-    case Op::Sigmoid: case Op::Tanh: case Op::Sin: case Op::Cos: case Op::PowScalar: {
+    case Op::Sigmoid: case Op::Tanh: case Op::Erf: case Op::Sin: case Op::Cos: case Op::PowScalar: {
       const auto& x = in(0);
       for (size_t i = 0; i < out.v.size(); ++i) out.v[i] = unary(n.op, x.v[i], A.scalar);
       return out;

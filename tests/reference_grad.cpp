@@ -89,6 +89,7 @@ double unary_derivative(Op op, double x, double y, double p) {
     }
     case Op::Sigmoid: return y * (1.0 - y);
     case Op::Tanh: return 1.0 - y * y;
+    case Op::Erf: return 2.0 / std::sqrt(kPi) * std::exp(-x * x);
     case Op::Sin: return std::cos(x);
     case Op::Cos: return -std::sin(x);
     case Op::PowScalar: return p == 0 ? 0.0 : p * std::pow(x, p - 1.0);
@@ -151,7 +152,7 @@ std::vector<std::optional<RefTensor>> reference_vjp(const Node& n, const std::ve
   switch (n.op) {
     case Op::Neg: case Op::Abs: case Op::Exp: case Op::Log: case Op::Sqrt: case Op::Rsqrt:
     case Op::Reciprocal: case Op::Relu: case Op::Gelu: case Op::GeluTanh: case Op::Silu:
-    case Op::Sigmoid: case Op::Tanh: case Op::Sin: case Op::Cos: case Op::PowScalar: {
+    case Op::Sigmoid: case Op::Tanh: case Op::Erf: case Op::Sin: case Op::Cos: case Op::PowScalar: {
       const auto& x = in(0);
       RefTensor d = zeros(x.shape);
       for (size_t i = 0; i < d.v.size(); ++i) d.v[i] = g.v[i] * unary_derivative(n.op, x.v[i], y.v[i], A.scalar);

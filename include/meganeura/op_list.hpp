@@ -25,6 +25,7 @@
   X(Silu,         "silu",          Unary,     1, 1, infer_unary, grad_silu)             \
   X(Sigmoid,      "sigmoid",       Unary,     1, 1, infer_unary, grad_sigmoid)             \
   X(Tanh,         "tanh",          Unary,     1, 1, infer_unary, grad_tanh)             \
+  X(Erf,          "erf",           Unary,     1, 1, infer_unary, grad_erf)              \
   X(Sin,          "sin",           Unary,     1, 1, infer_unary, grad_sin)             \
   X(Cos,          "cos",           Unary,     1, 1, infer_unary, grad_cos)             \
   X(PowScalar,    "pow",           Unary,     1, 1, infer_unary, grad_pow_scalar)             \

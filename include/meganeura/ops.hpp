@@ -21,6 +21,7 @@ Tensor gelu_tanh(Tensor x);  // tanh approximation
 Tensor silu(Tensor x);
 Tensor sigmoid(Tensor x);
 Tensor tanh(Tensor x);
+Tensor erf(Tensor x);
 Tensor sin(Tensor x);
 Tensor cos(Tensor x);
 Tensor pow(Tensor x, float exponent);

@@ -19,6 +19,9 @@ void grad_gelu_tanh(GradContext& c) { c.add(0, c.graph().add(Op::GeluTanhBackwar
 void grad_silu(GradContext& c) { c.add(0, c.graph().add(Op::SiluBackward, {c.in(0), c.dy()})); }
 void grad_sigmoid(GradContext& c) { c.add(0, c.dy() * c.out() * (1.0f - c.out())); }
 void grad_tanh(GradContext& c) { c.add(0, c.dy() * (1.0f - c.out() * c.out())); }
+void grad_erf(GradContext& c) {  // 2/sqrt(pi) exp(-x^2)
+  c.add(0, c.dy() * exp(-(c.in(0) * c.in(0))) * 1.1283791670955126f);
+}
 void grad_sin(GradContext& c) { c.add(0, c.dy() * cos(c.in(0))); }
 void grad_cos(GradContext& c) { c.add(0, -(c.dy() * sin(c.in(0)))); }
 void grad_pow_scalar(GradContext& c) {

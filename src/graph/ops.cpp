@@ -38,6 +38,7 @@ Tensor gelu_tanh(Tensor x) { return unary(Op::GeluTanh, x); }
 Tensor silu(Tensor x) { return unary(Op::Silu, x); }
 Tensor sigmoid(Tensor x) { return unary(Op::Sigmoid, x); }
 Tensor tanh(Tensor x) { return unary(Op::Tanh, x); }
+Tensor erf(Tensor x) { return unary(Op::Erf, x); }
 Tensor sin(Tensor x) { return unary(Op::Sin, x); }
 Tensor cos(Tensor x) { return unary(Op::Cos, x); }
 Tensor pow(Tensor x, float exponent) {

@@ -69,7 +69,8 @@ enum : uint32_t {
   // binary (a = x, b = dy): dy * f'(x)
   EW_GELU_GRAD, EW_GELU_TANH_GRAD, EW_SILU_GRAD,
   EW_FILL,  // arity 1 (input bound, not read): writes `scalar` (as f32 bits) to every output element
-  EW_SWIGLU  // binary (a = g, b = u): silu(g) * u
+  EW_SWIGLU,  // binary (a = g, b = u): silu(g) * u
+  EW_ERF      // unary (appended: the GLSL side numbers the ops)
 };
 struct ElementwiseParams {
   uint32_t n, rank, out_offset, in_offset[3];

@@ -53,6 +53,7 @@ static uint32_t ew_op(Op op) {
     case Op::Silu: return EW_SILU;
     case Op::Sigmoid: return EW_SIGMOID;
     case Op::Tanh: return EW_TANH;
+    case Op::Erf: return EW_ERF;
     case Op::Sin: return EW_SIN;
     case Op::Cos: return EW_COS;
     case Op::PowScalar: return EW_POW;

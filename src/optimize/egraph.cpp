@@ -92,6 +92,7 @@ std::optional<double> EGraph::fold(const ENode& n, const Shape& out) const {
     case Op::Relu: r = v[0] > 0 ? v[0] : 0; break;
     case Op::Sigmoid: r = 1 / (1 + std::exp(-v[0])); break;
     case Op::Tanh: r = std::tanh(v[0]); break;
+    case Op::Erf: r = std::erf(v[0]); break;
     case Op::Sin: r = std::sin(v[0]); break;
     case Op::Cos: r = std::cos(v[0]); break;
     case Op::PowScalar: r = std::pow(v[0], a.scalar); break;

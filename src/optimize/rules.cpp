@@ -40,6 +40,14 @@ std::optional<ClassId> linear_act(EGraph& g, const Match& m) {
   return make(g, Op::Linear, {v(m, "a"), v(m, "b"), v(m, "bias")}, a);
 }
 
+// 0.5 * x * (1 + erf(x / s)) with s = sqrt(2) (Divides) or x * s with s = 1/sqrt(2).
+template <bool Divides>
+bool gelu_erf_guard(const EGraph& g, const Match& m) {
+  const ClassData& xd = d(g, m, "x");
+  return xd.dtype == f32 && g.data(m.root).shape == xd.shape && near_scalar(g, m, "half", 0.5) &&
+         near_scalar(g, m, "one", 1.0) && near_scalar(g, m, "s", Divides ? 1.4142135623730951 : 0.7071067811865476);
+}
+
 bool last_axis_keepdim(const Attrs& a) { return a.keepdim && a.axes.size() == 1; }
 bool keepdim_single_axis(const Attrs& a) { return a.keepdim && a.axes.size() == 1; }
 
@@ -217,14 +225,32 @@ std::vector<Rewrite> make_rules() {
       {"cube", [] { return node(Op::Mul, {var("a"), node(Op::Mul, {node(Op::Mul, {x(), x()}), x()})}); }},  // a * (x*x*x)
       {"chain", [] { return node(Op::Mul, {node(Op::Mul, {node(Op::Mul, {var("a"), x()}), x()}), x()}); }},  // a*x*x*x
   };
+  // The three spellings of 0.5 * x * inner: 0.5*x*(..), x*0.5*(..), 0.5*(x*(..)).
+  auto half_x_times = [&](const std::string& name, const std::function<Pattern()>& inner,
+                          decltype(Rewrite::guard) guard, decltype(Rewrite::apply) rhs) {
+    r.push_back({name, node(Op::Mul, {node(Op::Mul, {var("half"), x()}), inner()}), guard, rhs});
+    r.push_back({name + "-x-half", node(Op::Mul, {node(Op::Mul, {x(), var("half")}), inner()}), guard, rhs});
+    r.push_back({name + "-half-outer", node(Op::Mul, {var("half"), node(Op::Mul, {x(), inner()})}), guard, rhs});
+  };
   for (const auto& [cube_name, cube] : cubes) {
     auto inner = [&] {  // 1 + tanh(k * (x + a x^3))
       return node(Op::Add, {var("one"), node(Op::Tanh, {node(Op::Mul, {var("k"), node(Op::Add, {x(), cube()})})})});
     };
-    std::string suffix = std::string("-") + cube_name;
-    r.push_back({"gelu-tanh" + suffix, node(Op::Mul, {node(Op::Mul, {var("half"), x()}), inner()}), gelu_guard, gelu});  // 0.5*x*(..)
-    r.push_back({"gelu-tanh-x-half" + suffix, node(Op::Mul, {node(Op::Mul, {x(), var("half")}), inner()}), gelu_guard, gelu});  // x*0.5*(..)
-    r.push_back({"gelu-tanh-half-outer" + suffix, node(Op::Mul, {var("half"), node(Op::Mul, {x(), inner()})}), gelu_guard, gelu});  // 0.5*(x*(..))
+    half_x_times(std::string("gelu-tanh-") + cube_name, inner, gelu_guard, gelu);
+  }
+
+  // ---- gelu, erf form: 0.5 * x * (1 + erf(x / sqrt(2)))  ->  gelu(x) ------------------------------
+  // The argument spelled x / sqrt(2) or x * (1/sqrt(2)) (either order); constants by value.
+  const std::pair<const char*, std::function<Pattern()>> scaled[] = {
+      {"div", [] { return node(Op::Div, {x(), var("s")}); }},
+      {"mul", [] { return node(Op::Mul, {x(), var("s")}); }},
+      {"mul-swapped", [] { return node(Op::Mul, {var("s"), x()}); }},
+  };
+  for (const auto& [scale_name, arg] : scaled) {
+    auto guard = std::string(scale_name) == "div" ? gelu_erf_guard<true> : gelu_erf_guard<false>;
+    auto inner = [&] { return node(Op::Add, {var("one"), node(Op::Erf, {arg()})}); };
+    half_x_times(std::string("gelu-erf-") + scale_name, inner, guard,
+                 [](EGraph& g, const Match& m) -> std::optional<ClassId> { return make(g, Op::Gelu, {v(m, "x")}); });
   }
 
   // ---- matmul epilogues: linear = act(matmul(a, b) + bias) + residual -----------------------------
