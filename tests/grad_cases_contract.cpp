@@ -169,7 +169,24 @@ std::vector<GradCase> chain_cases() {
   };
 }
 
+// attention w.r.t. q, k and v: causal and not, grouped-query heads (k/v gradients sum over the
+// query heads of their group), fewer queries than keys.
+std::vector<GradCase> attention_cases() {
+  auto att = [](std::string name, Shape q, Shape k, Shape v, bool causal) {
+    return GradCase{Op::Attention, std::move(name), [q, k, v, causal](GradBuilder& b) {
+                      b.out = attention(b.param("q", q), b.param("k", k), b.param("v", v), {.causal = causal});
+                    }};
+  };
+  return {
+      att("mha_2x2x5x6_causal", {2, 2, 5, 6}, {2, 2, 5, 6}, {2, 2, 5, 6}, true),
+      att("gqa_4_heads_on_2_keys7_dv3", {1, 4, 3, 5}, {1, 2, 7, 5}, {1, 2, 7, 3}, false),
+      att("gqa_causal_fewer_queries", {1, 4, 3, 4}, {1, 2, 6, 4}, {1, 2, 6, 4}, true),
+      att("rank3_3x4x9", {3, 4, 9}, {3, 4, 9}, {3, 4, 9}, false),
+  };
+}
+
 RegisterGrad reg_matmul{matmul_cases()};
+RegisterGrad reg_attention{attention_cases()};
 RegisterGrad reg_linear{linear_cases()};
 RegisterGrad reg_reduce{reduce_cases()};
 RegisterGrad reg_row{row_cases()};

@@ -1,5 +1,6 @@
 // The reference evaluator: one plain loop nest per op, in double, PyTorch semantics.
 #include "reference.hpp"
+#include "reference_attention.hpp"
 #include "reference_index.hpp"
 
 #include <algorithm>
@@ -298,6 +299,13 @@ RefTensor eval_node(const meganeura::Graph& g, const Node& n, const std::vector<
         });
       }
       return out;
+    }
+    case Op::Attention: return attention_reference(n, in(0), in(1), in(2));
+    case Op::AttentionBackward: {  // (q, k, v, o, dout, delta) -> the gradient of input attrs.axis
+      RefTensor grads[3];
+      attention_reference_vjp(n, in(0), in(1), in(2), in(4), &in(5), grads[0], grads[1], grads[2]);
+      if (A.axis < 0 || A.axis > 2) throw ReferenceError("reference: attention_backward input index out of range");
+      return grads[A.axis];
     }
     case Op::Sum: case Op::Mean: case Op::Max: {
       const auto& x = in(0);

@@ -1,6 +1,7 @@
 // The reference gradients: one loop nest per op, in double, PyTorch semantics. Shares nothing
 // with src/autodiff; the forward values come from the forward reference (reference.cpp).
 #include "reference_grad.hpp"
+#include "reference_attention.hpp"
 #include "reference_index.hpp"
 
 #include <algorithm>
@@ -244,6 +245,14 @@ std::vector<std::optional<RefTensor>> reference_vjp(const Node& n, const std::ve
       r[1] = std::move(gb);
       r[2] = std::move(db);
       if (ins.size() > 3) r[3] = unbroadcast(g, in(3).shape);
+      return r;
+    }
+    case Op::Attention: {
+      RefTensor dq, dk, dv;
+      attention_reference_vjp(n, in(0), in(1), in(2), g, nullptr, dq, dk, dv);
+      r[0] = std::move(dq);
+      r[1] = std::move(dk);
+      r[2] = std::move(dv);
       return r;
     }
     case Op::Sum: case Op::Mean: case Op::Max: {

@@ -67,6 +67,20 @@ enum LinearAct : int64_t { kLinearNone = 0, kLinearRelu = 1, kLinearGelu = 2, kL
 Tensor linear(Tensor a, Tensor b, Tensor bias, MatMulOptions o = {}, LinearAct act = kLinearNone);
 Tensor linear(Tensor a, Tensor b, Tensor bias, Tensor residual, MatMulOptions o = {}, LinearAct act = kLinearNone);
 
+// Scaled dot-product attention: softmax(q·kᵀ·scale [+ causal mask])·v, computed without the
+// [Sq, Sk] score matrix (online softmax). q: [..., Hq, Sq, D], k: [..., Hkv, Sk, D],
+// v: [..., Hkv, Sk, Dv] with Hq a multiple of Hkv (grouped-query attention; axis -3 is the head
+// axis when the rank is >= 3) and equal leading dims; D, Dv <= 256. Causal masks are aligned to
+// the end: query i sees keys j <= i + (Sk - Sq), so a query block appended to a cache works.
+// The optimizer also finds this op in softmax(q·kᵀ·s [+ causal mask constant])·v.
+struct AttentionOptions {
+  bool causal = false;
+  float scale = 0;  // 0: 1/sqrt(D)
+};
+inline constexpr int64_t kAttentionCausal = 1;
+inline constexpr int64_t kMaxAttentionHeadDim = 256;
+Tensor attention(Tensor q, Tensor k, Tensor v, AttentionOptions o = {});
+
 // reductions; an empty axes list reduces over every axis
 Tensor sum(Tensor x, std::vector<int64_t> axes = {}, bool keepdim = false);
 Tensor mean(Tensor x, std::vector<int64_t> axes = {}, bool keepdim = false);

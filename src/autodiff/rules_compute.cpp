@@ -126,4 +126,16 @@ void grad_binary_cross_entropy_with_logits(GradContext& c) {
   if (c.needs(1)) c.add(1, -(x * scale));
 }
 
+// Flash-attention backward: delta_i = sum_d dy_id o_id, then one fused op per needed input,
+// each recomputing the probabilities from the forward output's saved log-sum-exp.
+void grad_attention(GradContext& c) {
+  Attrs at = c.attrs();  // a copy: building nodes below may move the graph's node storage
+  Tensor delta = sum(c.dy() * c.out(), {-1});
+  for (size_t i = 0; i < 3; ++i) {
+    if (!c.needs(i)) continue;
+    at.axis = static_cast<int64_t>(i);
+    c.add(i, c.graph().add(Op::AttentionBackward, {c.in(0), c.in(1), c.in(2), c.out(), c.dy(), delta}, at));
+  }
+}
+
 }  // namespace meganeura::autodiff

@@ -1,6 +1,8 @@
 // The user-facing op functions: thin wrappers that fill attributes and call Graph::add.
 #include "meganeura/ops.hpp"
 
+#include <cmath>
+
 #include "meganeura/error.hpp"
 
 namespace meganeura {
@@ -104,6 +106,13 @@ Tensor linear(Tensor a, Tensor b, Tensor bias, Tensor residual, MatMulOptions o,
   at.transpose_b = o.transpose_b;
   at.count = act;
   return a.graph().add(Op::Linear, {a, b, bias, residual}, std::move(at));
+}
+
+Tensor attention(Tensor q, Tensor k, Tensor v, AttentionOptions o) {
+  Attrs at;
+  at.scalar = o.scale != 0 ? o.scale : 1.0 / std::sqrt(static_cast<double>(q.rank() ? q.dim(-1) : 1));
+  at.count = o.causal ? kAttentionCausal : 0;
+  return q.graph().add(Op::Attention, {q, k, v}, std::move(at));
 }
 
 Tensor sum(Tensor x, std::vector<int64_t> axes, bool keepdim) { return reduce(Op::Sum, x, std::move(axes), keepdim); }

@@ -34,6 +34,8 @@ enum class Kernel : uint8_t {
   CrossEntropyBackward, // d logits, fused: never builds a one-hot or a softmax tensor
   Optimizer,            // SGD / Adam / AdamW update of one parameter, in place
   ClipScale,            // global-norm clipping factor from per-tensor sums of squares
+  Attention,            // softmax(q·kᵀ·scale [+ causal])·v, online softmax; saves the log-sum-exp
+  AttentionBackward,    // d q, d k or d v from the saved log-sum-exp (spec 1 picks which)
   Count
 };
 
@@ -109,6 +111,26 @@ struct MatMulParams {
   uint32_t batch_shape[4], a_batch_stride[4], b_batch_stride[4];
   uint32_t bias_offset, r_offset, r_row_stride, r_col_stride, r_batch_stride[4];
 };
+
+// ---- Attention --------------------------------------------------------------------------------
+// Bindings 2: q, 3: k, 4: v, 5: out. q [B, Hq, Sq, D], k [B, Hkv, Sk, D], v [B, Hkv, Sk, Dv]
+// (contiguous; B the product of the leading dims), out [B, Hq, Sq, Dv] followed, at element
+// lse_offset, by the log-sum-exp of each of the B*Hq*Sq score rows (scaled scores; -inf for a
+// row that sees no key). Query head h reads k/v head h / (Hq / Hkv). One workgroup per query
+// row: x = row in [0, Sq), y = b*Hq + h. Causal: query i sees keys j <= i + Sk - Sq.
+struct AttentionParams {
+  uint32_t hq, hkv, sq, sk, d, dv, causal, lse_offset;
+  float scale;
+  uint32_t pad[3];
+};
+// ---- AttentionBackward -------------------------------------------------------------------------
+// spec 1: which gradient (0 d q, 1 d k, 2 d v). Bindings 2: q, 3: k, 4: v, 5: the forward output
+// (its log-sum-exp at lse_offset), 6: d out, 7: delta [B, Hq, Sq] = rowsum(d out * out), 8: the
+// gradient. With p = exp(s - lse), ds = p (d out·v_j - delta): d q_i = scale sum_j ds_ij k_j
+// (one workgroup per query row, as the forward); d k_j = scale sum_i ds_ij q_i and
+// d v_j = sum_i p_ij d out_i over every query head of k's group (one workgroup per key row:
+// x = j in [0, Sk), y = b*Hkv + h).
+enum : uint32_t { ATT_GRAD_Q = 0, ATT_GRAD_K, ATT_GRAD_V };
 
 // ---- Reduce -----------------------------------------------------------------------------------
 // spec 1: RED_OP; spec 2: RED_MAP. Bindings 2: a, 3: b (only read by two-input maps; bind a

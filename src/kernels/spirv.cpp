@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "attention.spv.h"
+#include "attention_backward.spv.h"
 #include "cast16.spv.h"
 #include "clip_scale.spv.h"
 #include "cross_entropy_backward.spv.h"
@@ -58,6 +60,8 @@ constexpr Entry entry(Kernel k) {
     case Kernel::CrossEntropyBackward: return {"cross_entropy_backward", mn_spv_cross_entropy_backward};
     case Kernel::Optimizer: return {"optimizer", mn_spv_optimizer};
     case Kernel::ClipScale: return {"clip_scale", mn_spv_clip_scale};
+    case Kernel::Attention: return {"attention", mn_spv_attention};
+    case Kernel::AttentionBackward: return {"attention_backward", mn_spv_attention_backward};
     case Kernel::Count: break;
   }
   return {};

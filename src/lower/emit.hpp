@@ -62,6 +62,10 @@ void emit_index(Emitter& e, int node);        // gather, scatter_add, one_hot, c
 // cross_entropy, slice (gelu/gelu_tanh/silu_backward are elementwise: emit_elementwise).
 void emit_backward(Emitter& e, int node);
 
+void emit_attention(Emitter& e, int node);    // attention and attention_backward
+// An attention output's tensor holds, after the output, the log-sum-exp of each of its rows.
+int64_t attention_lse_rows(const Shape& out);
+
 // Parameter blocks shared by a forward row op and its backward.
 kernels::SoftmaxParams softmax_params(const Shape& s, int64_t axis);  // [outer, len, inner] around axis
 kernels::NormParams norm_params(const Shape& x, double eps);          // rows x last dim of x

@@ -67,6 +67,7 @@ Lowered lower(const Graph& g, const std::vector<int>& keep) {
     TensorDesc& t = out.tensors[static_cast<size_t>(id)];
     t.node = id;
     t.bytes = std::max<uint64_t>((static_cast<uint64_t>(numel(n.shape)) * dtype_size(n.dtype) + 3) / 4 * 4, 4);
+    if (n.op == Op::Attention) t.bytes += static_cast<uint64_t>(attention_lse_rows(n.shape)) * 4;
     if (n.op == Op::Input) t.role = Role::Input;
     else if (n.op == Op::Parameter) t.role = Role::Parameter;
     else if (n.op == Op::Constant) t.role = Role::Constant;
@@ -80,6 +81,9 @@ Lowered lower(const Graph& g, const std::vector<int>& keep) {
       case Op::SoftmaxBackward: case Op::LogSoftmaxBackward: case Op::RmsNormBackward: case Op::LayerNormBackward:
       case Op::RmsNormWeightGrad: case Op::LayerNormWeightGrad: case Op::CrossEntropyBackward: case Op::SliceBackward:
         emit_backward(e, id);
+        continue;
+      case Op::Attention: case Op::AttentionBackward:
+        emit_attention(e, id);
         continue;
       default: break;
     }

@@ -38,6 +38,11 @@ double CostModel::node_cost(const EGraph& g, const ENode& n) const {
     int64_t k = a.size() < 2 ? (a.empty() ? 1 : a[0]) : (g.attrs(n.attrs).transpose_a ? a[a.size() - 2] : a.back());
     work = 2.0 * static_cast<double>(numel(out.shape)) * static_cast<double>(k);
   }
+  if (n.op == Op::Attention) {  // q·kᵀ and p·v: 2*Sq*Sk*(D + Dv) per head
+    const Shape &q = g.data(n.children[0]).shape, &k = g.data(n.children[1]).shape;
+    const double rows = static_cast<double>(numel(out.shape) / std::max<int64_t>(out.shape.back(), 1));
+    work = 2.0 * rows * static_cast<double>(k[k.size() - 2]) * static_cast<double>(q.back() + out.shape.back());
+  }
   return moved + dispatch + flop * work;
 }
 

@@ -1,0 +1,50 @@
+// Shape rules of attention and its backward.
+#include "graph/op_table.hpp"
+#include "meganeura/ops.hpp"
+
+namespace meganeura::graph {
+
+// q [..., Hq, Sq, D], k [..., Hkv, Sk, D], v [..., Hkv, Sk, Dv] -> [..., Hq, Sq, Dv].
+OutType infer_attention(InferContext& c) {
+  c.require_dtype(0, {f32}, "query");
+  c.require_dtype(1, {f32}, "key");
+  c.require_dtype(2, {f32}, "value");
+  const Shape &q = c.shape(0), &k = c.shape(1), &v = c.shape(2);
+  const std::string shapes = "q " + shape_str(q) + ", k " + shape_str(k) + ", v " + shape_str(v);
+  if (q.size() < 2 || k.size() != q.size() || v.size() != q.size())
+    c.shape_error(shapes + " — q, k and v need one rank >= 2: [..., heads, seq, head_dim]");
+  const size_t r = q.size();
+  if (q[r - 1] != k[r - 1]) c.shape_error(shapes + " — q and k head dims differ");
+  if (k[r - 2] != v[r - 2]) c.shape_error(shapes + " — k and v sequence lengths differ");
+  if (q[r - 1] > kMaxAttentionHeadDim || v[r - 1] > kMaxAttentionHeadDim)
+    c.shape_error(shapes + " — head dims up to " + std::to_string(kMaxAttentionHeadDim) + " are supported");
+  for (size_t d = 0; d + 3 < r; ++d)
+    if (q[d] != k[d] || q[d] != v[d]) c.shape_error(shapes + " — leading (batch) dims must match");
+  if (r >= 3) {
+    const int64_t hq = q[r - 3], hk = k[r - 3];
+    if (hk != v[r - 3]) c.shape_error(shapes + " — k and v head counts differ");
+    if (hk == 0 || hq % hk != 0)
+      c.shape_error(shapes + " — q's " + std::to_string(hq) + " heads are not a multiple of k's " + std::to_string(hk));
+  }
+  if (c.attrs.count != 0 && c.attrs.count != kAttentionCausal)
+    c.shape_error("mask code " + std::to_string(c.attrs.count) + " is not none (0) or causal (1)");
+  Shape out = q;
+  out.back() = v.back();
+  return {out, f32};
+}
+
+// (q, k, v, o, do, delta) -> the gradient of input attrs.axis (0 q, 1 k, 2 v).
+OutType infer_attention_backward(InferContext& c) {
+  InferContext fwd{Op::Attention, {c.inputs[0], c.inputs[1], c.inputs[2]}, c.attrs, c.label};
+  OutType o = infer_attention(fwd);
+  for (size_t i = 3; i < 6; ++i) c.require_dtype(i, {f32}, i == 3 ? "forward output" : i == 4 ? "output gradient" : "delta");
+  if (c.shape(3) != o.shape || c.shape(4) != o.shape)
+    c.shape_error("forward output " + shape_str(c.shape(3)) + " and its gradient " + shape_str(c.shape(4)) +
+                  " must have the attention's output shape " + shape_str(o.shape));
+  Shape rows(o.shape.begin(), o.shape.end() - 1);
+  if (c.shape(5) != rows) c.shape_error("delta " + shape_str(c.shape(5)) + " must be " + shape_str(rows));
+  if (c.attrs.axis < 0 || c.attrs.axis > 2) c.shape_error("gradient of input " + std::to_string(c.attrs.axis) + ": must be 0, 1 or 2");
+  return {c.shape(static_cast<size_t>(c.attrs.axis)), f32};
+}
+
+}  // namespace meganeura::graph

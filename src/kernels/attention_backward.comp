@@ -1,0 +1,115 @@
+#version 450
+// Attention backward from the forward's saved log-sum-exp: p_ij = exp(s_ij - lse_i) and
+// ds_ij = p_ij (dO_i·v_j - delta_i) are recomputed tile by tile, never stored. WHICH = d q: one
+// workgroup per query row, d q_i = scale sum_j ds_ij k_j. WHICH = d k / d v: one workgroup per
+// key row of a k/v head, summing over the query rows of every query head that reads it:
+// d k_j = scale sum_i ds_ij q_i, d v_j = sum_i p_ij dO_i. Invocation t owns output element t
+// (head dims <= 256 = WG). See kernel_abi.hpp (AttentionBackward).
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+layout(constant_id = 1) const uint WHICH = 0u;
+const uint GRAD_Q = 0u, GRAD_K = 1u, GRAD_V = 2u;
+
+struct AttentionParams { uint hq, hkv, sq, sk, d, dv, causal, lse_offset; float scale; uint pad0, pad1, pad2; };
+layout(std430, set = 0, binding = 0) readonly buffer Params { AttentionParams p; };
+layout(std430, set = 0, binding = 2) readonly buffer Q { uint q[]; };
+layout(std430, set = 0, binding = 3) readonly buffer K { uint k[]; };
+layout(std430, set = 0, binding = 4) readonly buffer V { uint v[]; };
+layout(std430, set = 0, binding = 5) readonly buffer O { uint o[]; };  // only its lse is read
+layout(std430, set = 0, binding = 6) readonly buffer DO { uint dout[]; };
+layout(std430, set = 0, binding = 7) readonly buffer Delta { uint delta[]; };
+layout(std430, set = 0, binding = 8) writeonly buffer Grad { uint grad[]; };
+
+shared float row_a[256];  // d q: q_i; d k / d v: k_j
+shared float row_b[256];  // d q: dO_i; d k / d v: v_j
+shared float w[WG];       // this tile's ds (or p for d v)
+
+float f(uint word) { return uintBitsToFloat(word); }
+
+// Dot products of query row `qrow` with key row `krow`, one side read from row_a/row_b (the
+// row this workgroup holds): q_fixed when that row is the query's.
+float dot_q_k(uint qrow, uint krow, bool q_fixed) {
+  float s = 0.0f;
+  for (uint x = 0u; x < p.d; ++x) s += q_fixed ? row_a[x] * f(k[krow * p.d + x]) : f(q[qrow * p.d + x]) * row_a[x];
+  return s * p.scale;
+}
+float dot_do_v(uint qrow, uint krow, bool q_fixed) {
+  float s = 0.0f;
+  for (uint x = 0u; x < p.dv; ++x) s += q_fixed ? row_b[x] * f(v[krow * p.dv + x]) : f(dout[qrow * p.dv + x]) * row_b[x];
+  return s;
+}
+
+void grad_q(uint t) {
+  uint bh = gl_WorkGroupID.y, h = bh % p.hq, b = bh / p.hq;
+  uint kv = b * p.hkv + h / (p.hq / p.hkv);
+  for (uint i = gl_WorkGroupID.x; i < p.sq; i += gl_NumWorkGroups.x) {
+    uint row = bh * p.sq + i;
+    for (uint x = t; x < p.d; x += WG) row_a[x] = f(q[row * p.d + x]);
+    for (uint x = t; x < p.dv; x += WG) row_b[x] = f(dout[row * p.dv + x]);
+    barrier();
+    float lse = f(o[p.lse_offset + row]), dl = f(delta[row]);
+    int last = p.causal != 0u ? int(i) + int(p.sk) - int(p.sq) : int(p.sk) - 1;
+    uint visible = uint(clamp(last + 1, 0, int(p.sk)));
+    float acc = 0.0f;
+    for (uint j0 = 0u; j0 < visible; j0 += WG) {
+      uint j = j0 + t;
+      float ds = 0.0f;
+      if (j < visible) {
+        uint krow = kv * p.sk + j;
+        float pr = exp_diff(dot_q_k(row, krow, true), lse);
+        ds = pr * (dot_do_v(row, krow, true) - dl);
+      }
+      w[t] = ds;
+      barrier();
+      if (t < p.d) {
+        uint n = min(WG, visible - j0);
+        for (uint jj = 0u; jj < n; ++jj) acc += w[jj] * f(k[(kv * p.sk + j0 + jj) * p.d + t]);
+      }
+      barrier();
+    }
+    if (t < p.d) grad[row * p.d + t] = floatBitsToUint(acc * p.scale);
+  }
+}
+
+void grad_kv(uint t) {
+  uint kv = gl_WorkGroupID.y, hk = kv % p.hkv, b = kv / p.hkv, group = p.hq / p.hkv;
+  uint dim = WHICH == GRAD_K ? p.d : p.dv;
+  for (uint j = gl_WorkGroupID.x; j < p.sk; j += gl_NumWorkGroups.x) {
+    uint krow = kv * p.sk + j;
+    for (uint x = t; x < p.d; x += WG) row_a[x] = f(k[krow * p.d + x]);
+    for (uint x = t; x < p.dv; x += WG) row_b[x] = f(v[krow * p.dv + x]);
+    barrier();
+    // Causal: query i sees key j when i >= j + sq - sk.
+    uint first = p.causal != 0u ? uint(clamp(int(j) + int(p.sq) - int(p.sk), 0, int(p.sq))) : 0u;
+    float acc = 0.0f;
+    for (uint g = 0u; g < group; ++g) {
+      uint bh = b * p.hq + hk * group + g;
+      for (uint i0 = first; i0 < p.sq; i0 += WG) {
+        uint i = i0 + t;
+        float wt = 0.0f;
+        if (i < p.sq) {
+          uint row = bh * p.sq + i;
+          float pr = exp_diff(dot_q_k(row, krow, false), f(o[p.lse_offset + row]));
+          wt = WHICH == GRAD_V ? pr : pr * (dot_do_v(row, krow, false) - f(delta[row]));
+        }
+        w[t] = wt;
+        barrier();
+        if (t < dim) {
+          uint n = min(WG, p.sq - i0);
+          for (uint ii = 0u; ii < n; ++ii) {
+            uint row = bh * p.sq + i0 + ii;
+            acc += w[ii] * (WHICH == GRAD_V ? f(dout[row * p.dv + t]) : f(q[row * p.d + t]));
+          }
+        }
+        barrier();
+      }
+    }
+    if (t < dim) grad[krow * dim + t] = floatBitsToUint(WHICH == GRAD_K ? acc * p.scale : acc);
+  }
+}
+
+void main() {
+  if (WHICH == GRAD_Q) grad_q(gl_LocalInvocationID.x);
+  else grad_kv(gl_LocalInvocationID.x);
+}

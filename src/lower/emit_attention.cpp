@@ -1,0 +1,81 @@
+// Attention forward and backward: q, k, v and every gradient are contiguous [B, H, S, D].
+#include <algorithm>
+
+#include "lower/emit.hpp"
+#include "meganeura/error.hpp"
+#include "meganeura/ops.hpp"
+
+namespace meganeura::lower {
+
+using namespace kernels;
+
+static_assert(kWorkgroupSize >= kMaxAttentionHeadDim, "attention kernels give each output element of a row one invocation");
+
+int64_t attention_lse_rows(const Shape& out) { return out.empty() ? 0 : numel(out) / std::max<int64_t>(out.back(), 1); }
+
+namespace {
+
+// q [..., Hq, Sq, D], k [..., Hkv, Sk, D], v [..., Hkv, Sk, Dv]: rank 2 has one head.
+struct Geometry {
+  int64_t batch, hq, hkv, sq, sk, d, dv;
+};
+
+Geometry geometry(const Shape& q, const Shape& k, const Shape& v) {
+  const size_t r = q.size();
+  Geometry g{1, r >= 3 ? q[r - 3] : 1, r >= 3 ? k[r - 3] : 1, q[r - 2], k[r - 2], q[r - 1], v[r - 1]};
+  for (size_t i = 0; i + 3 < r; ++i) g.batch *= q[i];
+  return g;
+}
+
+AttentionParams params(const Geometry& g, const Node& n, int64_t lse_offset) {
+  AttentionParams p{};
+  p.hq = u32(g.hq, "attention heads");
+  p.hkv = u32(g.hkv, "attention k/v heads");
+  p.sq = u32(g.sq, "attention query length");
+  p.sk = u32(g.sk, "attention key length");
+  p.d = u32(g.d, "attention head dim");
+  p.dv = u32(g.dv, "attention value head dim");
+  p.causal = n.attrs.count == kAttentionCausal ? 1u : 0u;
+  p.lse_offset = u32(lse_offset, "attention output size");
+  p.scale = static_cast<float>(n.attrs.scalar);
+  return p;
+}
+
+// Workgroups along y: one per (batch, head); the y dimension has no grid-stride loop.
+uint32_t head_groups(int64_t n, int id) {
+  if (n > kMaxGroups)
+    throw ShapeError("attention %" + std::to_string(id) + ": batch x heads = " + std::to_string(n) + " exceeds " +
+                     std::to_string(kMaxGroups) + " workgroups; split the batch");
+  return static_cast<uint32_t>(n);
+}
+
+}  // namespace
+
+void emit_attention(Emitter& e, int id) {
+  const Node& n = e.node(id);
+  const bool backward = n.op == Op::AttentionBackward;
+  const int q = n.inputs[0], k = n.inputs[1], v = n.inputs[2];
+  const Geometry g = geometry(e.node(q).shape, e.node(k).shape, e.node(v).shape);
+  const int fwd = backward ? n.inputs[3] : id;  // the tensor holding the output and its lse
+  if (e.node(fwd).op != Op::Attention)
+    throw Error("internal: attention_backward %" + std::to_string(id) + " reads %" + std::to_string(fwd) +
+                ", which is not an attention output (its log-sum-exp is needed)");
+  const AttentionParams p = params(g, n, numel(e.node(fwd).shape));
+  if (!backward) {
+    KernelCall& c = e.call(Kernel::Attention, id, n.attrs.count == kAttentionCausal ? "causal" : "");
+    c.tensors = {{q, false}, {k, false}, {v, false}, {id, true}};
+    c.groups = {groups_for(g.sq, 1), head_groups(g.batch * g.hq, id), 1};
+    Emitter::set_params(c, p);
+    return;
+  }
+  static const char* which_name[] = {"d q", "d k", "d v"};
+  const auto which = static_cast<uint32_t>(n.attrs.axis);
+  KernelCall& c = e.call(Kernel::AttentionBackward, id, which_name[which]);
+  c.spec = {which};
+  c.tensors = {{q, false}, {k, false}, {v, false}, {fwd, false}, {n.inputs[4], false}, {n.inputs[5], false}, {id, true}};
+  c.groups = which == ATT_GRAD_Q ? std::array<uint32_t, 3>{groups_for(g.sq, 1), head_groups(g.batch * g.hq, id), 1}
+                                 : std::array<uint32_t, 3>{groups_for(g.sk, 1), head_groups(g.batch * g.hkv, id), 1};
+  Emitter::set_params(c, p);
+}
+
+}  // namespace meganeura::lower

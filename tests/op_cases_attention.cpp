@@ -1,0 +1,65 @@
+// Forward cases for attention (causal or not, grouped-query heads, rank 2/3/4, key counts past a
+// 256-key tile, queries that see no key, head dims 1..256) and for its three backward ops, each
+// fed the real forward output (its saved log-sum-exp) and delta = rowsum(dout * out).
+#include "op_case.hpp"
+
+namespace mntest {
+namespace {
+
+using namespace meganeura;
+
+struct Geometry {
+  const char* name;
+  Shape q, k, v;
+  bool causal;
+  float scale = 0;  // 0: 1/sqrt(D)
+};
+
+const Geometry kGeometries[] = {
+    {"mha_2x3x5x16_causal", {2, 3, 5, 16}, {2, 3, 5, 16}, {2, 3, 5, 16}, true},
+    {"rank3_4x7x33_keys65_dv9", {4, 7, 33}, {4, 65, 33}, {4, 65, 9}, false},
+    {"gqa_6_heads_on_2_causal", {1, 6, 9, 17}, {1, 2, 9, 17}, {1, 2, 9, 17}, true},
+    {"decode_3_queries_300_keys_causal", {1, 2, 3, 8}, {1, 2, 300, 8}, {1, 2, 300, 8}, true},
+    {"more_queries_than_keys_causal", {1, 1, 5, 4}, {1, 1, 3, 4}, {1, 1, 3, 4}, true},  // rows 0, 1 see nothing
+    {"rank2_13_queries_300_keys", {13, 7}, {300, 7}, {300, 5}, false},
+    {"head_dim_256_keys_260", {1, 1, 3, 256}, {1, 1, 260, 256}, {1, 1, 260, 256}, false, 0.02f},
+    {"one_key_head_dim_1", {2, 1, 4, 1}, {2, 1, 1, 1}, {2, 1, 1, 3}, false},
+    {"batch_rank5_scale_0_5", {2, 2, 2, 6, 5}, {2, 2, 1, 6, 5}, {2, 2, 1, 6, 5}, true, 0.5f},
+};
+
+Tensor attend(CaseBuilder& b, const Geometry& g, Tensor& q, Tensor& k, Tensor& v) {
+  q = b.input("q", g.q);
+  k = b.input("k", g.k);
+  v = b.input("v", g.v);
+  // Outputs average O(1) values: floor the comparison's scale at 1 where they cancel.
+  b.scale = 1;
+  return attention(q, k, v, {.causal = g.causal, .scale = g.scale});
+}
+
+std::vector<OpCase> attention_cases() {
+  std::vector<OpCase> cases;
+  for (const Geometry& g : kGeometries) {
+    cases.push_back({Op::Attention, g.name, [g](CaseBuilder& b) {
+                       Tensor q, k, v;
+                       b.output("y", attend(b, g, q, k, v));
+                     }});
+    for (int64_t which = 0; which < 3; ++which) {
+      static const char* grad_name[] = {"_dq", "_dk", "_dv"};
+      cases.push_back({Op::AttentionBackward, std::string(g.name) + grad_name[which], [g, which](CaseBuilder& b) {
+                         Tensor q, k, v;
+                         Tensor o = attend(b, g, q, k, v);
+                         Tensor dout = b.input("dout", o.shape());
+                         Tensor delta = sum(dout * o, {-1});
+                         Attrs a = o.node().attrs;
+                         a.axis = which;
+                         b.output("grad", o.graph().add(Op::AttentionBackward, {q, k, v, o, dout, delta}, a));
+                       }});
+    }
+  }
+  return cases;
+}
+
+Register reg{attention_cases()};
+
+}  // namespace
+}  // namespace mntest

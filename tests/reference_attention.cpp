@@ -1,0 +1,108 @@
+#include "reference_attention.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "meganeura/ops.hpp"
+
+namespace mntest {
+
+using meganeura::Node;
+using meganeura::Shape;
+
+namespace {
+
+struct Geometry {
+  int64_t batch = 1, hq = 1, hkv = 1, sq, sk, d, dv;
+  double scale;
+  bool causal;
+  // The k/v head (batch-major) that query head bh reads.
+  int64_t kv_of(int64_t bh) const { return (bh / hq) * hkv + (bh % hq) / (hq / hkv); }
+  bool sees(int64_t i, int64_t j) const { return !causal || j <= i + sk - sq; }
+};
+
+Geometry geometry(const Node& n, const Shape& q, const Shape& k, const Shape& v) {
+  const size_t r = q.size();
+  if (r < 2 || k.size() != r || v.size() != r) throw ReferenceError("reference: attention needs q, k, v of one rank >= 2");
+  Geometry g;
+  for (size_t i = 0; i + 3 < r; ++i) g.batch *= q[i];
+  if (r >= 3) {
+    g.hq = q[r - 3];
+    g.hkv = k[r - 3];
+  }
+  g.sq = q[r - 2];
+  g.sk = k[r - 2];
+  g.d = q[r - 1];
+  g.dv = v[r - 1];
+  g.scale = n.attrs.scalar;
+  g.causal = n.attrs.count == meganeura::kAttentionCausal;
+  return g;
+}
+
+// Probabilities of query row (bh, i): p[j] (0 where masked); false if the row sees no key.
+bool probabilities(const Geometry& g, const RefTensor& q, const RefTensor& k, int64_t bh, int64_t i, std::vector<double>& p) {
+  const int64_t kv = g.kv_of(bh);
+  p.assign(static_cast<size_t>(g.sk), 0.0);
+  double m = -std::numeric_limits<double>::infinity();
+  for (int64_t j = 0; j < g.sk; ++j) {
+    if (!g.sees(i, j)) continue;
+    double s = 0;
+    for (int64_t x = 0; x < g.d; ++x) s += q.v[(bh * g.sq + i) * g.d + x] * k.v[(kv * g.sk + j) * g.d + x];
+    p[j] = s * g.scale;
+    m = std::max(m, p[j]);
+  }
+  if (!std::isfinite(m)) return false;
+  double sum = 0;
+  for (int64_t j = 0; j < g.sk; ++j)
+    if (g.sees(i, j)) sum += (p[j] = std::exp(p[j] - m));
+  for (double& x : p) x /= sum;
+  return true;
+}
+
+}  // namespace
+
+RefTensor attention_reference(const Node& n, const RefTensor& q, const RefTensor& k, const RefTensor& v) {
+  const Geometry g = geometry(n, q.shape, k.shape, v.shape);
+  RefTensor out{n.shape, meganeura::f32, std::vector<double>(static_cast<size_t>(g.batch * g.hq * g.sq * g.dv), 0.0)};
+  std::vector<double> p;
+  for (int64_t bh = 0; bh < g.batch * g.hq; ++bh)
+    for (int64_t i = 0; i < g.sq; ++i) {
+      if (!probabilities(g, q, k, bh, i, p)) continue;  // sees no key: zeros
+      for (int64_t j = 0; j < g.sk; ++j)
+        for (int64_t x = 0; x < g.dv; ++x) out.v[(bh * g.sq + i) * g.dv + x] += p[j] * v.v[(g.kv_of(bh) * g.sk + j) * g.dv + x];
+    }
+  return out;
+}
+
+void attention_reference_vjp(const Node& n, const RefTensor& q, const RefTensor& k, const RefTensor& v, const RefTensor& dout,
+                             const RefTensor* delta, RefTensor& dq, RefTensor& dk, RefTensor& dv) {
+  const Geometry g = geometry(n, q.shape, k.shape, v.shape);
+  dq = {q.shape, meganeura::f32, std::vector<double>(q.v.size(), 0.0)};
+  dk = {k.shape, meganeura::f32, std::vector<double>(k.v.size(), 0.0)};
+  dv = {v.shape, meganeura::f32, std::vector<double>(v.v.size(), 0.0)};
+  std::vector<double> p, dp(static_cast<size_t>(g.sk));
+  for (int64_t bh = 0; bh < g.batch * g.hq; ++bh) {
+    const int64_t kv = g.kv_of(bh);
+    for (int64_t i = 0; i < g.sq; ++i) {
+      if (!probabilities(g, q, k, bh, i, p)) continue;
+      const int64_t row = bh * g.sq + i;
+      double dl = 0;  // rowsum(dout * out) = sum_j p_j (dout·v_j)
+      for (int64_t j = 0; j < g.sk; ++j) {
+        dp[j] = 0;
+        for (int64_t x = 0; x < g.dv; ++x) dp[j] += dout.v[row * g.dv + x] * v.v[(kv * g.sk + j) * g.dv + x];
+        dl += p[j] * dp[j];
+      }
+      if (delta) dl = delta->v[row];
+      for (int64_t j = 0; j < g.sk; ++j) {
+        const double ds = p[j] * (dp[j] - dl) * g.scale;
+        for (int64_t x = 0; x < g.d; ++x) {
+          dq.v[row * g.d + x] += ds * k.v[(kv * g.sk + j) * g.d + x];
+          dk.v[(kv * g.sk + j) * g.d + x] += ds * q.v[row * g.d + x];
+        }
+        for (int64_t x = 0; x < g.dv; ++x) dv.v[(kv * g.sk + j) * g.dv + x] += p[j] * dout.v[row * g.dv + x];
+      }
+    }
+  }
+}
+
+}  // namespace mntest
