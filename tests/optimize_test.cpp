@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <set>
 
 #include "meganeura/meganeura.hpp"
@@ -290,9 +291,82 @@ std::vector<RuleCase> gelu_cases() {
   return cases;
 }
 
+// A causal mask constant for sq queries and sk keys, aligned to the end (query i sees keys
+// j <= i + sk - sq), masked entries `masked` (-inf, or a large negative number).
+Tensor causal_mask(Graph& g, int64_t sq, int64_t sk, float masked) {
+  std::vector<float> m(static_cast<size_t>(sq * sk), 0.0f);
+  for (int64_t i = 0; i < sq; ++i)
+    for (int64_t j = std::max<int64_t>(i + sk - sq + 1, 0); j < sk; ++j) m[static_cast<size_t>(i * sk + j)] = masked;
+  return g.constant(m, {sq, sk});
+}
+
+// Attention from primitives, in every spelling of the scale (none, on the scores, on q) and the
+// causal mask (none, scores + mask, mask + scores); kᵀ as a transpose op or the matmul's flag.
+std::vector<RuleCase> attention_cases() {
+  using Scores = Tensor (*)(Tensor q, Tensor k, float s);  // k: [.., Sk, D]
+  const std::pair<const char*, Scores> scores[] = {
+      {"unscaled", [](Tensor q, Tensor k, float) { return matmul(q, transpose(k, -2, -1)); }},
+      {"scaled", [](Tensor q, Tensor k, float s) { return matmul(q, k, {.transpose_b = true}) * s; }},
+      {"scaled_swapped", [](Tensor q, Tensor k, float s) { return s * matmul(q, transpose(k, -1, -2)); }},
+      {"divided", [](Tensor q, Tensor k, float s) { return matmul(q, k, {.transpose_b = true}) / (1.0f / s); }},
+      {"q_scaled", [](Tensor q, Tensor k, float s) { return matmul(q * s, transpose(k, -2, -1)); }},
+      {"q_scaled_swapped", [](Tensor q, Tensor k, float s) { return matmul(s * q, k, {.transpose_b = true}); }},
+      {"q_divided", [](Tensor q, Tensor k, float s) { return matmul(q / (1.0f / s), k, {.transpose_b = true}); }},
+  };
+  static std::vector<std::string> names;
+  names.reserve(std::size(scores) * 3);
+  std::vector<RuleCase> cases;
+  for (const auto& [score_name, score] : scores)
+    for (int mask = 0; mask < 3; ++mask) {
+      static const char* mask_name[] = {"", "_causal", "_causal_swapped"};
+      names.push_back(std::string("attention_") + score_name + mask_name[mask]);
+      cases.push_back({names.back().c_str(),
+                       [score, mask](Graph& g) {
+                         // decode-like with the mask: fewer queries than keys; -1e9 on one side
+                         const int64_t sq = mask ? 3 : 5, sk = 7;
+                         auto q = g.input("q", {2, 3, sq, 8}), k = g.input("k", {2, 3, sk, 8});
+                         auto v = g.input("v", {2, 3, sk, 5});
+                         Tensor s = score(q, k, 0.35355339f);
+                         if (mask == 1) s = s + causal_mask(g, sq, sk, -std::numeric_limits<float>::infinity());
+                         if (mask == 2) s = causal_mask(g, sq, sk, -1e9f) + s;
+                         g.output("y", matmul(softmax(s, -1), v));
+                       },
+                       Op::Attention, Op::Softmax});
+    }
+  // The softmax written out as well: two fusions in a row.
+  cases.push_back({"attention_softmax_from_primitives",
+                   [](Graph& g) {
+                     auto q = g.input("q", {4, 6, 16}), k = g.input("k", {4, 6, 16}), v = g.input("v", {4, 6, 16});
+                     auto s = matmul(q, k, {.transpose_b = true}) * 0.25f + causal_mask(g, 6, 6, -1e30f);
+                     auto e = exp(s - max(s, {-1}, true));
+                     g.output("y", matmul(e / sum(e, {-1}, true), v));
+                   },
+                   Op::Attention, Op::Exp});
+  // Grouped-query heads written with k/v repeated over the group (Hugging Face's repeat_kv).
+  cases.push_back({"attention_grouped_query",
+                   [](Graph& g) {
+                     const int64_t b = 2, kv = 2, groups = 3, n = 5, hd = 8;
+                     auto q = g.input("q", {b, kv, groups, n, hd});
+                     auto k = g.input("k", {b, kv, n, hd}), v = g.input("v", {b, kv, n, hd});
+                     auto k5 = broadcast_to(reshape(k, {b, kv, 1, n, hd}), {b, kv, groups, n, hd});
+                     auto v5 = broadcast_to(reshape(v, {b, kv, 1, n, hd}), {b, kv, groups, n, hd});
+                     auto s = matmul(q, k5, {.transpose_b = true}) * 0.35f + causal_mask(g, n, n, -1e9f);
+                     g.output("y", matmul(softmax(s, -1), v5));
+                   },
+                   Op::Attention, Op::BroadcastTo});
+  cases.push_back({"matmul_transposed_a",
+                   [](Graph& g) {
+                     auto a = g.input("a", {3, 9, 5}), b = g.input("b", {3, 9, 4});
+                     g.output("y", matmul(transpose(a, 1, 2), b));
+                   },
+                   Op::MatMul, Op::Permute});
+  return cases;
+}
+
 const std::vector<RuleCase> kCases = [] {
   std::vector<RuleCase> all(std::begin(kWritten), std::end(kWritten));
   for (RuleCase& c : gelu_cases()) all.push_back(std::move(c));
+  for (RuleCase& c : attention_cases()) all.push_back(std::move(c));
   return all;
 }();
 
@@ -311,6 +385,40 @@ TEST(Optimize, EveryRuleHasACase) {
       if (unions > 0) fired.insert(rule);
   }
   for (const optimize::Rewrite& r : optimize::rules()) EXPECT_TRUE(fired.count(r.name)) << "no test fires rule " << r.name;
+}
+
+// Masks that are not causal, rows that would see no key, a softmax over another axis and a
+// broadcast k are left to the primitives.
+TEST(Optimize, AttentionGuards) {
+  const std::pair<const char*, std::function<void(Graph&)>> cases[] = {
+      {"random_mask", [](Graph& g) {
+         auto q = g.input("q", {2, 5, 8}), k = g.input("k", {2, 5, 8}), v = g.input("v", {2, 5, 8});
+         std::vector<float> m(25, 0.0f);
+         m[3] = -1e9f;   // (0, 3): above the diagonal, as causal masks are
+         m[10] = -1e9f;  // (2, 0): below it, as they are not
+         g.output("y", matmul(softmax(matmul(q, k, {.transpose_b = true}) + g.constant(m, {5, 5}), -1), v));
+       }},
+      {"more_queries_than_keys", [](Graph& g) {
+         auto q = g.input("q", {1, 6, 4}), k = g.input("k", {1, 3, 4}), v = g.input("v", {1, 3, 4});
+         g.output("y", matmul(softmax(matmul(q, k, {.transpose_b = true}) + causal_mask(g, 6, 3, -1e9f), -1), v));
+       }},
+      {"softmax_over_queries", [](Graph& g) {
+         auto q = g.input("q", {2, 5, 8}), k = g.input("k", {2, 5, 8}), v = g.input("v", {2, 5, 8});
+         g.output("y", matmul(softmax(matmul(q, k, {.transpose_b = true}), 1), v));
+       }},
+      {"broadcast_k", [](Graph& g) {
+         auto q = g.input("q", {2, 5, 8}), k = g.input("k", {1, 5, 8}), v = g.input("v", {2, 5, 8});
+         g.output("y", matmul(softmax(matmul(q, k, {.transpose_b = true}), -1), v));
+       }},
+  };
+  for (const auto& [name, build] : cases) {
+    Graph g;
+    build(g);
+    auto opt = optimize::optimize(g);
+    EXPECT_EQ(count(*opt, Op::Attention), 0) << name << "\n" << opt->to_string();
+    Rng rng;
+    expect_same_outputs(g, *opt, rng);
+  }
 }
 
 // A zero that broadcasts x to a larger shape is not an identity: the add must stay.

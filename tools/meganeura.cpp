@@ -109,11 +109,11 @@ int optimize_command(int argc, char** argv) {
   std::printf("optimize() wall time: %.1f ms (run %.1f ms, limit %.0f ms)\n", optimize_ms, report.run.seconds * 1e3,
               limits.max_seconds * 1e3);
   std::printf("%-10s %8s %8s\n", "op", "before", "after");
-  for (mn::Op op : {mn::Op::Silu, mn::Op::SwiGlu, mn::Op::RmsNorm, mn::Op::Softmax, mn::Op::Sigmoid, mn::Op::Rsqrt, mn::Op::Exp})
+  for (mn::Op op : {mn::Op::Silu, mn::Op::SwiGlu, mn::Op::RmsNorm, mn::Op::Softmax, mn::Op::Attention, mn::Op::Sigmoid, mn::Op::Rsqrt, mn::Op::Exp})
     std::printf("%-10s %8d %8d\n", std::string(mn::op_name(op)).c_str(), count_op(g, op), count_op(*out, op));
   for (int i = 0; i < mn::op_count(); ++i) {  // every other op whose count changed
     const mn::Op op = mn::op_at(i);
-    if (op == mn::Op::Silu || op == mn::Op::SwiGlu || op == mn::Op::RmsNorm || op == mn::Op::Softmax || op == mn::Op::Sigmoid ||
+    if (op == mn::Op::Silu || op == mn::Op::SwiGlu || op == mn::Op::RmsNorm || op == mn::Op::Softmax || op == mn::Op::Attention || op == mn::Op::Sigmoid ||
         op == mn::Op::Rsqrt || op == mn::Op::Exp)
       continue;
     if (int before = count_op(g, op), after = count_op(*out, op); before != after)

@@ -58,7 +58,7 @@ std::unique_ptr<Graph> optimize(const Graph& g, Report* report, const std::vecto
     for (const Node& node : x.nodes()) n += node.op == op;
     return n;
   };
-  for (Op op : {Op::Silu, Op::RmsNorm, Op::LayerNorm, Op::Gelu, Op::GeluTanh, Op::Softmax, Op::SwiGlu, Op::Linear})
+  for (Op op : {Op::Silu, Op::RmsNorm, Op::LayerNorm, Op::Gelu, Op::GeluTanh, Op::Softmax, Op::SwiGlu, Op::Linear, Op::Attention})
     if (int gained = count(*out, op) - count(g, op); gained > 0) r.fusions.emplace_back(std::string(op_name(op)), gained);
   if (log_enabled()) std::fprintf(stderr, "meganeura: %s\n", r.to_string().c_str());
   if (report) *report = std::move(r);

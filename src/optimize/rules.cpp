@@ -8,26 +8,10 @@
 #include "graph/op_table.hpp"
 #include "meganeura/ops.hpp"
 #include "optimize/optimize.hpp"
+#include "optimize/rule_helpers.hpp"
 
 namespace meganeura::optimize {
 namespace {
-
-ClassId make(EGraph& g, Op op, std::vector<ClassId> children, const Attrs& a = {}) {
-  return g.add(ENode{op, g.intern(a), -1, std::move(children)});
-}
-ClassId v(const Match& m, const char* name) { return m.vars.at(name); }
-const ClassData& d(const EGraph& g, const Match& m, const char* name) { return g.data(v(m, name)); }
-bool is_const(const EGraph& g, const Match& m, const char* name, double value) {
-  const auto& c = d(g, m, name).constant;
-  return c && *c == value;
-}
-// A scalar constant equal to value up to a relative 1e-6 (the graph stores f32 constants).
-bool near_scalar(const EGraph& g, const Match& m, const char* name, double value) {
-  const ClassData& cd = d(g, m, name);
-  return cd.constant && numel(cd.shape) == 1 && std::abs(*cd.constant - value) <= 1e-6 * std::abs(value);
-}
-// The identity rules may only drop an operand when broadcasting did not change the shape.
-bool keeps_shape(const EGraph& g, const Match& m) { return d(g, m, "x").shape == g.data(m.root).shape; }
 
 Pattern x() { return var("x"); }
 Pattern c() { return var("c"); }
@@ -293,6 +277,8 @@ std::vector<Rewrite> make_rules() {
   };
   r.push_back({"linear-residual", node(Op::Add, {lin3(), var("r")}), lin_res_guard, lin_res});
   r.push_back({"linear-residual-swapped", node(Op::Add, {var("r"), lin3()}), lin_res_guard, lin_res});
+
+  add_attention_rules(r);
   return r;
 }
 
