@@ -91,25 +91,32 @@ enum : uint32_t { CAST_F16_TO_F32 = 0, CAST_BF16_TO_F32, CAST_F32_TO_F16, CAST_F
 struct Cast16Params { uint32_t n; };
 
 // ---- MatMul -----------------------------------------------------------------------------------
-// Bindings 2: A, 3: B, 4: C (all f32). For batch b (unravelled over batch_shape, batch_rank
+// Bindings 2: A, 3: B, 4: C (all f32). A matmul is `groups` (1..4) products that share A and K:
+// group g has N[g] columns, its B at b_offset[g] with strides b_row_stride[g]/b_col_stride[g],
+// its C at c_offset[g] (horizontal fusion: Q/K/V or gate/up projections in one dispatch, B and C
+// bindings spanning every group's tensor). For batch b (unravelled over batch_shape, batch_rank
 // dims, row-major) A(m,k) = A[a_offset + a_batch + m*a_row_stride + k*a_col_stride],
-// B(k,n) = B[b_offset + b_batch + k*b_row_stride + n*b_col_stride], where x_batch = sum over
-// batch dims of idx*x_batch_stride; C is contiguous: C[c_offset + b*M*N + m*N + n].
-// Dispatch: x = ceil(N/TILE_N), y = ceil(M/TILE_M), z = min(batch, 65535) (loop over the rest).
+// B_g(k,n) = B[b_offset[g] + b_batch + k*b_row_stride[g] + n*b_col_stride[g]], where x_batch =
+// sum over batch dims of idx*x_batch_stride; C_g is contiguous: C[c_offset[g] + b*M*N[g] + m*N[g] + n].
+// Column tiles are numbered across groups: group g owns tiles tile0[g] .. tile0[g+1]-1.
+// Dispatch: x = tile0[groups], y = ceil(M/TILE_M), z = min(batch, 65535) (loops over the rest).
 // TILE_M = TILE_N = 64 (see kMatMulTile).
-// Linear's epilogue: spec 1 HAS_BIAS, spec 2 ACT (LIN_ACT_*), spec 3 HAS_RESIDUAL; bindings
-// 5: bias (N floats from bias_offset), 6: residual R(b,m,n) = R[r_offset + r_batch + m*r_row_stride
+// Linear's epilogue (one group only): spec 1 HAS_BIAS, spec 2 ACT (LIN_ACT_*), spec 3 HAS_RESIDUAL; bindings
+// 5: bias [N] at bias_offset, 6: residual R(b,m,n) = R[r_offset + r_batch + m*r_row_stride
 // + n*r_col_stride] (broadcast strides may be 0). Every call binds five tensors: a plain matmul
 // binds A and B again at 5 and 6 (never C), and its spec constants are all 0.
 // C = act(A·B + bias) + R.
 inline constexpr uint32_t kMatMulTile = 64;
+inline constexpr uint32_t kMatMulMaxGroups = 4;
 enum : uint32_t { LIN_ACT_NONE = 0, LIN_ACT_RELU, LIN_ACT_GELU, LIN_ACT_GELU_TANH, LIN_ACT_SILU };
 struct MatMulParams {
-  uint32_t M, N, K, batch, batch_rank;
-  uint32_t a_offset, b_offset, c_offset;
-  uint32_t a_row_stride, a_col_stride, b_row_stride, b_col_stride;
+  uint32_t M, K, batch, batch_rank;
+  uint32_t a_offset, a_row_stride, a_col_stride, groups;
   uint32_t batch_shape[4], a_batch_stride[4], b_batch_stride[4];
   uint32_t bias_offset, r_offset, r_row_stride, r_col_stride, r_batch_stride[4];
+  uint32_t N[kMatMulMaxGroups], tile0[kMatMulMaxGroups + 1], pad[3];
+  uint32_t b_offset[kMatMulMaxGroups], c_offset[kMatMulMaxGroups];
+  uint32_t b_row_stride[kMatMulMaxGroups], b_col_stride[kMatMulMaxGroups];
 };
 
 // ---- Attention --------------------------------------------------------------------------------

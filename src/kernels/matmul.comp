@@ -4,16 +4,19 @@
 // (2 x 16 x 68 floats = 8.5 KiB). Arbitrary strides: transposes are strides; tile loads are
 // mapped so that consecutive invocations read consecutive addresses whichever stride is 1.
 // Linear's epilogue (specialization constants; all off for a plain matmul) is applied in the
-// store: c = act(acc + bias[n]) + residual[b, m, n].
+// store: c = act(acc + bias[n]) + residual[b, m, n]. Up to 4 products sharing A run as one
+// dispatch (horizontal fusion): the column tiles are numbered across them.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
 struct MatMulParams {
-  uint M, N, K, batch, batch_rank;
-  uint a_offset, b_offset, c_offset;
-  uint a_row_stride, a_col_stride, b_row_stride, b_col_stride;
+  uint M, K, batch, batch_rank;
+  uint a_offset, a_row_stride, a_col_stride, groups;
   uint batch_shape[4], a_batch_stride[4], b_batch_stride[4];
   uint bias_offset, r_offset, r_row_stride, r_col_stride, r_batch_stride[4];
+  uint N[4], tile0[5], pad0, pad1, pad2;
+  uint b_offset[4], c_offset[4];
+  uint b_row_stride[4], b_col_stride[4];
 };
 layout(std430, set = 0, binding = 0) readonly buffer Params { MatMulParams p; };
 layout(std430, set = 0, binding = 2) readonly buffer A { uint a_data[]; };
@@ -53,18 +56,22 @@ void main() {
   uint tid = gl_LocalInvocationID.x;
   uint tx = tid % 16u, ty = tid / 16u;  // this thread: rows ty + 16i, columns tx + 16j
   bool a_k_contig = p.a_col_stride == 1u;  // A row-major: walk k fastest
-  bool b_n_contig = p.b_col_stride == 1u || p.b_row_stride != 1u;  // B: walk n fastest unless k-contiguous
+  uint tiles = p.tile0[p.groups];
 
   for (uint bt = gl_WorkGroupID.z; bt < p.batch; bt += gl_NumWorkGroups.z) {
-    uint a_base, b_base;
+    uint a_base, b_batch;
     STRIDED_OFFSET(a_base, bt, p.batch_rank, p.batch_shape, p.a_batch_stride)
-    STRIDED_OFFSET(b_base, bt, p.batch_rank, p.batch_shape, p.b_batch_stride)
+    STRIDED_OFFSET(b_batch, bt, p.batch_rank, p.batch_shape, p.b_batch_stride)
     a_base += p.a_offset;
-    b_base += p.b_offset;
-    uint c_base = p.c_offset + bt * p.M * p.N;
 
     for (uint m0 = gl_WorkGroupID.y * TM; m0 < p.M; m0 += gl_NumWorkGroups.y * TM) {
-      for (uint n0 = gl_WorkGroupID.x * TN; n0 < p.N; n0 += gl_NumWorkGroups.x * TN) {
+      for (uint tile = gl_WorkGroupID.x; tile < tiles; tile += gl_NumWorkGroups.x) {
+        uint g = 0u;  // the product this column tile belongs to
+        while (g + 1u < p.groups && tile >= p.tile0[g + 1u]) ++g;
+        uint N = p.N[g], n0 = (tile - p.tile0[g]) * TN;
+        uint b_base = b_batch + p.b_offset[g], c_base = p.c_offset[g] + bt * p.M * N;
+        uint b_row = p.b_row_stride[g], b_col = p.b_col_stride[g];
+        bool b_n_contig = b_col == 1u || b_row != 1u;  // B: walk n fastest unless k-contiguous
         float acc[4][4];
         for (int i = 0; i < 4; ++i)
           for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;
@@ -81,8 +88,7 @@ void main() {
             uint bn = b_n_contig ? e % TN : e / TK;
             uint bk = b_n_contig ? e / TN : e % TK;
             uint gn = n0 + bn, gk2 = k0 + bk;
-            Bs[bk][bn] = (gn < p.N && gk2 < p.K)
-                ? uintBitsToFloat(b_data[b_base + gk2 * p.b_row_stride + gn * p.b_col_stride]) : 0.0f;
+            Bs[bk][bn] = (gn < N && gk2 < p.K) ? uintBitsToFloat(b_data[b_base + gk2 * b_row + gn * b_col]) : 0.0f;
           }
           barrier();
           for (uint k = 0u; k < TK; ++k) {
@@ -100,7 +106,7 @@ void main() {
           if (gm >= p.M) continue;
           for (int j = 0; j < 4; ++j) {
             uint gn = n0 + tx + 16u * uint(j);
-            if (gn < p.N) c_data[c_base + gm * p.N + gn] = floatBitsToUint(epilogue(acc[i][j], bt, gm, gn));
+            if (gn < N) c_data[c_base + gm * N + gn] = floatBitsToUint(epilogue(acc[i][j], bt, gm, gn));
           }
         }
       }

@@ -55,6 +55,9 @@ class Emitter {
 void emit_elementwise(Emitter& e, int node);  // unary, binary, compare, where, cast
 void emit_movement(Emitter& e, int node);     // permute, slice, concat, broadcast_to
 void emit_matmul(Emitter& e, int node);
+// Several matmuls sharing A in one dispatch (see horizontal.hpp); offsets in elements.
+void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weights, int outputs,
+                          const std::vector<uint32_t>& b_offsets, const std::vector<uint32_t>& c_offsets);
 void emit_reduce(Emitter& e, int node);       // sum, mean, max, argmax, and the pair losses
 void emit_row(Emitter& e, int node);          // softmax, log_softmax, rms_norm, layer_norm
 void emit_index(Emitter& e, int node);        // gather, scatter_add, one_hot, cross_entropy

@@ -8,20 +8,34 @@ namespace meganeura::lower {
 
 using namespace kernels;
 
-void emit_matmul(Emitter& e, int id) {
+// One dispatch for `products` (matmuls or one linear) that share A, M, K and batch: product g
+// reads B at element b_offsets[g] of tensor `weights` and writes C at c_offsets[g] of `outputs`
+// (a single product: its own B and output, offsets 0).
+void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weights, int outputs,
+                          const std::vector<uint32_t>& b_offsets, const std::vector<uint32_t>& c_offsets) {
+  const int id = products[0];
   const Node& n = e.node(id);
   const Shape &a = e.node(n.inputs[0]).shape, &b = e.node(n.inputs[1]).shape;
   bool ta = n.attrs.transpose_a, tb = n.attrs.transpose_b;
-  int64_t M = n.shape[n.shape.size() - 2], N = n.shape.back(), K = a[a.size() - (ta ? 2 : 1)];
+  int64_t M = n.shape[n.shape.size() - 2], K = a[a.size() - (ta ? 2 : 1)];
   MatMulParams p{};
   p.M = u32(M, "matmul M");
-  p.N = u32(N, "matmul N");
   p.K = u32(K, "matmul K");
   // Element (m,k) of A and (k,n) of B: transposes are just swapped strides.
   p.a_row_stride = ta ? 1 : u32(K, "stride");
   p.a_col_stride = ta ? u32(M, "stride") : 1;
-  p.b_row_stride = tb ? 1 : u32(N, "stride");
-  p.b_col_stride = tb ? u32(K, "stride") : 1;
+  p.groups = static_cast<uint32_t>(products.size());
+  std::string what;
+  for (size_t g = 0; g < products.size(); ++g) {
+    const int64_t N = e.node(products[g]).shape.back();
+    p.N[g] = u32(N, "matmul N");
+    p.tile0[g + 1] = p.tile0[g] + u32((N + kMatMulTile - 1) / kMatMulTile, "matmul column tiles");
+    p.b_row_stride[g] = tb ? 1 : u32(N, "stride");
+    p.b_col_stride[g] = tb ? u32(K, "stride") : 1;
+    p.b_offset[g] = b_offsets[g];
+    p.c_offset[g] = c_offsets[g];
+    if (products.size() > 1) what += (g ? ", %" : "with %") + std::to_string(products[g]);
+  }
   Shape batch(n.shape.begin(), n.shape.end() - 2);
   auto batch_strides = [&](const Shape& x) {  // broadcast strides of x's batch dims, in elements
     Shape xb(x.begin(), x.end() - 2);
@@ -30,7 +44,6 @@ void emit_matmul(Emitter& e, int id) {
     return st;
   };
   std::vector<Strides> st = {batch_strides(a), batch_strides(b), contiguous_strides(batch)};
-  for (auto& s : st.back()) s *= M * N;
   // linear: the residual's strides over the whole output (0 on broadcast dims)
   bool has_res = n.op == Op::Linear && n.inputs.size() > 3;
   if (has_res) {
@@ -52,17 +65,19 @@ void emit_matmul(Emitter& e, int id) {
     p.b_batch_stride[d] = u32(st[1][d], "batch stride");
     if (has_res) p.r_batch_stride[d] = u32(st[3][d], "batch stride");
   }
-  KernelCall& c = e.call(Kernel::MatMul, id, "");
+  KernelCall& c = e.call(Kernel::MatMul, id, what);
   // Bindings 5 and 6 (bias, residual) read A and B again when there is no epilogue.
   int bias = n.op == Op::Linear ? n.inputs[2] : n.inputs[0], res = has_res ? n.inputs[3] : n.inputs[1];
-  c.tensors = {{n.inputs[0], false}, {n.inputs[1], false}, {id, true}, {bias, false}, {res, false}};
+  c.tensors = {{n.inputs[0], false}, {weights, false}, {outputs, true}, {bias, false}, {res, false}};
   c.spec = {n.op == Op::Linear ? 1u : 0u, n.op == Op::Linear ? static_cast<uint32_t>(n.attrs.count) : LIN_ACT_NONE,
             has_res ? 1u : 0u};
-  c.groups = {groups_for(N, kMatMulTile), groups_for(M, kMatMulTile), std::min<uint32_t>(p.batch, 65535)};
-  if ((N + kMatMulTile - 1) / kMatMulTile > 65535 || (M + kMatMulTile - 1) / kMatMulTile > 65535)
-    throw ShapeError("matmul %" + std::to_string(id) + ": " + std::to_string(M) + "x" + std::to_string(N) + " output is too large for one dispatch");
+  c.groups = {std::min(p.tile0[p.groups], kMaxGroups), groups_for(M, kMatMulTile), std::min<uint32_t>(p.batch, 65535)};
+  if ((M + kMatMulTile - 1) / kMatMulTile > 65535)
+    throw ShapeError("matmul %" + std::to_string(id) + ": " + std::to_string(M) + " rows are too many for one dispatch");
   Emitter::set_params(c, p);
 }
+
+void emit_matmul(Emitter& e, int id) { emit_matmul_products(e, {id}, e.node(id).inputs[1], id, {0}, {0}); }
 
 // A reduction of `x` (and `b`, for two-input maps) over `axes` of `shape`.
 static void reduce_call(Emitter& e, int id, int x, int b, const Shape& shape, const std::vector<int64_t>& axes,

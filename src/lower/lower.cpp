@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "lower/emit.hpp"
+#include "lower/horizontal.hpp"
 #include "meganeura/error.hpp"
 
 namespace meganeura::lower {
@@ -55,13 +56,12 @@ static std::vector<bool> live_nodes(const Graph& g, const std::vector<int>& keep
   return live;
 }
 
-Lowered lower(const Graph& g, const std::vector<int>& keep) {
+Lowered lower(const Graph& g, const std::vector<int>& keep, const LowerOptions& options) {
   if (g.outputs().empty()) throw Error("the graph has no outputs: mark results with Graph::output(name, tensor)");
   Lowered out;
   out.tensors.resize(static_cast<size_t>(g.size()));
   std::vector<bool> live = live_nodes(g, keep);
   for (auto& [name, id] : g.outputs()) out.tensors[static_cast<size_t>(id)].output = true;
-  Emitter e(g, out);
   for (int id = 0; id < g.size(); ++id) {
     const Node& n = g.node(id);
     TensorDesc& t = out.tensors[static_cast<size_t>(id)];
@@ -71,12 +71,27 @@ Lowered lower(const Graph& g, const std::vector<int>& keep) {
     if (n.op == Op::Input) t.role = Role::Input;
     else if (n.op == Op::Parameter) t.role = Role::Parameter;
     else if (n.op == Op::Constant) t.role = Role::Constant;
-    if (!live[static_cast<size_t>(id)] || op_kind(n.op) == OpKind::Leaf) continue;
-    if (n.op == Op::Reshape) {  // a view: same bytes, new shape
-      t.alias_of = n.inputs[0];
+    if (n.op == Op::Reshape && live[static_cast<size_t>(id)]) t.alias_of = n.inputs[0];  // a view: same bytes, new shape
+  }
+  std::vector<int> group_of;
+  std::vector<MatMulGroup> groups;
+  if (options.fuse && horizontal_fusion_enabled()) groups = group_matmuls(g, live, out, group_of);
+  Emitter e(g, out);
+  for (int id = 0; id < g.size(); ++id) {
+    const Node& n = g.node(id);
+    if (!live[static_cast<size_t>(id)] || op_kind(n.op) == OpKind::Leaf || n.op == Op::Reshape) continue;
+    if (numel(n.shape) == 0) continue;  // nothing to compute
+    if (!group_of.empty() && group_of[static_cast<size_t>(id)] >= 0) {
+      const MatMulGroup& grp = groups[static_cast<size_t>(group_of[static_cast<size_t>(id)])];
+      if (grp.members[0] != id) continue;  // the group runs at its first member
+      std::vector<uint32_t> b_offsets, c_offsets;
+      for (int m : grp.members) {
+        b_offsets.push_back(static_cast<uint32_t>(out.tensors[static_cast<size_t>(g.node(m).inputs[1])].alias_offset / 4));
+        c_offsets.push_back(static_cast<uint32_t>(out.tensors[static_cast<size_t>(m)].alias_offset / 4));
+      }
+      emit_matmul_products(e, grp.members, grp.weights, grp.outputs, b_offsets, c_offsets);
       continue;
     }
-    if (numel(n.shape) == 0) continue;  // nothing to compute
     switch (n.op) {  // autodiff's fused backward ops, whatever their kind
       case Op::SoftmaxBackward: case Op::LogSoftmaxBackward: case Op::RmsNormBackward: case Op::LayerNormBackward:
       case Op::RmsNormWeightGrad: case Op::LayerNormWeightGrad: case Op::CrossEntropyBackward: case Op::SliceBackward:

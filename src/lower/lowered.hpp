@@ -18,7 +18,9 @@ enum class Role : uint8_t { Input, Parameter, Constant, State, Intermediate, Scr
 struct TensorDesc {
   int node = -1;          // the graph node it holds (-1 for kernel scratch)
   uint64_t bytes = 0;     // storage size (at least 4)
-  int alias_of = -1;      // a view (reshape) shares the storage of this tensor
+  int alias_of = -1;      // a view shares the storage of this tensor (a reshape, or a member of a
+                          // horizontally fused matmul's packed weights or outputs)...
+  uint64_t alias_offset = 0;  // ...starting this many bytes into it
   Role role = Role::Intermediate;
   bool output = false;    // kept alive to the end of the step (graph outputs, gradients)
 };
@@ -48,11 +50,24 @@ struct Lowered {
     while (tensors[static_cast<size_t>(t)].alias_of >= 0) t = tensors[static_cast<size_t>(t)].alias_of;
     return t;
   }
+  // Where `t` starts within its root's storage, in bytes.
+  uint64_t offset_in_root(int t) const {
+    uint64_t offset = 0;
+    for (; tensors[static_cast<size_t>(t)].alias_of >= 0; t = tensors[static_cast<size_t>(t)].alias_of)
+      offset += tensors[static_cast<size_t>(t)].alias_offset;
+    return offset;
+  }
+};
+
+struct LowerOptions {
+  // Lowering's own fusions (matmuls sharing an input run as one dispatch); off when the
+  // optimizer is off, so that a graph runs exactly as written.
+  bool fuse = true;
 };
 
 // Lowers every node that an output or one of `keep` depends on (inputs and parameters always
 // get storage). `keep` are tensors the device needs that the host does not read (gradients);
 // they stay alive to the end of the step.
-Lowered lower(const Graph& g, const std::vector<int>& keep = {});
+Lowered lower(const Graph& g, const std::vector<int>& keep = {}, const LowerOptions& options = {});
 
 }  // namespace meganeura::lower

@@ -87,6 +87,7 @@ Planned plan_program(const lower::Lowered& low, const Graph& g, const PlanOption
   for (size_t t = 0; t < n; ++t)  // views share their root's bytes
     if (low.tensors[t].alias_of >= 0) {
       out.tensor[t] = out.tensor[static_cast<size_t>(low.root(static_cast<int>(t)))];
+      out.tensor[t].offset += low.offset_in_root(static_cast<int>(t));
       out.tensor[t].size = low.tensors[t].bytes;
     }
 

@@ -68,7 +68,7 @@ std::unique_ptr<Session::Impl> Session::Impl::build(const Graph& g, const lower:
 }
 
 Session build_inference_session(const Graph& g, const SessionOptions& options) {
-  if (!optimize::enabled(options.optimize)) return Session(Session::Impl::build(g, lower::lower(g), options));
+  if (!optimize::enabled(options.optimize)) return Session(Session::Impl::build(g, lower::lower(g, {}, {.fuse = false}), options));
   std::unique_ptr<Graph> opt = optimize::optimize(g);
   return Session(Session::Impl::build(*opt, lower::lower(*opt), options));
 }
