@@ -13,6 +13,7 @@
 #include "meganeura/autodiff.hpp"
 #include "meganeura/device.hpp"
 #include "meganeura/error.hpp"
+#include "lower/lowered.hpp"
 #include "models/llama_primitives.hpp"
 #include "optimize/optimize.hpp"
 #include "train/training_graph.hpp"
@@ -95,19 +96,33 @@ int optimize_command(int argc, char** argv) {
   // Training: exactly what build_session does (fuse forward, differentiate, optimize again).
   mn::optimize::Report report;
   std::unique_ptr<mn::Graph> out;
+  std::vector<int> grads;
   auto t2 = Clock::now();
   if (train) {
     mn::train::TrainingGraph tg = mn::train::build_training_graph(g, loss, {});
     std::printf("forward pass first: %s\n", tg.forward_report.to_string().c_str());
     report = std::move(tg.report);
     out = std::move(tg.graph);
+    grads = std::move(tg.grads);
   } else {
     out = mn::optimize::optimize(g, &report, {}, nullptr, limits);
   }
   const double optimize_ms = ms_since(t2);
+  // Dispatches per step as lowering emits them (the optimizer's update calls of a training
+  // session come on top): the graph as written, then optimized with lowering's fusions.
+  size_t dispatches_before = 0;
+  if (train) {
+    mn::train::TrainingGraph plain = mn::train::build_training_graph(g, loss, {.optimize = false});
+    dispatches_before = mn::lower::lower(*plain.graph, plain.grads, {.fuse = false}).calls.size();
+  } else {
+    dispatches_before = mn::lower::lower(g, {}, {.fuse = false}).calls.size();
+  }
+  const size_t dispatches_after = mn::lower::lower(*out, grads).calls.size();
   std::printf("%s\n", report.to_string().c_str());
   std::printf("optimize() wall time: %.1f ms (run %.1f ms, limit %.0f ms)\n", optimize_ms, report.run.seconds * 1e3,
               limits.max_seconds * 1e3);
+  std::printf("dispatches per step (forward%s): %zu -> %zu\n", train ? " + backward" : "", dispatches_before,
+              dispatches_after);
   std::printf("%-10s %8s %8s\n", "op", "before", "after");
   for (mn::Op op : {mn::Op::Silu, mn::Op::SwiGlu, mn::Op::RmsNorm, mn::Op::Softmax, mn::Op::Attention, mn::Op::Sigmoid, mn::Op::Rsqrt, mn::Op::Exp})
     std::printf("%-10s %8d %8d\n", std::string(mn::op_name(op)).c_str(), count_op(g, op), count_op(*out, op));
