@@ -99,7 +99,7 @@ int optimize_command(int argc, char** argv) {
   std::vector<int> grads;
   auto t2 = Clock::now();
   if (train) {
-    mn::train::TrainingGraph tg = mn::train::build_training_graph(g, loss, {});
+    mn::train::TrainingGraph tg = mn::train::build_training_graph(g, loss, {}, limits);
     std::printf("forward pass first: %s\n", tg.forward_report.to_string().c_str());
     report = std::move(tg.report);
     out = std::move(tg.graph);

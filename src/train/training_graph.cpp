@@ -7,7 +7,8 @@
 
 namespace meganeura::train {
 
-TrainingGraph build_training_graph(const Graph& user_graph, Tensor loss, const TrainConfig& config) {
+TrainingGraph build_training_graph(const Graph& user_graph, Tensor loss, const TrainConfig& config,
+                                   const optimize::Limits& limits) {
   if (&loss.graph() != &user_graph) throw Error("build_session: the loss is a tensor of another graph");
   if (!loss.shape().empty() || loss.dtype() != f32)
     throw ShapeError("build_session: the loss must be a rank-0 f32 tensor, got " + shape_str(loss.shape()) + " " +
@@ -21,7 +22,7 @@ TrainingGraph build_training_graph(const Graph& user_graph, Tensor loss, const T
   std::unique_ptr<Graph> g;
   if (optimizing) {
     std::vector<int> kept;
-    g = optimize::optimize(user_graph, &out.forward_report, {loss_id}, &kept);
+    g = optimize::optimize(user_graph, &out.forward_report, {loss_id}, &kept, limits);
     loss_id = kept[0];
   } else {
     g = user_graph.clone();
@@ -74,7 +75,7 @@ TrainingGraph build_training_graph(const Graph& user_graph, Tensor loss, const T
     // Then the whole training graph, forward and backward, goes through the e-graph again. Its nodes are
     // renumbered: the outputs' nodes come first, so they still end the forward pass.
     std::vector<int> kept;
-    std::unique_ptr<Graph> opt = optimize::optimize(*g, &out.report, grad_ids, &kept);
+    std::unique_ptr<Graph> opt = optimize::optimize(*g, &out.report, grad_ids, &kept, limits);
     forward_end = 0;
     for (auto& [name, id] : opt->outputs()) forward_end = std::max(forward_end, id + 1);
     for (int& id : param_ids) {

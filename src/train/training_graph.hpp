@@ -19,6 +19,8 @@ struct TrainingGraph {
 };
 
 // Checks the loss and the config's parameter names; throws naming what is wrong.
-TrainingGraph build_training_graph(const Graph& g, Tensor loss, const TrainConfig& config);
+// `limits` bound each of the two optimizer runs.
+TrainingGraph build_training_graph(const Graph& g, Tensor loss, const TrainConfig& config,
+                                   const optimize::Limits& limits = {});
 
 }  // namespace meganeura::train
