@@ -185,7 +185,19 @@ std::vector<GradCase> attention_cases() {
   };
 }
 
+std::vector<GradCase> matmul_add_cases() {
+  return {
+      {Op::MatMulAdd, "transpose_b_residual_broadcast_rows", [](GradBuilder& b) {
+         b.out = matmul_add(b.param("a", {2, 5, 7}), b.param("w", {9, 7}), b.param("r", {5, 1}), {.transpose_b = true});
+       }},
+      {Op::MatMulAdd, "full_residual_transpose_a", [](GradBuilder& b) {
+         b.out = matmul_add(b.param("a", {6, 4}), b.param("w", {6, 3}), b.param("r", {4, 3}), {.transpose_a = true});
+       }},
+  };
+}
+
 RegisterGrad reg_matmul{matmul_cases()};
+RegisterGrad reg_matmul_add{matmul_add_cases()};
 RegisterGrad reg_attention{attention_cases()};
 RegisterGrad reg_linear{linear_cases()};
 RegisterGrad reg_reduce{reduce_cases()};

@@ -72,7 +72,24 @@ std::vector<OpCase> linear_cases() {
   };
 }
 
+// matmul_add(a, b, r): the residual full, broadcast over rows, columns or the batch.
+std::vector<OpCase> matmul_add_cases() {
+  auto mma = [](std::string name, Shape a, Shape b, Shape r, bool ta, bool tb) {
+    return OpCase{Op::MatMulAdd, std::move(name), [a, b, r, ta, tb](CaseBuilder& c) {
+                    c.output("y", matmul_add(c.input("a", a), c.input("b", b), c.input("r", r), {.transpose_a = ta, .transpose_b = tb}));
+                    c.scale = 1;  // as for matmul: cancellation in the sum of products
+                  }};
+  };
+  return {
+      mma("full_m63_k65_n130", {63, 65}, {65, 130}, {63, 130}, false, false),
+      mma("row_broadcast_transpose_b_batch", {2, 3, 33, 17}, {7, 17}, {3, 1, 7}, false, true),
+      mma("column_broadcast_transpose_a", {3, 65, 63}, {3, 65, 5}, {3, 63, 1}, true, false),
+      mma("scalar_residual_m1", {1, 130}, {130, 67}, {}, false, false),
+  };
+}
+
 Register reg{matmul_cases()};
+Register reg_matmul_add{matmul_add_cases()};
 Register reg_linear{linear_cases()};
 
 }  // namespace

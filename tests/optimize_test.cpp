@@ -233,6 +233,18 @@ const RuleCase kWritten[] = {
        g.output("y", b + w * (c * rsqrt(mean(pow(c, 2.0f), {-1}, true) + 1e-5f)));
      },
      Op::LayerNorm, Op::Mul},
+    {"matmul_add",  // a residual block's output projection
+     [](Graph& g) {
+       auto x = g.input("x", {2, 5, 9}), h = g.input("h", {2, 5, 6}), w = g.input("w", {9, 6});
+       g.output("y", matmul(h, w, {.transpose_b = true}) + x);
+     },
+     Op::MatMulAdd, Op::Add},
+    {"matmul_add_swapped",
+     [](Graph& g) {
+       auto x = g.input("x", {5, 1}), h = g.input("h", {5, 6}), w = g.input("w", {6, 7});
+       g.output("y", x + matmul(h, w));
+     },
+     Op::MatMulAdd, Op::Add},
     {"neg_neg", [](Graph& g) { auto x = g.input("x", {9}); g.output("y", exp(-(-x))); }, Op::Input, Op::Neg},
     {"mul_one", [](Graph& g) { auto x = g.input("x", {4, 6}); g.output("y", exp(x * 1.0f)); }, Op::Input, Op::Mul},
     {"zero_add", [](Graph& g) { auto x = g.input("x", {4, 6}); g.output("y", exp(0.0f + x)); }, Op::Input, Op::Add},
@@ -465,20 +477,21 @@ TEST(Optimize, LayerNormBiasWithoutWeightStaysAnAdd) {
   expect_same_outputs(g, *opt, rng);
 }
 
-// Linear's epilogue order is act(matmul + bias) + residual: a full-shape "bias" stays an add, an
-// activation after the residual stays an op, and a residual that broadcasts the output up is
-// not taken in.
+// Linear's epilogue order is act(matmul + bias) + residual: a full-shape "bias" is a residual
+// (matmul_add), not a bias; an activation after the residual stays an op; a residual that
+// broadcasts the output up is not taken in.
 TEST(Optimize, LinearEpilogueGuards) {
   Graph g;
   auto x = g.input("x", {5, 9}), w = g.input("w", {9, 6}), b = g.input("b", {6});
   auto full = g.input("full", {5, 6}), r = g.input("r", {5, 6}), big = g.input("big", {3, 5, 6});
-  g.output("no_bias", matmul(x, w) + full);                // [5,6] addend: not a bias
+  g.output("no_bias", matmul(x, w) + full);                // [5,6] addend: matmul_add
   g.output("act_after_res", relu(matmul(x, w) + b + r));   // linear with residual, then relu
   g.output("res_broadcasts_up", (matmul(x, w) + b) + big);  // [3,5,6]: larger than the linear
   auto opt = optimize::optimize(g);
   SCOPED_TRACE(opt->to_string());
   EXPECT_EQ(count(*opt, Op::Relu), 1);
-  EXPECT_EQ(count(*opt, Op::MatMul), 1);
+  EXPECT_EQ(count(*opt, Op::MatMulAdd), 1);
+  EXPECT_EQ(count(*opt, Op::Add), 1);  // the [3,5,6] residual
   for (const Node& n : opt->nodes())
     if (n.op == Op::Linear) {
       EXPECT_EQ(n.attrs.count, kLinearNone);

@@ -258,7 +258,7 @@ RefTensor eval_node(const meganeura::Graph& g, const Node& n, const std::vector<
       }
       return out;
     }
-    case Op::MatMul: case Op::Linear: {
+    case Op::MatMul: case Op::Linear: case Op::MatMulAdd: {
       const auto& a = in(0);
       const auto& b = in(1);
       const size_t ra = a.shape.size(), rb = b.shape.size(), R = n.shape.size();
@@ -285,6 +285,10 @@ RefTensor eval_node(const meganeura::Graph& g, const Node& n, const std::vector<
             out.v[bi * M * N + m * N + j] = acc;
           }
       });
+      if (n.op == Op::MatMulAdd) {  // acc + residual (broadcast to the output)
+        const std::vector<int64_t> rs = broadcast_strides(in(2).shape, n.shape);
+        for_each_index(n.shape, [&](int64_t i, const std::vector<int64_t>& idx) { out.v[i] += in(2).v[dot(idx, rs)]; });
+      }
       if (n.op == Op::Linear) {  // act(acc + bias[j]) + residual (broadcast to the output)
         static const Op acts[] = {Op::Input, Op::Relu, Op::Gelu, Op::GeluTanh, Op::Silu};
         if (A.count < 0 || A.count > 4) throw ReferenceError("reference: linear activation code out of range");

@@ -213,7 +213,8 @@ std::vector<std::optional<RefTensor>> reference_vjp(const Node& n, const std::ve
       }
       return r;
     }
-    case Op::MatMul: {
+    case Op::MatMul: case Op::MatMulAdd: {
+      if (n.op == Op::MatMulAdd) r[2] = unbroadcast(g, in(2).shape);
       const MatMulShape ms = matmul_shape(in(0).shape, in(1).shape, y.shape, A.transpose_a, A.transpose_b);
       RefTensor ga, gb;
       matmul_vjp(ms, in(0), in(1), g, ga, gb);

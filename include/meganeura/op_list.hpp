@@ -50,6 +50,8 @@
   X(MatMul,       "matmul",        Contract,  2, 2, infer_matmul, grad_mat_mul)            \
   /* act(matmul(a, b) + bias) + residual in one kernel; attrs.count = LinearAct */ \
   X(Linear,       "linear",        Contract,  3, 4, infer_linear, grad_linear)             \
+  /* matmul(a, b) + residual in the matmul's store (a residual block's output projection) */ \
+  X(MatMulAdd,    "matmul_add",    Contract,  3, 3, infer_matmul_add, grad_matmul_add)       \
   /* softmax(q·kᵀ·scale [+ causal mask])·v without the score matrix; attrs.scalar = scale, */ \
   /* attrs.count = 1 for causal; k/v may have fewer heads (axis -3) than q (grouped-query) */ \
   X(Attention,    "attention",     Contract,  3, 3, infer_attention, grad_attention)          \

@@ -66,6 +66,9 @@ Tensor matmul(Tensor a, Tensor b, MatMulOptions o = {});
 enum LinearAct : int64_t { kLinearNone = 0, kLinearRelu = 1, kLinearGelu = 2, kLinearGeluTanh = 3, kLinearSilu = 4 };
 Tensor linear(Tensor a, Tensor b, Tensor bias, MatMulOptions o = {}, LinearAct act = kLinearNone);
 Tensor linear(Tensor a, Tensor b, Tensor bias, Tensor residual, MatMulOptions o = {}, LinearAct act = kLinearNone);
+// matmul(a, b) + residual in one kernel (residual broadcasts to the output); the optimizer
+// fuses `x + matmul(a, b)` into it.
+Tensor matmul_add(Tensor a, Tensor b, Tensor residual, MatMulOptions o = {});
 
 // Scaled dot-product attention: softmax(q·kᵀ·scale [+ causal mask])·v, computed without the
 // [Sq, Sk] score matrix (online softmax). q: [..., Hq, Sq, D], k: [..., Hkv, Sk, D],

@@ -44,6 +44,11 @@ void grad_linear(GradContext& c) {
   if (c.needs(3)) c.add(3, dy);
 }
 
+void grad_matmul_add(GradContext& c) {
+  mat_mul_operands(c, c.dy());
+  if (c.needs(2)) c.add(2, c.dy());
+}
+
 // The output's cotangent reshaped to keep the reduced axes as 1, ready to broadcast.
 static Tensor keepdim_dy(GradContext& c) {
   Shape s = c.in(0).shape();

@@ -108,6 +108,13 @@ Tensor linear(Tensor a, Tensor b, Tensor bias, Tensor residual, MatMulOptions o,
   return a.graph().add(Op::Linear, {a, b, bias, residual}, std::move(at));
 }
 
+Tensor matmul_add(Tensor a, Tensor b, Tensor residual, MatMulOptions o) {
+  Attrs at;
+  at.transpose_a = o.transpose_a;
+  at.transpose_b = o.transpose_b;
+  return a.graph().add(Op::MatMulAdd, {a, b, residual}, std::move(at));
+}
+
 Tensor attention(Tensor q, Tensor k, Tensor v, AttentionOptions o) {
   Attrs at;
   at.scalar = o.scale != 0 ? o.scale : 1.0 / std::sqrt(static_cast<double>(q.rank() ? q.dim(-1) : 1));

@@ -149,6 +149,16 @@ OutType infer_linear(InferContext& c) {
   return out;
 }
 
+// matmul_add(a, b, residual): matmul's shape; the residual broadcasts to the output.
+OutType infer_matmul_add(InferContext& c) {
+  OutType out = infer_matmul(c);
+  c.require_dtype(2, {f32}, "residual");
+  Shape b;
+  if (!broadcast_shapes(c.shape(2), out.shape, b) || b != out.shape)
+    c.shape_error("residual " + shape_str(c.shape(2)) + " does not broadcast to the output " + shape_str(out.shape));
+  return out;
+}
+
 // Normalises attrs.axes (empty = all) to sorted unique non-negative axes.
 static Shape reduce_shape(InferContext& c) {
   const Shape& x = c.shape(0);

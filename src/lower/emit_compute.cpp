@@ -45,9 +45,10 @@ void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weig
   };
   std::vector<Strides> st = {batch_strides(a), batch_strides(b), contiguous_strides(batch)};
   // linear: the residual's strides over the whole output (0 on broadcast dims)
-  bool has_res = n.op == Op::Linear && n.inputs.size() > 3;
+  const int res_input = n.op == Op::MatMulAdd ? 2 : 3;  // linear: (a, b, bias, residual)
+  bool has_res = (n.op == Op::Linear || n.op == Op::MatMulAdd) && static_cast<int>(n.inputs.size()) > res_input;
   if (has_res) {
-    Strides rs = broadcast_strides(e.node(n.inputs[3]).shape, n.shape);
+    Strides rs = broadcast_strides(e.node(n.inputs[static_cast<size_t>(res_input)]).shape, n.shape);
     p.r_row_stride = u32(rs[rs.size() - 2], "stride");
     p.r_col_stride = u32(rs.back(), "stride");
     st.push_back(Strides(rs.begin(), rs.end() - 2));
@@ -67,7 +68,8 @@ void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weig
   }
   KernelCall& c = e.call(Kernel::MatMul, id, what);
   // Bindings 5 and 6 (bias, residual) read A and B again when there is no epilogue.
-  int bias = n.op == Op::Linear ? n.inputs[2] : n.inputs[0], res = has_res ? n.inputs[3] : n.inputs[1];
+  int bias = n.op == Op::Linear ? n.inputs[2] : n.inputs[0];
+  int res = has_res ? n.inputs[static_cast<size_t>(res_input)] : n.inputs[1];
   c.tensors = {{n.inputs[0], false}, {weights, false}, {outputs, true}, {bias, false}, {res, false}};
   c.spec = {n.op == Op::Linear ? 1u : 0u, n.op == Op::Linear ? static_cast<uint32_t>(n.attrs.count) : LIN_ACT_NONE,
             has_res ? 1u : 0u};

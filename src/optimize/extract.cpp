@@ -33,7 +33,7 @@ double CostModel::node_cost(const EGraph& g, const ENode& n) const {
     moved += bytes(in);
     work = std::max(work, static_cast<double>(numel(in.shape)));  // reductions read more than they write
   }
-  if (n.op == Op::MatMul || n.op == Op::Linear) {  // 2*M*N*K over the batch: out is [..., M, N], K from a
+  if (n.op == Op::MatMul || n.op == Op::Linear || n.op == Op::MatMulAdd) {  // 2*M*N*K over the batch: out is [..., M, N], K from a
     const Shape& a = g.data(n.children[0]).shape;
     int64_t k = a.size() < 2 ? (a.empty() ? 1 : a[0]) : (g.attrs(n.attrs).transpose_a ? a[a.size() - 2] : a.back());
     work = 2.0 * static_cast<double>(numel(out.shape)) * static_cast<double>(k);

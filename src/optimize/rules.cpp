@@ -278,6 +278,22 @@ std::vector<Rewrite> make_rules() {
   r.push_back({"linear-residual", node(Op::Add, {lin3(), var("r")}), lin_res_guard, lin_res});
   r.push_back({"linear-residual-swapped", node(Op::Add, {var("r"), lin3()}), lin_res_guard, lin_res});
 
+  // matmul(a, b) + r  ->  matmul_add(a, b, r): r broadcasts to the matmul's output and the sum
+  // keeps that shape (a residual block's output projection; gradient accumulation in backward)
+  auto mm_add_guard = [](const EGraph& g, const Match& m) {
+    auto mm = g.lookup(*m.nodes[1]);  // nodes: add matmul
+    if (!mm) return false;
+    const Shape& out = g.data(*mm).shape;
+    const ClassData& rd = d(g, m, "r");
+    Shape b;
+    return rd.dtype == f32 && graph::broadcast_shapes(rd.shape, out, b) && b == out && g.data(m.root).shape == out;
+  };
+  auto mm_add = [](EGraph& g, const Match& m) -> std::optional<ClassId> {
+    return make(g, Op::MatMulAdd, {v(m, "a"), v(m, "b"), v(m, "r")}, g.attrs(m.nodes[1]->attrs));
+  };
+  r.push_back({"matmul-add", node(Op::Add, {mm(), var("r")}), mm_add_guard, mm_add});
+  r.push_back({"matmul-add-swapped", node(Op::Add, {var("r"), mm()}), mm_add_guard, mm_add});
+
   add_attention_rules(r);
   return r;
 }
