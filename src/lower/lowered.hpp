@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/generated_kernel.hpp"
 #include "kernels/kernel_abi.hpp"
 #include "meganeura/graph.hpp"
 
@@ -29,7 +30,8 @@ struct Access {
 };
 
 struct KernelCall {
-  kernels::Kernel kernel;
+  kernels::Kernel kernel;        // a precompiled kernel, unless `generated` names one
+  int generated = -1;            // index into Lowered::generated: a kernel generated from the graph
   std::vector<uint32_t> spec;    // specialization constants 1..
   std::vector<uint32_t> params;  // the params block, as 32-bit words
   std::vector<Access> tensors;   // in binding order (binding 2..)
@@ -41,6 +43,7 @@ struct KernelCall {
 struct Lowered {
   std::vector<TensorDesc> tensors;  // tensors[i] holds node i; scratch tensors follow the nodes
   std::vector<KernelCall> calls;
+  std::vector<kernels::GeneratedKernel> generated;  // distinct sources, compiled at session build
   // Command lists beyond the step: each a prefix of `calls` (a training session's forward pass).
   std::vector<size_t> extra_prefixes;
   // The tensor whose storage `t` uses (follows alias_of to the root).
