@@ -53,9 +53,15 @@ struct Lowered {
   }
 };
 
+struct LowerOptions {
+  // Chains of elementwise ops become one generated kernel (lower/fuse_elementwise.hpp). Sessions
+  // turn it on with the optimizer; MEGANEURA_FUSE_ELEMENTWISE=0 turns it off everywhere.
+  bool fuse_elementwise = false;
+};
+
 // Lowers every node that an output or one of `keep` depends on (inputs and parameters always
 // get storage). `keep` are tensors the device needs that the host does not read (gradients);
 // they stay alive to the end of the step.
-Lowered lower(const Graph& g, const std::vector<int>& keep = {});
+Lowered lower(const Graph& g, const std::vector<int>& keep = {}, const LowerOptions& options = {});
 
 }  // namespace meganeura::lower

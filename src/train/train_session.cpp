@@ -18,7 +18,8 @@ namespace meganeura {
 Session build_session(const Graph& user_graph, Tensor loss, const TrainConfig& config) {
   train::TrainingGraph tg = train::build_training_graph(user_graph, loss, config);
   const Graph& g = *tg.graph;
-  lower::Lowered low = lower::lower(g, tg.grads);
+  // Fusing elementwise chains belongs to the optimizer: off with it.
+  lower::Lowered low = lower::lower(g, tg.grads, {.fuse_elementwise = optimize::enabled(config.optimize)});
   size_t forward_calls = 0;
   while (forward_calls < low.calls.size() && low.calls[forward_calls].node < tg.forward_end) ++forward_calls;
   low.extra_prefixes = {forward_calls};
