@@ -1,7 +1,8 @@
 # Compiles every src/kernels/*.comp to SPIR-V at build time and embeds it in the library as a C
 # array (glslangValidator --vn), so nothing is read from disk at run time. glslangValidator
 # validates as it compiles; spirv-val, where found, checks the SPIR-V once more.
-# Sets MEGANEURA_KERNEL_SOURCES (the generated headers, to list as library sources so they are
+# The include files (*.glsl) are also embedded as text (glsl_library.h) for the kernels generated
+# at session build. Sets MEGANEURA_KERNEL_SOURCES (the generated headers, to list as library sources so they are
 # built before src/kernels/spirv.cpp) and MEGANEURA_KERNEL_INCLUDE_DIR (where they are).
 
 set(_mn_kernel_dir ${CMAKE_CURRENT_SOURCE_DIR}/src/kernels)
@@ -32,3 +33,14 @@ foreach(_comp IN LISTS _mn_kernel_comps)
     VERBATIM)
   list(APPEND MEGANEURA_KERNEL_SOURCES ${_hdr})
 endforeach()
+
+# The include files' text, for kernels generated and compiled at session build.
+set(_mn_glsl_header ${MEGANEURA_KERNEL_INCLUDE_DIR}/glsl_library.h)
+add_custom_command(
+  OUTPUT ${_mn_glsl_header}
+  COMMAND ${CMAKE_COMMAND} "-DINPUTS=${_mn_kernel_includes}" -DOUT=${_mn_glsl_header}
+          -P ${CMAKE_CURRENT_SOURCE_DIR}/cmake/EmbedGlslText.cmake
+  DEPENDS ${_mn_kernel_includes} ${CMAKE_CURRENT_SOURCE_DIR}/cmake/EmbedGlslText.cmake
+  COMMENT "Embedding the GLSL include files"
+  VERBATIM)
+list(APPEND MEGANEURA_KERNEL_SOURCES ${_mn_glsl_header})

@@ -61,8 +61,9 @@ void run_grad_case(GradBuilder& b) {
     names.push_back("d_" + (leaf.name.empty() ? "%" + std::to_string(b.wrt[i].id()) : leaf.name));
     b.g.output(names.back(), grads[i]);
   }
-  // The kernel under test runs as written: the optimizer (tested in optimize_test) could rewrite it.
-  meganeura::Session s = meganeura::build_inference_session(b.g, {.optimize = false});
+  // The kernel under test runs as written: the optimizer (tested in optimize_test) could rewrite it;
+  // the *_optimized runs of the table turn it (and elementwise fusion) on.
+  meganeura::Session s = meganeura::build_inference_session(b.g, {.optimize = optimized_run()});
   feed(s, b);
   s.step();
   EXPECT_TRUE(compare(vals.at(static_cast<size_t>(out)), s.read_output("y"), b.rtol, "forward output", b.scale));

@@ -66,8 +66,9 @@ void check_outputs(const meganeura::Session& s, const CaseBuilder& b) {
 }
 
 void run_case(CaseBuilder& b) {
-  // The kernel under test runs as written: the optimizer (tested in optimize_test) could rewrite it.
-  meganeura::Session s = meganeura::build_inference_session(b.g, {.optimize = false});
+  // The kernel under test runs as written: the optimizer (tested in optimize_test) could rewrite it;
+  // the *_optimized runs of the table turn it (and elementwise fusion) on.
+  meganeura::Session s = meganeura::build_inference_session(b.g, {.optimize = optimized_run()});
   feed(s, b);
   s.step();
   check_outputs(s, b);

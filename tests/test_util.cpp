@@ -13,6 +13,11 @@ uint64_t test_seed() {
   return (static_cast<uint64_t>(rd()) << 32) ^ rd();
 }
 
+bool optimized_run() {
+  const char* v = std::getenv("MEGANEURA_TEST_OPTIMIZE");
+  return v && std::strcmp(v, "1") == 0;
+}
+
 std::string seed_note(uint64_t seed) {
   return "seed " + std::to_string(seed) + " (rerun with MEGANEURA_TEST_SEED=" + std::to_string(seed) + ")";
 }

@@ -37,6 +37,9 @@ class Rng {
   std::mt19937_64 gen_;
 };
 
+// MEGANEURA_TEST_OPTIMIZE=1: the op tables run with the optimizer and elementwise fusion on.
+bool optimized_run();
+
 // "seed 1234 (rerun with MEGANEURA_TEST_SEED=1234)"
 std::string seed_note(uint64_t seed);
 

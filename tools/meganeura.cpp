@@ -117,7 +117,7 @@ int optimize_command(int argc, char** argv) {
   } else {
     dispatches_before = mn::lower::lower(g, {}, {.fuse = false}).calls.size();
   }
-  const size_t dispatches_after = mn::lower::lower(*out, grads).calls.size();
+  const size_t dispatches_after = mn::lower::lower(*out, grads, {.fuse = true}).calls.size();
   std::printf("%s\n", report.to_string().c_str());
   std::printf("optimize() wall time: %.1f ms (run %.1f ms, limit %.0f ms)\n", optimize_ms, report.run.seconds * 1e3,
               limits.max_seconds * 1e3);

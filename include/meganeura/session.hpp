@@ -47,7 +47,7 @@ struct SessionStats {
 struct SessionOptions {
   bool reuse_memory = true;  // liveness-based arena reuse (off: every tensor gets its own bytes)
   bool profile = false;      // GPU timestamps around every dispatch (see Session::profile)
-  bool optimize = true;      // run the e-graph optimizer (MEGANEURA_OPTIMIZE=0 turns it off everywhere)
+  bool optimize = true;      // run the e-graph optimizer and fuse elementwise chains (MEGANEURA_OPTIMIZE=0 turns it off everywhere)
 };
 
 class Session {

@@ -36,7 +36,7 @@ struct TrainConfig {
   std::vector<std::string> frozen;  // parameters that are not updated (no gradient is computed)
   bool reuse_memory = true;
   bool profile = false;             // GPU timestamps per dispatch (Session::profile)
-  bool optimize = true;             // run the e-graph optimizer on forward + backward
+  bool optimize = true;             // run the e-graph optimizer on forward + backward, fuse elementwise chains
 };
 
 // Builds a training session: step() runs forward, backward and (every accumulation_steps

@@ -83,6 +83,20 @@ struct ElementwiseParams {
   uint32_t in_stride[3 * kMaxKernelRank];
 };
 
+// ---- Pointwise (generated) ---------------------------------------------------------------------
+// Kernels generated at session build from a DAG of elementwise ops (src/kernels/pointwise_source.cpp,
+// src/lower/fuse_elementwise.cpp). No spec constants but the workgroup size. Bindings 2 .. 2+k-1:
+// the k inputs, 2+k: the output, contiguous. For each output index i in [0, n): unravel i over
+// `shape` (row-major, `rank` dims); input j reads element in_offset[j] + sum_d idx[d]*in_stride[j*8+d]
+// (0 = broadcast); the result goes to out[i].
+inline constexpr uint32_t kPointwiseMaxInputs = 8;
+struct PointwiseParams {
+  uint32_t n, rank, pad[2];
+  uint32_t shape[kMaxKernelRank];
+  uint32_t in_offset[kPointwiseMaxInputs];
+  uint32_t in_stride[kPointwiseMaxInputs * kMaxKernelRank];
+};
+
 // ---- Cast16 -----------------------------------------------------------------------------------
 // spec 1: CAST_MODE. Bindings 2: input, 3: output. Both contiguous, n elements. Each invocation
 // handles one 32-bit word of the 16-bit side (elements 2w and 2w+1; the odd tail's upper half is

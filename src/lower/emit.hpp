@@ -33,6 +33,8 @@ class Emitter {
   const Node& node(int id) const { return g_.node(id); }
 
   KernelCall& call(kernels::Kernel k, int node, std::string what);
+  // A call of a kernel generated from the graph (identical sources share one entry).
+  KernelCall& generated_call(kernels::GeneratedKernel k, int node, std::string label);
   int scratch(uint64_t bytes);
 
   template <class P>
@@ -50,6 +52,8 @@ class Emitter {
   const Graph& g_;
   Lowered& out_;
 };
+
+uint32_t ew_op(Op op);  // the EW_* code of an elementwise op
 
 // Per-archetype emitters (one file each).
 void emit_elementwise(Emitter& e, int node);  // unary, binary, compare, where, cast

@@ -38,7 +38,7 @@ void Emitter::elementwise(int node, uint32_t op, const Shape& shape, std::vector
   set_params(c, p);
 }
 
-static uint32_t ew_op(Op op) {
+uint32_t ew_op(Op op) {
   switch (op) {
     case Op::Neg: return EW_NEG;
     case Op::Abs: return EW_ABS;

@@ -1,8 +1,11 @@
 // Lowering: walks the graph in order, gives every live node a tensor (views alias their
 // source) and emits the kernel calls of its archetype.
 #include <algorithm>
+#include <cstdio>
 
+#include "kernels/log_topic.hpp"
 #include "lower/emit.hpp"
+#include "lower/fuse_elementwise.hpp"
 #include "lower/horizontal.hpp"
 #include "meganeura/error.hpp"
 
@@ -37,6 +40,19 @@ KernelCall& Emitter::call(kernels::Kernel k, int node, std::string what) {
   return out_.calls.back();
 }
 
+KernelCall& Emitter::generated_call(kernels::GeneratedKernel k, int node, std::string label) {
+  auto same = std::find_if(out_.generated.begin(), out_.generated.end(),
+                           [&](const kernels::GeneratedKernel& x) { return x.source == k.source; });
+  KernelCall c;
+  c.kernel = kernels::Kernel::Elementwise;  // not used: `generated` names the kernel
+  c.generated = static_cast<int>(same - out_.generated.begin());
+  c.node = node;
+  c.label = std::move(label);
+  if (same == out_.generated.end()) out_.generated.push_back(std::move(k));
+  out_.calls.push_back(std::move(c));
+  return out_.calls.back();
+}
+
 int Emitter::scratch(uint64_t bytes) {
   TensorDesc t;
   t.bytes = std::max<uint64_t>(bytes, 4);
@@ -54,6 +70,28 @@ static std::vector<bool> live_nodes(const Graph& g, const std::vector<int>& keep
     if (live[static_cast<size_t>(id)])
       for (int in : g.node(id).inputs) live[static_cast<size_t>(in)] = true;
   return live;
+}
+
+// The elementwise groups that run as one generated kernel (none when fusion is off).
+static Fusion fusion(const Graph& g, const std::vector<int>& keep, const std::vector<bool>& live, bool on) {
+  if (!on || !fusion_allowed_by_env()) return {std::vector<FusionGroup>{}, std::vector<int>(static_cast<size_t>(g.size()), -1)};
+  std::vector<bool> pinned(static_cast<size_t>(g.size()), false);  // their values must be stored
+  for (auto& [name, id] : g.outputs()) pinned[static_cast<size_t>(id)] = true;
+  for (int id : keep) pinned[static_cast<size_t>(id)] = true;
+  Fusion f = find_fusion_groups(g, live, pinned);
+  if (kernels::log_topic("fuse")) {
+    size_t fused = 0;
+    for (const FusionGroup& grp : f.groups) fused += grp.members.size();
+    std::fprintf(stderr, "meganeura: fuse: %zu elementwise nodes in %zu generated kernels (%zu dispatches fewer)\n", fused,
+                 f.groups.size(), fused - f.groups.size());
+    for (const FusionGroup& grp : f.groups) {
+      std::string ops;
+      for (int m : grp.members) ops += (ops.empty() ? "" : ",") + std::string(op_name(g.node(m).op));
+      std::fprintf(stderr, "meganeura: fuse:   %s = fused[%s] reading %zu tensors\n", g.label(grp.root).c_str(), ops.c_str(),
+                   grp.inputs.size());
+    }
+  }
+  return f;
 }
 
 Lowered lower(const Graph& g, const std::vector<int>& keep, const LowerOptions& options) {
@@ -76,6 +114,7 @@ Lowered lower(const Graph& g, const std::vector<int>& keep, const LowerOptions& 
   std::vector<int> group_of;
   std::vector<MatMulGroup> groups;
   if (options.fuse && horizontal_fusion_enabled()) groups = group_matmuls(g, live, out, group_of);
+  const Fusion fused = fusion(g, keep, live, options.fuse);
   Emitter e(g, out);
   for (int id = 0; id < g.size(); ++id) {
     const Node& n = g.node(id);
@@ -90,6 +129,11 @@ Lowered lower(const Graph& g, const std::vector<int>& keep, const LowerOptions& 
         c_offsets.push_back(static_cast<uint32_t>(out.tensors[static_cast<size_t>(m)].alias_offset / 4));
       }
       emit_matmul_products(e, grp.members, grp.weights, grp.outputs, b_offsets, c_offsets);
+      continue;
+    }
+    if (int grp = fused.group_of[static_cast<size_t>(id)]; grp >= 0) {  // computed by its group's kernel
+      const FusionGroup& group = fused.groups[static_cast<size_t>(grp)];
+      if (group.root == id) emit_fused(e, group);
       continue;
     }
     switch (n.op) {  // autodiff's fused backward ops, whatever their kind

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/generated_kernel.hpp"
 #include "kernels/kernel_abi.hpp"
 #include "meganeura/graph.hpp"
 
@@ -31,7 +32,8 @@ struct Access {
 };
 
 struct KernelCall {
-  kernels::Kernel kernel;
+  kernels::Kernel kernel;        // a precompiled kernel, unless `generated` names one
+  int generated = -1;            // index into Lowered::generated: a kernel generated from the graph
   std::vector<uint32_t> spec;    // specialization constants 1..
   std::vector<uint32_t> params;  // the params block, as 32-bit words
   std::vector<Access> tensors;   // in binding order (binding 2..)
@@ -43,6 +45,7 @@ struct KernelCall {
 struct Lowered {
   std::vector<TensorDesc> tensors;  // tensors[i] holds node i; scratch tensors follow the nodes
   std::vector<KernelCall> calls;
+  std::vector<kernels::GeneratedKernel> generated;  // distinct sources, compiled at session build
   // Command lists beyond the step: each a prefix of `calls` (a training session's forward pass).
   std::vector<size_t> extra_prefixes;
   // The tensor whose storage `t` uses (follows alias_of to the root).
@@ -60,9 +63,11 @@ struct Lowered {
 };
 
 struct LowerOptions {
-  // Lowering's own fusions (matmuls sharing an input run as one dispatch); off when the
-  // optimizer is off, so that a graph runs exactly as written.
-  bool fuse = true;
+  // Lowering's own fusions: chains of elementwise ops become one generated kernel
+  // (fuse_elementwise.hpp), matmuls sharing an input one dispatch (horizontal.hpp). Sessions turn
+  // them on with the optimizer, so that a graph without it runs exactly as written;
+  // MEGANEURA_FUSE_ELEMENTWISE=0 and MEGANEURA_HORIZONTAL_FUSION=0 turn each off everywhere.
+  bool fuse = false;
 };
 
 // Lowers every node that an output or one of `keep` depends on (inputs and parameters always

@@ -131,6 +131,7 @@ Planned plan_program(const lower::Lowered& low, const Graph& g, const PlanOption
       const lower::KernelCall& c = low.calls[i];
       Dispatch d;
       d.kernel = c.kernel;
+      d.generated = c.generated;
       d.spec = c.spec;
       d.groups = c.groups;
       d.label = c.label;
@@ -161,6 +162,7 @@ Planned plan_program(const lower::Lowered& low, const Graph& g, const PlanOption
     p.extra.push_back(commands(prefix, unused_barriers, unused_dispatches));
   }
 
+  p.generated = low.generated;
   p.status_buffer = kStatusBuffer;
   p.buffers.resize(kBufferCount);
   p.buffers[kParamsBuffer] = {"kernel parameters", std::max<uint64_t>(params, 256), Memory::DeviceLocal};

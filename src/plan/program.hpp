@@ -8,6 +8,7 @@
 #include <variant>
 #include <vector>
 
+#include "kernels/generated_kernel.hpp"
 #include "kernels/kernel_abi.hpp"
 
 namespace meganeura::plan {
@@ -31,7 +32,8 @@ struct Slice {
 };
 
 struct Dispatch {
-  kernels::Kernel kernel = kernels::Kernel::Elementwise;
+  kernels::Kernel kernel = kernels::Kernel::Elementwise;  // unless `generated` names a kernel
+  int generated = -1;          // index into Program::generated
   std::vector<uint32_t> spec;  // specialization constants 1.. (0, the workgroup size, is added)
   Slice params;                // binding 0
   std::vector<Slice> tensors;  // bindings 2.. (binding 1 is the program's status buffer)
@@ -56,6 +58,9 @@ struct Program {
   // Further command lists over the same buffers, each recorded once too (a training session's
   // forward-only evaluation pass). Executable::run(1 + i) runs extra[i].
   std::vector<std::vector<Command>> extra;
+  // Kernels generated from the graph (fused elementwise chains), compiled when the program is
+  // made real (vk::Executable) and cached on disk.
+  std::vector<kernels::GeneratedKernel> generated;
 };
 
 }  // namespace meganeura::plan

@@ -68,9 +68,9 @@ std::unique_ptr<Session::Impl> Session::Impl::build(const Graph& g, const lower:
 }
 
 Session build_inference_session(const Graph& g, const SessionOptions& options) {
-  if (!optimize::enabled(options.optimize)) return Session(Session::Impl::build(g, lower::lower(g, {}, {.fuse = false}), options));
+  if (!optimize::enabled(options.optimize)) return Session(Session::Impl::build(g, lower::lower(g), options));
   std::unique_ptr<Graph> opt = optimize::optimize(g);
-  return Session(Session::Impl::build(*opt, lower::lower(*opt), options));
+  return Session(Session::Impl::build(*opt, lower::lower(*opt, {}, {.fuse = true}), options));
 }
 
 void Session::set_input(std::string_view name, const HostTensor& value) {
@@ -172,8 +172,8 @@ std::string Session::listing() const {
   std::ostringstream o;
   for (const plan::Command& c : impl_->planned.program.commands) {
     if (auto* d = std::get_if<plan::Dispatch>(&c))
-      o << "dispatch " << kernels::kernel_name(d->kernel) << " (" << d->groups[0] << "," << d->groups[1] << "," << d->groups[2]
-        << ")  " << d->label << "\n";
+      o << "dispatch " << (d->generated >= 0 ? "generated" : kernels::kernel_name(d->kernel)) << " (" << d->groups[0]
+        << "," << d->groups[1] << "," << d->groups[2] << ")  " << d->label << "\n";
     else if (auto* cp = std::get_if<plan::Copy>(&c))
       o << "copy     " << impl_->planned.program.buffers[cp->src.buffer].name << " -> "
         << impl_->planned.program.buffers[cp->dst.buffer].name << " (" << cp->src.size << " bytes)\n";

@@ -18,6 +18,7 @@ namespace meganeura {
 Session build_session(const Graph& user_graph, Tensor loss, const TrainConfig& config) {
   train::TrainingGraph tg = train::build_training_graph(user_graph, loss, config);
   const Graph& g = *tg.graph;
+  // Lowering's fusions belong to the optimizer: off with it.
   lower::Lowered low = lower::lower(g, tg.grads, {.fuse = optimize::enabled(config.optimize)});
   size_t forward_calls = 0;
   while (forward_calls < low.calls.size() && low.calls[forward_calls].node < tg.forward_end) ++forward_calls;

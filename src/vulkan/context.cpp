@@ -125,7 +125,9 @@ Context::Context() : impl_(std::make_unique<Impl>()) {
   check(vkAllocateCommandBuffers(device_, &alloc, &m.once_cb), "vkAllocateCommandBuffers");
   auto fence = init<VkFenceCreateInfo>(VK_STRUCTURE_TYPE_FENCE_CREATE_INFO);
   check(vkCreateFence(device_, &fence, nullptr, &m.once_fence), "vkCreateFence");
-  m.pipelines = std::make_unique<PipelineCache>(device_);
+  VkPhysicalDeviceProperties props;
+  vkGetPhysicalDeviceProperties(physical_, &props);
+  m.pipelines = std::make_unique<PipelineCache>(device_, props);
 }
 
 // Not vkDeviceWaitIdle: every submission was waited for, except one that timed out, and waiting
@@ -135,6 +137,12 @@ Context::~Context() = default;
 const Pipeline& Context::pipeline(kernels::Kernel k, std::span<const uint32_t> spec, uint32_t tensor_bindings) {
   return impl_->pipelines->get(k, spec, tensor_bindings);
 }
+
+const Pipeline& Context::pipeline(const kernels::GeneratedKernel& k, uint32_t tensor_bindings) {
+  return impl_->pipelines->get(k, tensor_bindings);
+}
+
+void Context::save_pipeline_cache() { impl_->pipelines->save(); }
 
 uint64_t Context::max_allocation_size() const { return impl_->probe.max_allocation_size; }
 

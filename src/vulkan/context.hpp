@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kernels/generated_kernel.hpp"
 #include "kernels/kernel_abi.hpp"
 #include "meganeura/device.hpp"
 
@@ -43,6 +44,11 @@ class Context {
   // The pipeline for a kernel with specialization constants 1..spec.size() (0 is the workgroup
   // size) and `tensor_bindings` storage buffers after the params and status bindings. Cached.
   const Pipeline& pipeline(kernels::Kernel k, std::span<const uint32_t> spec, uint32_t tensor_bindings);
+  // The pipeline of a kernel generated from the graph, compiled (or read from the disk cache)
+  // on first use. Throws Error when its source does not compile.
+  const Pipeline& pipeline(const kernels::GeneratedKernel& k, uint32_t tensor_bindings);
+  // Saves the driver's pipeline cache to disk if pipelines were created since the last save.
+  void save_pipeline_cache();
 
   // Memory type index among `type_bits` with all of `want`, preferring types with more of `nice`
   // and fewer of `avoid` (then the driver's order); throws DeviceError when none has `want`.

@@ -15,6 +15,7 @@ struct Executable::Impl {
   std::shared_ptr<Context> ctx;  // first, so it is released after everything made from it
   VkDevice device = VK_NULL_HANDLE;
   std::vector<plan::BufferDesc> descs;
+  std::vector<kernels::GeneratedKernel> generated;  // Program::generated, which dispatches name by index
   std::vector<Buffer> buffers;
   VkDescriptorPool descriptor_pool = VK_NULL_HANDLE;
   VkCommandPool command_pool = VK_NULL_HANDLE;
@@ -168,7 +169,12 @@ void Executable::Impl::record(VkCommandBuffer cb, const std::vector<plan::Comman
     } else {
       const auto& d = std::get<plan::Dispatch>(command);
       const std::string use = "dispatch " + std::to_string(index) + " (" + d.label + ")";
-      const Pipeline& p = ctx->pipeline(d.kernel, d.spec, static_cast<uint32_t>(d.tensors.size()));
+      const auto bindings = static_cast<uint32_t>(d.tensors.size());
+      if (d.generated >= static_cast<int>(generated.size()))
+        throw Error("program error: " + use + " names generated kernel " + std::to_string(d.generated) + " of " +
+                    std::to_string(generated.size()));
+      const Pipeline& p = d.generated >= 0 ? ctx->pipeline(generated[static_cast<size_t>(d.generated)], bindings)
+                                           : ctx->pipeline(d.kernel, d.spec, bindings);
       auto alloc = init<VkDescriptorSetAllocateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO);
       alloc.descriptorPool = descriptor_pool;
       alloc.descriptorSetCount = 1;
@@ -212,6 +218,7 @@ Executable::Executable(std::shared_ptr<Context> ctx, const plan::Program& progra
   if (!m.ctx) throw Error("Executable needs a Vulkan context (got none)");
   m.device = m.ctx->device();
   m.descs = program.buffers;
+  m.generated = program.generated;
   if (program.status_buffer >= m.descs.size())
     throw Error("program error: the status buffer is " + std::to_string(program.status_buffer) + " of " +
                 std::to_string(m.descs.size()) + " buffers");
@@ -227,6 +234,7 @@ Executable::Executable(std::shared_ptr<Context> ctx, const plan::Program& progra
   m.create_pools(program, opts.timestamps);
   m.record(m.cbs[0], program.commands, program.status_buffer, true);
   for (size_t i = 0; i < program.extra.size(); ++i) m.record(m.cbs[1 + i], program.extra[i], program.status_buffer, false);
+  m.ctx->save_pipeline_cache();  // the next process starts with this session's pipelines compiled
 }
 
 Executable::~Executable() = default;

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "kernels/generated_kernel.hpp"
 #include "kernels/spirv.hpp"
 #include "meganeura/error.hpp"
 #include "vulkan/util.hpp"
@@ -12,8 +13,14 @@ namespace {
 constexpr uint32_t kFixedBindings = 2;  // 0: params, 1: status (kernels/kernel_abi.hpp)
 }
 
-PipelineCache::PipelineCache(VkDevice device) : device_(device) {
+PipelineCache::PipelineCache(VkDevice device, const VkPhysicalDeviceProperties& props) : device_(device), file_(props) {
+  const std::vector<std::byte> saved = file_.load();  // empty unless made by this device and driver
   auto info = init<VkPipelineCacheCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO);
+  info.initialDataSize = saved.size();
+  info.pInitialData = saved.empty() ? nullptr : saved.data();
+  if (vkCreatePipelineCache(device_, &info, nullptr, &cache_) == VK_SUCCESS) return;
+  info.initialDataSize = 0;  // the driver refused the saved data: start empty
+  info.pInitialData = nullptr;
   check(vkCreatePipelineCache(device_, &info, nullptr, &cache_), "vkCreatePipelineCache");
 }
 
@@ -24,6 +31,7 @@ PipelineCache::~PipelineCache() {
     vkDestroyDescriptorSetLayout(device_, l.set, nullptr);
   }
   for (VkShaderModule m : modules_) vkDestroyShaderModule(device_, m, nullptr);
+  for (auto& [source, m] : generated_modules_) vkDestroyShaderModule(device_, m, nullptr);
   vkDestroyPipelineCache(device_, cache_, nullptr);
 }
 
@@ -51,23 +59,59 @@ const PipelineCache::Layout& PipelineCache::layout(uint32_t tensor_bindings) {
   return layouts_.emplace(tensor_bindings, l).first->second;
 }
 
+VkShaderModule PipelineCache::create_module(std::span<const uint32_t> code, std::string_view name) {
+  auto info = init<VkShaderModuleCreateInfo>(VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO);
+  info.codeSize = code.size_bytes();
+  info.pCode = code.data();
+  VkShaderModule m = VK_NULL_HANDLE;
+  check(vkCreateShaderModule(device_, &info, nullptr, &m), "vkCreateShaderModule (" + std::string(name) + ")");
+  return m;
+}
+
 VkShaderModule PipelineCache::module(kernels::Kernel k) {
   VkShaderModule& m = modules_.at(static_cast<size_t>(k));
   if (m) return m;
   std::span<const uint32_t> code = kernels::spirv(k);
   if (code.empty()) throw DeviceError("no SPIR-V was built for the " + std::string(kernels::kernel_name(k)) + " kernel");
-  auto info = init<VkShaderModuleCreateInfo>(VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO);
-  info.codeSize = code.size_bytes();
-  info.pCode = code.data();
-  check(vkCreateShaderModule(device_, &info, nullptr, &m), "vkCreateShaderModule (" + std::string(kernels::kernel_name(k)) + ")");
+  m = create_module(code, kernels::kernel_name(k));
   return m;
 }
 
 const Pipeline& PipelineCache::get(kernels::Kernel k, std::span<const uint32_t> spec, uint32_t tensor_bindings) {
   std::lock_guard lock(mutex_);
-  Key key{k, std::vector<uint32_t>(spec.begin(), spec.end()), tensor_bindings};
-  if (auto it = pipelines_.find(key); it != pipelines_.end()) return it->second;
+  return pipeline(module(k), kernels::kernel_name(k), spec, tensor_bindings);
+}
 
+const Pipeline& PipelineCache::get(const kernels::GeneratedKernel& k, uint32_t tensor_bindings) {
+  std::lock_guard lock(mutex_);
+  VkShaderModule& m = generated_modules_[k.source];
+  if (!m) {
+    try {
+      m = create_module(kernels::generated_spirv(k), k.name);
+    } catch (...) {
+      generated_modules_.erase(k.source);
+      throw;
+    }
+  }
+  return pipeline(m, k.name, {}, tensor_bindings);
+}
+
+void PipelineCache::save() {
+  std::lock_guard lock(mutex_);
+  if (!unsaved_) return;
+  size_t size = 0;
+  check(vkGetPipelineCacheData(device_, cache_, &size, nullptr), "vkGetPipelineCacheData");
+  std::vector<std::byte> data(size);
+  check(vkGetPipelineCacheData(device_, cache_, &size, data.data()), "vkGetPipelineCacheData");
+  data.resize(size);
+  file_.save(data);
+  unsaved_ = false;
+}
+
+const Pipeline& PipelineCache::pipeline(VkShaderModule module, std::string_view name, std::span<const uint32_t> spec,
+                                        uint32_t tensor_bindings) {
+  Key key{module, std::vector<uint32_t>(spec.begin(), spec.end()), tensor_bindings};
+  if (auto it = pipelines_.find(key); it != pipelines_.end()) return it->second;
   const Layout& l = layout(tensor_bindings);
   // Constant 0 is the workgroup size (local_size_x_id = 0); constants 1.. are the kernel's.
   std::vector<uint32_t> values{kernels::kWorkgroupSize};
@@ -80,13 +124,14 @@ const Pipeline& PipelineCache::get(kernels::Kernel k, std::span<const uint32_t> 
   auto info = init<VkComputePipelineCreateInfo>(VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO);
   info.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
   info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
-  info.stage.module = module(k);
+  info.stage.module = module;
   info.stage.pName = "main";
   info.stage.pSpecializationInfo = &spec_info;
   info.layout = l.pipeline;
   Pipeline p{VK_NULL_HANDLE, l.pipeline, l.set, tensor_bindings};
   check(vkCreateComputePipelines(device_, cache_, 1, &info, nullptr, &p.pipeline),
-        "vkCreateComputePipelines (" + std::string(kernels::kernel_name(k)) + ")");
+        "vkCreateComputePipelines (" + std::string(name) + ")");
+  unsaved_ = true;
   return pipelines_.emplace(std::move(key), p).first->second;
 }
 

@@ -1,6 +1,8 @@
 // Compute pipelines, created on first use and kept for the context's lifetime. All kernels share
 // one descriptor layout shape (params, status, tensors...), so set and pipeline layouts are
-// cached by the number of tensor bindings and shader modules by kernel.
+// cached by the number of tensor bindings; shader modules by kernel (precompiled) or by source
+// (generated from the graph); pipelines by module, spec constants and bindings. The driver's
+// pipeline cache is loaded from and saved to disk (vulkan/pipeline_cache_file.hpp).
 #pragma once
 #include <vulkan/vulkan.h>
 
@@ -8,39 +10,54 @@
 #include <map>
 #include <mutex>
 #include <span>
+#include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
+#include "kernels/generated_kernel.hpp"
 #include "kernels/kernel_abi.hpp"
 #include "vulkan/context.hpp"
+#include "vulkan/pipeline_cache_file.hpp"
 
 namespace meganeura::vk {
 
 class PipelineCache {
  public:
-  explicit PipelineCache(VkDevice device);
+  PipelineCache(VkDevice device, const VkPhysicalDeviceProperties& props);
   ~PipelineCache();
   PipelineCache(const PipelineCache&) = delete;
   PipelineCache& operator=(const PipelineCache&) = delete;
 
   // Thread-safe; the reference stays valid until the cache is destroyed.
   const Pipeline& get(kernels::Kernel k, std::span<const uint32_t> spec, uint32_t tensor_bindings);
+  // A kernel generated from the graph (no spec constants but the workgroup size); its SPIR-V
+  // comes from kernels::generated_spirv (the disk cache, else shaderc) the first time.
+  const Pipeline& get(const kernels::GeneratedKernel& k, uint32_t tensor_bindings);
+  // Writes the driver's pipeline cache to disk if pipelines were created since the last save.
+  void save();
 
  private:
   struct Layout {
     VkDescriptorSetLayout set = VK_NULL_HANDLE;
     VkPipelineLayout pipeline = VK_NULL_HANDLE;
   };
-  // Both called with mutex_ held.
+  // All called with mutex_ held.
   const Layout& layout(uint32_t tensor_bindings);
+  VkShaderModule create_module(std::span<const uint32_t> code, std::string_view name);
   VkShaderModule module(kernels::Kernel k);
+  const Pipeline& pipeline(VkShaderModule module, std::string_view name, std::span<const uint32_t> spec,
+                           uint32_t tensor_bindings);
 
-  using Key = std::tuple<kernels::Kernel, std::vector<uint32_t>, uint32_t>;
+  using Key = std::tuple<VkShaderModule, std::vector<uint32_t>, uint32_t>;
   VkDevice device_;
+  PipelineCacheFile file_;
   VkPipelineCache cache_ = VK_NULL_HANDLE;
+  bool unsaved_ = false;  // pipelines created since the cache was loaded or saved
   std::mutex mutex_;
   std::map<uint32_t, Layout> layouts_;
   std::array<VkShaderModule, static_cast<size_t>(kernels::Kernel::Count)> modules_{};
+  std::map<std::string, VkShaderModule> generated_modules_;  // by source
   std::map<Key, Pipeline> pipelines_;  // std::map: references survive insertions
 };
 
