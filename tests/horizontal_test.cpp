@@ -33,21 +33,6 @@ struct Model {
   }
 };
 
-std::map<std::string, HostTensor> random_feeds(const Graph& g, Rng& rng) {
-  std::map<std::string, HostTensor> feeds;
-  for (const Node& n : g.nodes())
-    if (n.op == Op::Input || n.op == Op::Parameter)
-      feeds[n.name] = mntest::host_f32(n.shape, rng.floats(numel(n.shape), -1, 1));
-  return feeds;
-}
-
-void feed(Session& s, const Graph& g, const std::map<std::string, HostTensor>& feeds) {
-  for (const Node& n : g.nodes()) {
-    if (n.op == Op::Input) s.set_input(n.name, feeds.at(n.name));
-    if (n.op == Op::Parameter) s.set_parameter(n.name, feeds.at(n.name));
-  }
-}
-
 int grouped_calls(const Session& s) {  // matmul dispatches labelled "with %a, %b, ..."
   int n = 0;
   std::string l = s.listing();
@@ -72,11 +57,7 @@ TEST(HorizontalFusion, InferenceGroupsAndKeepsValues) {
   EXPECT_EQ(grouped_calls(ungrouped), 0);
   EXPECT_EQ(fused.stats().dispatches + 4, ungrouped.stats().dispatches) << fused.listing();
   Rng rng;
-  auto feeds = random_feeds(m.g, rng);
-  feed(fused, m.g, feeds);
-  feed(plain, m.g, feeds);
-  fused.step();
-  plain.step();
+  auto feeds = mntest::step_both(fused, plain, m.g, rng, -1, 1);
   expect_equal(fused.read_output("a"), plain.read_output("a"), "a");
   expect_equal(fused.read_output("b"), plain.read_output("b"), "b");
   expect_equal(fused.read_output("loss"), plain.read_output("loss"), "loss", 1e-5);
@@ -92,12 +73,12 @@ TEST(HorizontalFusion, TrainingUpdatesEachWeightUnderItsName) {
   Session fused = build_session(m.g, m.loss, cfg), plain = build_session(m.g, m.loss, off);
   EXPECT_EQ(grouped_calls(fused), 2) << fused.listing();
   Rng rng;
-  auto feeds = random_feeds(m.g, rng);
-  feed(fused, m.g, feeds);
-  feed(plain, m.g, feeds);
+  mntest::step_both(fused, plain, m.g, rng, -1, 1);
   for (int step = 0; step < 3; ++step) {
-    fused.step();
-    plain.step();
+    if (step) {
+      fused.step();
+      plain.step();
+    }
     EXPECT_NEAR(fused.read_loss(), plain.read_loss(), 1e-5 * (1 + std::abs(plain.read_loss()))) << "step " << step;
   }
   for (const char* p : {"wq", "wk", "wv", "gate", "up", "w2", "w3"}) {

@@ -183,31 +183,9 @@ TEST(KernelCache, DISABLED_CachedKernelChild) {
 
 // Exit status of this binary run as the child test with `expect`; its output goes to `log`.
 int run_child(const std::string& cache_dir, const char* expect, const std::string& log) {
-  std::vector<std::string> env;
-  for (char** e = environ; *e; ++e) {  // no gtest sharding or filter, no cache dir of our own
-    const std::string v = *e;
-    if (v.rfind("GTEST_", 0) != 0 && v.rfind("MEGANEURA_CACHE_DIR=", 0) != 0) env.push_back(v);
-  }
-  env.push_back("MEGANEURA_CACHE_DIR=" + cache_dir);
-  env.push_back(std::string(kChildEnv) + "=" + expect);
-  std::vector<char*> envp;
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::string exe = fs::read_symlink("/proc/self/exe").string();
-  std::string filter = "--gtest_filter=KernelCache.DISABLED_CachedKernelChild";
-  std::string disabled = "--gtest_also_run_disabled_tests";
-  std::vector<char*> argv = {exe.data(), filter.data(), disabled.data(), nullptr};
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  pid_t child = 0;
-  const int rc = posix_spawn(&child, exe.c_str(), &fa, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return -1;
-  int status = 0;
-  if (::waitpid(child, &status, 0) != child || !WIFEXITED(status)) return -1;
-  return WEXITSTATUS(status);
+  return run_self_child("KernelCache.DISABLED_CachedKernelChild", {"MEGANEURA_CACHE_DIR="},
+                        {"MEGANEURA_CACHE_DIR=" + cache_dir, std::string(kChildEnv) + "=" + expect}, log)
+      .status;
 }
 
 TEST(KernelCache, SecondProcessReadsTheCachedKernel) {

@@ -58,21 +58,6 @@ void build(Block& b, bool primitives) {
   b.loss = mean(b.out * b.out);
 }
 
-std::map<std::string, HostTensor> random_feeds(const Graph& g, Rng& rng) {
-  std::map<std::string, HostTensor> feeds;
-  for (const Node& n : g.nodes())
-    if (n.op == Op::Input || n.op == Op::Parameter)
-      feeds[n.name] = mntest::host_f32(n.shape, rng.floats(numel(n.shape), -0.5, 0.5));
-  return feeds;
-}
-
-void feed(Session& s, const Graph& g, const std::map<std::string, HostTensor>& feeds) {
-  for (const Node& n : g.nodes()) {
-    if (n.op == Op::Input) s.set_input(n.name, feeds.at(n.name));
-    if (n.op == Op::Parameter) s.set_parameter(n.name, feeds.at(n.name));
-  }
-}
-
 void expect_close(const HostTensor& a, const HostTensor& b, const std::string& what) {
   std::vector<float> x = a.to_f32(), y = b.to_f32();
   ASSERT_EQ(x.size(), y.size()) << what;
@@ -89,11 +74,7 @@ TEST(TransformerBlock, PrimitivesCompileToTheFusedDispatchesForward) {
   Session a = build_inference_session(prim.g), b = build_inference_session(fused.g);
   EXPECT_EQ(a.stats().dispatches, b.stats().dispatches) << a.listing() << "\nvs\n" << b.listing();
   Rng rng;
-  auto feeds = random_feeds(prim.g, rng);
-  feed(a, prim.g, feeds);
-  feed(b, fused.g, feeds);
-  a.step();
-  b.step();
+  mntest::step_both(a, b, prim.g, rng, -0.5, 0.5);
   expect_close(a.read_output("y"), b.read_output("y"), "output y");
   // And the fused ops really are there: no softmax, sigmoid or rsqrt dispatch is left.
   for (const char* gone : {"softmax ", "sigmoid ", "rsqrt "}) EXPECT_EQ(a.listing().find(gone), std::string::npos) << gone;
@@ -108,11 +89,7 @@ TEST(TransformerBlock, PrimitivesCompileToTheFusedDispatchesTraining) {
   Session a = build_session(prim.g, prim.loss, cfg), b = build_session(fused.g, fused.loss, cfg);
   EXPECT_EQ(a.stats().dispatches, b.stats().dispatches) << a.listing() << "\nvs\n" << b.listing();
   Rng rng;
-  auto feeds = random_feeds(prim.g, rng);
-  feed(a, prim.g, feeds);
-  feed(b, fused.g, feeds);
-  a.step();
-  b.step();
+  mntest::step_both(a, b, prim.g, rng, -0.5, 0.5);
   EXPECT_NEAR(a.read_loss(), b.read_loss(), 1e-5 * std::abs(b.read_loss()));
   for (const char* p : {"wq", "wk", "wv", "wo", "gate", "up", "down", "norm1", "norm2"})
     expect_close(a.read_grad(p), b.read_grad(p), std::string("gradient of ") + p);

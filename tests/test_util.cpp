@@ -3,6 +3,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
 #include <sstream>
 
 namespace mntest {
@@ -132,6 +138,60 @@ std::vector<double> decode(const meganeura::HostTensor& t) { return from_host(t)
      << worst << "]: gpu " << g[worst] << ", ref " << ref.v[worst] << ", |diff| "
      << std::fabs(g[worst] - ref.v[worst]);
   return ::testing::AssertionFailure() << os.str();
+}
+
+std::map<std::string, meganeura::HostTensor> random_leaf_feeds(const meganeura::Graph& g, Rng& rng, double lo, double hi) {
+  std::map<std::string, meganeura::HostTensor> feeds;
+  for (const meganeura::Node& n : g.nodes())
+    if (n.op == meganeura::Op::Input || n.op == meganeura::Op::Parameter)
+      feeds[n.name] = host_f32(n.shape, rng.floats(meganeura::numel(n.shape), lo, hi));
+  return feeds;
+}
+
+void feed_leaves(meganeura::Session& s, const meganeura::Graph& g, const std::map<std::string, meganeura::HostTensor>& feeds) {
+  for (const meganeura::Node& n : g.nodes()) {
+    if (n.op == meganeura::Op::Input) s.set_input(n.name, feeds.at(n.name));
+    if (n.op == meganeura::Op::Parameter) s.set_parameter(n.name, feeds.at(n.name));
+  }
+}
+
+std::map<std::string, meganeura::HostTensor> step_both(meganeura::Session& a, meganeura::Session& b, const meganeura::Graph& g,
+                                                       Rng& rng, double lo, double hi) {
+  auto feeds = random_leaf_feeds(g, rng, lo, hi);
+  feed_leaves(a, g, feeds);
+  feed_leaves(b, g, feeds);
+  a.step();
+  b.step();
+  return feeds;
+}
+
+ChildRun run_self_child(const std::string& test, const std::vector<std::string>& drop, const std::vector<std::string>& add,
+                        const std::string& log) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    const std::string v = *e;
+    bool keep = v.rfind("GTEST_", 0) != 0;
+    for (const std::string& prefix : drop) keep = keep && v.rfind(prefix, 0) != 0;
+    if (keep) env.push_back(v);
+  }
+  env.insert(env.end(), add.begin(), add.end());
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::string exe = std::filesystem::read_symlink("/proc/self/exe").string();
+  std::string filter = "--gtest_filter=" + test, disabled = "--gtest_also_run_disabled_tests";
+  std::vector<char*> argv = {exe.data(), filter.data(), disabled.data(), nullptr};
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  pid_t child = 0;
+  const int rc = posix_spawn(&child, exe.c_str(), &fa, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return {};
+  int status = 0;
+  if (::waitpid(child, &status, 0) != child || !WIFEXITED(status)) return {static_cast<int>(child), -1};
+  return {static_cast<int>(child), WEXITSTATUS(status)};
 }
 
 }  // namespace mntest

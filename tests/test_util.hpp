@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -59,5 +60,26 @@ meganeura::HostTensor host_bf16(const meganeura::Shape& s, const std::vector<flo
 
 // Raw bits of a HostTensor as decoded by the reference (independent of HostTensor::to_f32).
 std::vector<double> decode(const meganeura::HostTensor& t);
+
+// Uniform f32 values in [lo, hi) for every input and parameter of g, by name.
+std::map<std::string, meganeura::HostTensor> random_leaf_feeds(const meganeura::Graph& g, Rng& rng, double lo, double hi);
+// Sets every input and parameter of g in s from `feeds`.
+void feed_leaves(meganeura::Session& s, const meganeura::Graph& g, const std::map<std::string, meganeura::HostTensor>& feeds);
+
+// Feeds a and b the same random leaves of g (both graphs name their leaves as g does) and steps
+// both once; returns the feeds.
+std::map<std::string, meganeura::HostTensor> step_both(meganeura::Session& a, meganeura::Session& b, const meganeura::Graph& g,
+                                                       Rng& rng, double lo, double hi);
+
+// Runs this test binary again as a child process running only `test` (a DISABLED_ test), with
+// this process's environment minus gtest's variables and those starting with a prefix in
+// `drop`, plus `add` ("NAME=value"); stdout and stderr go to `log`. Returns the child's pid and
+// exit status (-1: it could not start or did not exit normally).
+struct ChildRun {
+  int pid = -1;
+  int status = -1;
+};
+ChildRun run_self_child(const std::string& test, const std::vector<std::string>& drop, const std::vector<std::string>& add,
+                        const std::string& log);
 
 }  // namespace mntest

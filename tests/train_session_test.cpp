@@ -261,31 +261,13 @@ TEST(TrainCheckpoint, InterruptedSaveKeepsThePreviousCheckpoint) {
 
   // The child: this binary again, running only the disabled child test, output to a log.
   const std::string log = dir / "child.log";
-  std::vector<std::string> env;
-  for (char** e = environ; *e; ++e) {  // no inherited hook, gtest sharding or filter
-    const std::string v = *e;
-    if (v.rfind("MEGANEURA_TEST_INTERRUPT_SAVE=", 0) != 0 && v.rfind("GTEST_", 0) != 0) env.push_back(v);
-  }
-  env.push_back(std::string(kChildEnv) + "=" + path);
-  std::vector<char*> envp;
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::string exe = std::filesystem::read_symlink("/proc/self/exe").string();
-  std::string filter = "--gtest_filter=TrainCheckpoint.DISABLED_InterruptedSaveChild";
-  std::string disabled = "--gtest_also_run_disabled_tests";
-  std::vector<char*> argv = {exe.data(), filter.data(), disabled.data(), nullptr};
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  pid_t child = 0;
-  const int rc = posix_spawn(&child, exe.c_str(), &fa, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&fa);
-  ASSERT_EQ(rc, 0) << "posix_spawn " << exe;
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status)) << read_bytes(log);
-  ASSERT_EQ(WEXITSTATUS(status), 86) << "the child did not die in the middle of its save; its log:\n" << read_bytes(log);
+  // No inherited hook, gtest sharding or filter.
+  const ChildRun child_run = run_self_child("TrainCheckpoint.DISABLED_InterruptedSaveChild", {"MEGANEURA_TEST_INTERRUPT_SAVE="},
+                                            {std::string(kChildEnv) + "=" + path}, log);
+  const int child = child_run.pid;
+  ASSERT_GT(child, 0) << "could not start " << std::filesystem::read_symlink("/proc/self/exe");
+  ASSERT_GE(child_run.status, 0) << read_bytes(log);
+  ASSERT_EQ(child_run.status, 86) << "the child did not die in the middle of its save; its log:\n" << read_bytes(log);
   const std::string tmp = path + ".tmp-" + std::to_string(child);
   EXPECT_TRUE(std::filesystem::exists(tmp)) << "the child's half-written file";
 
