@@ -182,6 +182,15 @@ std::vector<GradCase> attention_cases() {
       att("gqa_4_heads_on_2_keys7_dv3", {1, 4, 3, 5}, {1, 2, 7, 5}, {1, 2, 7, 3}, false),
       att("gqa_causal_fewer_queries", {1, 4, 3, 4}, {1, 2, 6, 4}, {1, 2, 6, 4}, true),
       att("rank3_3x4x9", {3, 4, 9}, {3, 4, 9}, {3, 4, 9}, false),
+      {Op::Attention, "sliding_window_2_gqa", [](GradBuilder& b) {
+         b.out = attention(b.param("q", {1, 4, 6, 4}), b.param("k", {1, 2, 6, 4}), b.param("v", {1, 2, 6, 4}),
+                           {.causal = true, .window = 2});
+       }},
+      {Op::Attention, "cache_position_3", [](GradBuilder& b) {  // keys past 3 + 2 are not seen
+         Tensor pos = b.input_host("position", host_i32({1}, {3}));
+         b.out = attention(b.param("q", {1, 2, 2, 4}), b.param("k", {1, 2, 8, 4}), b.param("v", {1, 2, 8, 4}), pos,
+                           {.causal = true});
+       }},
   };
 }
 

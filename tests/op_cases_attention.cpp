@@ -12,7 +12,9 @@ struct Geometry {
   const char* name;
   Shape q, k, v;
   bool causal;
-  float scale = 0;  // 0: 1/sqrt(D)
+  float scale = 0;      // 0: 1/sqrt(D)
+  int64_t window = 0;   // sliding window
+  int32_t position = -1;  // >= 0: the position input (query 0's place among the keys)
 };
 
 const Geometry kGeometries[] = {
@@ -25,6 +27,14 @@ const Geometry kGeometries[] = {
     {"head_dim_256_keys_260", {1, 1, 3, 256}, {1, 1, 260, 256}, {1, 1, 260, 256}, false, 0.02f},
     {"one_key_head_dim_1", {2, 1, 4, 1}, {2, 1, 1, 1}, {2, 1, 1, 3}, false},
     {"batch_rank5_scale_0_5", {2, 2, 2, 6, 5}, {2, 2, 1, 6, 5}, {2, 2, 1, 6, 5}, true, 0.5f},
+    {"sliding_window_3_causal", {1, 2, 9, 8}, {1, 2, 9, 8}, {1, 2, 9, 8}, true, 0, 3},
+    {"window_1_sees_itself", {1, 1, 5, 4}, {1, 1, 5, 4}, {1, 1, 5, 4}, true, 0, 1},
+    {"window_300_keys_causal", {1, 1, 4, 8}, {1, 1, 600, 8}, {1, 1, 600, 8}, true, 0, 300},
+    // A KV cache of 20 slots filled to 11 (+ the 2 new queries): later slots hold stale values.
+    {"cache_position_11_causal", {1, 2, 2, 8}, {1, 2, 20, 8}, {1, 2, 20, 8}, true, 0, 0, 11},
+    {"cache_position_11_full", {1, 2, 2, 8}, {1, 2, 20, 8}, {1, 2, 20, 8}, false, 0, 0, 11},
+    {"cache_position_0_decode", {2, 3, 1, 16}, {2, 3, 7, 16}, {2, 3, 7, 16}, true, 0, 0, 0},
+    {"cache_position_250_window_4", {1, 1, 1, 8}, {1, 1, 300, 8}, {1, 1, 300, 8}, true, 0, 4, 250},
 };
 
 Tensor attend(CaseBuilder& b, const Geometry& g, Tensor& q, Tensor& k, Tensor& v) {
@@ -33,7 +43,9 @@ Tensor attend(CaseBuilder& b, const Geometry& g, Tensor& q, Tensor& k, Tensor& v
   v = b.input("v", g.v);
   // Outputs average O(1) values: floor the comparison's scale at 1 where they cancel.
   b.scale = 1;
-  return attention(q, k, v, {.causal = g.causal, .scale = g.scale});
+  const AttentionOptions o{.causal = g.causal, .scale = g.scale, .window = g.window};
+  if (g.position < 0) return attention(q, k, v, o);
+  return attention(q, k, v, b.input_host("position", host_i32({1}, {g.position})), o);
 }
 
 std::vector<OpCase> attention_cases() {
@@ -52,7 +64,9 @@ std::vector<OpCase> attention_cases() {
                          Tensor delta = sum(dout * o, {-1});
                          Attrs a = o.node().attrs;
                          a.axis = which;
-                         b.output("grad", o.graph().add(Op::AttentionBackward, {q, k, v, o, dout, delta}, a));
+                         std::vector<Tensor> in = {q, k, v, o, dout, delta};
+                         if (o.node().inputs.size() > 3) in.push_back(Tensor(&o.graph(), o.node().inputs[3]));
+                         b.output("grad", o.graph().add(Op::AttentionBackward, std::move(in), a));
                        }});
     }
   }

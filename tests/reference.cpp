@@ -304,10 +304,11 @@ RefTensor eval_node(const meganeura::Graph& g, const Node& n, const std::vector<
       }
       return out;
     }
-    case Op::Attention: return attention_reference(n, in(0), in(1), in(2));
+    case Op::Attention: return attention_reference(n, in(0), in(1), in(2), n.inputs.size() > 3 ? &in(3) : nullptr);
     case Op::AttentionBackward: {  // (q, k, v, o, dout, delta) -> the gradient of input attrs.axis
       RefTensor grads[3];
-      attention_reference_vjp(n, in(0), in(1), in(2), in(4), &in(5), grads[0], grads[1], grads[2]);
+      attention_reference_vjp(n, in(0), in(1), in(2), in(4), &in(5), n.inputs.size() > 6 ? &in(6) : nullptr, grads[0], grads[1],
+                              grads[2]);
       if (A.axis < 0 || A.axis > 2) throw ReferenceError("reference: attention_backward input index out of range");
       return grads[A.axis];
     }

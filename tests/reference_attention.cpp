@@ -16,12 +16,18 @@ struct Geometry {
   int64_t batch = 1, hq = 1, hkv = 1, sq, sk, d, dv;
   double scale;
   bool causal;
+  int64_t window = 0, base = 0;  // query i sits at base + i among the keys
+  bool has_position = false;
   // The k/v head (batch-major) that query head bh reads.
   int64_t kv_of(int64_t bh) const { return (bh / hq) * hkv + (bh % hq) / (hq / hkv); }
-  bool sees(int64_t i, int64_t j) const { return !causal || j <= i + sk - sq; }
+  bool sees(int64_t i, int64_t j) const {
+    const int64_t at = base + i;
+    const int64_t last = causal ? at : (has_position ? base + sq - 1 : sk - 1);
+    return j <= last && (window == 0 || j > at - window);
+  }
 };
 
-Geometry geometry(const Node& n, const Shape& q, const Shape& k, const Shape& v) {
+Geometry geometry(const Node& n, const Shape& q, const Shape& k, const Shape& v, const RefTensor* position) {
   const size_t r = q.size();
   if (r < 2 || k.size() != r || v.size() != r) throw ReferenceError("reference: attention needs q, k, v of one rank >= 2");
   Geometry g;
@@ -36,6 +42,9 @@ Geometry geometry(const Node& n, const Shape& q, const Shape& k, const Shape& v)
   g.dv = v[r - 1];
   g.scale = n.attrs.scalar;
   g.causal = n.attrs.count == meganeura::kAttentionCausal;
+  g.window = n.attrs.window;
+  g.has_position = position != nullptr;
+  g.base = position ? static_cast<int64_t>(position->v.at(0)) : g.sk - g.sq;
   return g;
 }
 
@@ -61,8 +70,9 @@ bool probabilities(const Geometry& g, const RefTensor& q, const RefTensor& k, in
 
 }  // namespace
 
-RefTensor attention_reference(const Node& n, const RefTensor& q, const RefTensor& k, const RefTensor& v) {
-  const Geometry g = geometry(n, q.shape, k.shape, v.shape);
+RefTensor attention_reference(const Node& n, const RefTensor& q, const RefTensor& k, const RefTensor& v,
+                              const RefTensor* position) {
+  const Geometry g = geometry(n, q.shape, k.shape, v.shape, position);
   RefTensor out{n.shape, meganeura::f32, std::vector<double>(static_cast<size_t>(g.batch * g.hq * g.sq * g.dv), 0.0)};
   std::vector<double> p;
   for (int64_t bh = 0; bh < g.batch * g.hq; ++bh)
@@ -75,8 +85,8 @@ RefTensor attention_reference(const Node& n, const RefTensor& q, const RefTensor
 }
 
 void attention_reference_vjp(const Node& n, const RefTensor& q, const RefTensor& k, const RefTensor& v, const RefTensor& dout,
-                             const RefTensor* delta, RefTensor& dq, RefTensor& dk, RefTensor& dv) {
-  const Geometry g = geometry(n, q.shape, k.shape, v.shape);
+                             const RefTensor* delta, const RefTensor* position, RefTensor& dq, RefTensor& dk, RefTensor& dv) {
+  const Geometry g = geometry(n, q.shape, k.shape, v.shape, position);
   dq = {q.shape, meganeura::f32, std::vector<double>(q.v.size(), 0.0)};
   dk = {k.shape, meganeura::f32, std::vector<double>(k.v.size(), 0.0)};
   dv = {v.shape, meganeura::f32, std::vector<double>(v.v.size(), 0.0)};

@@ -250,7 +250,7 @@ std::vector<std::optional<RefTensor>> reference_vjp(const Node& n, const std::ve
     }
     case Op::Attention: {
       RefTensor dq, dk, dv;
-      attention_reference_vjp(n, in(0), in(1), in(2), g, nullptr, dq, dk, dv);
+      attention_reference_vjp(n, in(0), in(1), in(2), g, nullptr, ins.size() > 3 ? &in(3) : nullptr, dq, dk, dv);
       r[0] = std::move(dq);
       r[1] = std::move(dk);
       r[2] = std::move(dv);

@@ -52,9 +52,10 @@
   X(Linear,       "linear",        Contract,  3, 4, infer_linear, grad_linear)             \
   /* matmul(a, b) + residual in the matmul's store (a residual block's output projection) */ \
   X(MatMulAdd,    "matmul_add",    Contract,  3, 3, infer_matmul_add, grad_matmul_add)       \
-  /* softmax(q·kᵀ·scale [+ causal mask])·v without the score matrix; attrs.scalar = scale, */ \
-  /* attrs.count = 1 for causal; k/v may have fewer heads (axis -3) than q (grouped-query) */ \
-  X(Attention,    "attention",     Contract,  3, 3, infer_attention, grad_attention)          \
+  /* softmax(q·kᵀ·scale [+ mask])·v without the score matrix; attrs.scalar = scale, */ \
+  /* attrs.count = 1 for causal, attrs.window = sliding window; k/v may have fewer heads (axis -3) */ \
+  /* than q (grouped-query); an optional i32 [1] input is the position of query 0 (a KV cache) */ \
+  X(Attention,    "attention",     Contract,  3, 4, infer_attention, grad_attention)          \
   /* reductions over chosen axes */                                          \
   X(Sum,          "sum",           Reduce,    1, 1, infer_reduce, grad_sum)            \
   X(Mean,         "mean",          Reduce,    1, 1, infer_reduce, grad_mean)            \
@@ -90,7 +91,8 @@
   X(LayerNormWeightGrad,  "layer_norm_weight_grad", Row,      2, 2, infer_norm_weight_grad,       grad_unsupported) \
   X(CrossEntropyBackward, "cross_entropy_backward", Loss,     3, 3, infer_cross_entropy_backward, grad_unsupported) \
   X(SliceBackward,        "slice_backward",         Movement, 1, 1, infer_slice_backward,         grad_unsupported) \
-  /* (q, k, v, o, do, delta = rowsum(do*o)) -> d q, d k or d v (attrs.axis = 0, 1, 2); recomputes */ \
+  /* (q, k, v, o, do, delta = rowsum(do*o)[, position]) -> d q, d k or d v (attrs.axis = 0, 1, 2); */ \
+  /* recomputes */ \
   /* the probabilities from o's saved log-sum-exp, never storing seq x seq */ \
-  X(AttentionBackward,    "attention_backward",     Contract, 6, 6, infer_attention_backward,     grad_unsupported)
+  X(AttentionBackward,    "attention_backward",     Contract, 6, 7, infer_attention_backward,     grad_unsupported)
 // clang-format on

@@ -73,16 +73,21 @@ Tensor matmul_add(Tensor a, Tensor b, Tensor residual, MatMulOptions o = {});
 // Scaled dot-product attention: softmax(q·kᵀ·scale [+ causal mask])·v, computed without the
 // [Sq, Sk] score matrix (online softmax). q: [..., Hq, Sq, D], k: [..., Hkv, Sk, D],
 // v: [..., Hkv, Sk, Dv] with Hq a multiple of Hkv (grouped-query attention; axis -3 is the head
-// axis when the rank is >= 3) and equal leading dims; D, Dv <= 256. Causal masks are aligned to
-// the end: query i sees keys j <= i + (Sk - Sq), so a query block appended to a cache works.
+// axis when the rank is >= 3) and equal leading dims; D, Dv <= 256. Query i sits at position
+// p + i among the keys, where p = Sk - Sq (the queries are the last keys' positions) or, with
+// `position` (an i32 [1] tensor, e.g. a KV cache's fill level), its value. Causal: query i sees
+// keys j <= p + i (with a position and no causal mask: keys j < p + Sq, the filled part).
+// window > 0: only the last `window` of those (sliding-window attention, Mistral-style).
 // The optimizer also finds this op in softmax(q·kᵀ·s [+ causal mask constant])·v.
 struct AttentionOptions {
   bool causal = false;
-  float scale = 0;  // 0: 1/sqrt(D)
+  float scale = 0;      // 0: 1/sqrt(D)
+  int64_t window = 0;   // 0: no sliding window
 };
 inline constexpr int64_t kAttentionCausal = 1;
 inline constexpr int64_t kMaxAttentionHeadDim = 256;
 Tensor attention(Tensor q, Tensor k, Tensor v, AttentionOptions o = {});
+Tensor attention(Tensor q, Tensor k, Tensor v, Tensor position, AttentionOptions o = {});
 
 // reductions; an empty axes list reduces over every axis
 Tensor sum(Tensor x, std::vector<int64_t> axes = {}, bool keepdim = false);

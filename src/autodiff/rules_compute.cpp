@@ -139,7 +139,9 @@ void grad_attention(GradContext& c) {
   for (size_t i = 0; i < 3; ++i) {
     if (!c.needs(i)) continue;
     at.axis = static_cast<int64_t>(i);
-    c.add(i, c.graph().add(Op::AttentionBackward, {c.in(0), c.in(1), c.in(2), c.out(), c.dy(), delta}, at));
+    std::vector<Tensor> in = {c.in(0), c.in(1), c.in(2), c.out(), c.dy(), delta};
+    if (c.inputs() > 3) in.push_back(c.in(3));  // the position
+    c.add(i, c.graph().add(Op::AttentionBackward, std::move(in), at));
   }
 }
 

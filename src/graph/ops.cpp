@@ -115,11 +115,18 @@ Tensor matmul_add(Tensor a, Tensor b, Tensor residual, MatMulOptions o) {
   return a.graph().add(Op::MatMulAdd, {a, b, residual}, std::move(at));
 }
 
-Tensor attention(Tensor q, Tensor k, Tensor v, AttentionOptions o) {
+static Attrs attention_attrs(Tensor q, const AttentionOptions& o) {
   Attrs at;
   at.scalar = o.scale != 0 ? o.scale : 1.0 / std::sqrt(static_cast<double>(q.rank() ? q.dim(-1) : 1));
   at.count = o.causal ? kAttentionCausal : 0;
-  return q.graph().add(Op::Attention, {q, k, v}, std::move(at));
+  at.window = o.window;
+  return at;
+}
+Tensor attention(Tensor q, Tensor k, Tensor v, AttentionOptions o) {
+  return q.graph().add(Op::Attention, {q, k, v}, attention_attrs(q, o));
+}
+Tensor attention(Tensor q, Tensor k, Tensor v, Tensor position, AttentionOptions o) {
+  return q.graph().add(Op::Attention, {q, k, v, position}, attention_attrs(q, o));
 }
 
 Tensor sum(Tensor x, std::vector<int64_t> axes, bool keepdim) { return reduce(Op::Sum, x, std::move(axes), keepdim); }

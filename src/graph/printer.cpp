@@ -22,7 +22,9 @@ static std::string attrs_str(const Node& n) {
   if (n.op == Op::Slice) sep() << "start=" << a.start << ", end=" << a.end << ", step=" << a.step;
   if (a.count != none.count) sep() << "count=" << a.count;
   if (n.op == Op::CrossEntropy) sep() << "ignore_index=" << a.ignore_index;
-  if (a.scalar != none.scalar) sep() << (n.op == Op::PowScalar ? "exponent=" : "eps=") << a.scalar;
+  const bool attention = n.op == Op::Attention || n.op == Op::AttentionBackward;
+  if (a.scalar != none.scalar) sep() << (n.op == Op::PowScalar ? "exponent=" : attention ? "scale=" : "eps=") << a.scalar;
+  if (a.window != none.window) sep() << "window=" << a.window;
   if (a.keepdim) sep() << "keepdim";
   if (a.transpose_a) sep() << "transpose_a";
   if (a.transpose_b) sep() << "transpose_b";

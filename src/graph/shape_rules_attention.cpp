@@ -28,6 +28,11 @@ OutType infer_attention(InferContext& c) {
   }
   if (c.attrs.count != 0 && c.attrs.count != kAttentionCausal)
     c.shape_error("mask code " + std::to_string(c.attrs.count) + " is not none (0) or causal (1)");
+  if (c.attrs.window < 0) c.shape_error("sliding window " + std::to_string(c.attrs.window) + " must be >= 0 (0: none)");
+  if (c.inputs.size() > 3) {  // the position of query 0 in the keys (a KV cache being filled)
+    c.require_dtype(3, {i32}, "position");
+    if (numel(c.shape(3)) != 1) c.shape_error("position " + shape_str(c.shape(3)) + " must hold one value");
+  }
   Shape out = q;
   out.back() = v.back();
   return {out, f32};
@@ -36,6 +41,7 @@ OutType infer_attention(InferContext& c) {
 // (q, k, v, o, do, delta) -> the gradient of input attrs.axis (0 q, 1 k, 2 v).
 OutType infer_attention_backward(InferContext& c) {
   InferContext fwd{Op::Attention, {c.inputs[0], c.inputs[1], c.inputs[2]}, c.attrs, c.label};
+  if (c.inputs.size() > 6) fwd.inputs.push_back(c.inputs[6]);
   OutType o = infer_attention(fwd);
   for (size_t i = 3; i < 6; ++i) c.require_dtype(i, {f32}, i == 3 ? "forward output" : i == 4 ? "output gradient" : "delta");
   if (c.shape(3) != o.shape || c.shape(4) != o.shape)

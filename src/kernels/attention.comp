@@ -7,59 +7,55 @@
 #define MN_WORKGROUP_REDUCE
 #include "common.glsl"
 
-struct AttentionParams { uint hq, hkv, sq, sk, d, dv, causal, lse_offset; float scale; uint pad0, pad1, pad2; };
-layout(std430, set = 0, binding = 0) readonly buffer Params { AttentionParams p; };
+layout(constant_id = 1) const uint HAS_POSITION = 0u;
 layout(std430, set = 0, binding = 2) readonly buffer Q { uint q[]; };
 layout(std430, set = 0, binding = 3) readonly buffer K { uint k[]; };
 layout(std430, set = 0, binding = 4) readonly buffer V { uint v[]; };
-layout(std430, set = 0, binding = 5) writeonly buffer O { uint o[]; };
+layout(std430, set = 0, binding = 5) readonly buffer Position { uint position_data[]; };
+layout(std430, set = 0, binding = 6) writeonly buffer O { uint o[]; };
+#include "attention_common.glsl"
 
 shared float q_row[256];
 shared float prob[WG];
-
-// Keys 0 .. visible-1 are seen by query i (causal: j <= i + sk - sq, aligned to the end).
-uint visible_keys(uint i) {
-  if (p.causal == 0u) return p.sk;
-  int last = int(i) + int(p.sk) - int(p.sq);  // the last key seen; < 0: none
-  return uint(clamp(last + 1, 0, int(p.sk)));
-}
 
 void main() {
   uint t = gl_LocalInvocationID.x;
   uint bh = gl_WorkGroupID.y, h = bh % p.hq, b = bh / p.hq;
   uint kv = b * p.hkv + h / (p.hq / p.hkv);
   uint k_base = kv * p.sk * p.d, v_base = kv * p.sk * p.dv;
+  const int base = query_base();
   for (uint i = gl_WorkGroupID.x; i < p.sq; i += gl_NumWorkGroups.x) {
     uint row = bh * p.sq + i;
     for (uint x = t; x < p.d; x += WG) q_row[x] = uintBitsToFloat(q[row * p.d + x]);
     barrier();
-    uint visible = visible_keys(i);
+    uint lo, hi;
+    visible_keys(i, base, lo, hi);
     float m = -F_INF, l = 0.0f, acc = 0.0f;
-    for (uint j0 = 0u; j0 < visible; j0 += WG) {
+    for (uint j0 = lo; j0 < hi; j0 += WG) {
       uint j = j0 + t;
       float s = -F_INF;
-      if (j < visible) {
+      if (j < hi) {
         float dot_qk = 0.0f;
         for (uint x = 0u; x < p.d; ++x) dot_qk += q_row[x] * uintBitsToFloat(k[k_base + j * p.d + x]);
         s = dot_qk * p.scale;
       }
       float m_new = max_nan(m, wg_max(s));  // finite unless a score is NaN: key j0 is visible
-      float e = j < visible ? exp_diff(s, m_new) : 0.0f;
+      float e = j < hi ? exp_diff(s, m_new) : 0.0f;
       prob[t] = e;
       float tile_sum = wg_sum(e);  // its barriers also publish prob[]
       float alpha = exp_diff(m, m_new);  // 0 on the first tile (m = -inf)
       l = l * alpha + tile_sum;
       if (t < p.dv) {
         float a = acc * alpha;
-        uint n = min(WG, visible - j0);
+        uint n = min(WG, hi - j0);
         for (uint jj = 0u; jj < n; ++jj) a += prob[jj] * uintBitsToFloat(v[v_base + (j0 + jj) * p.dv + t]);
         acc = a;
       }
       m = m_new;
       barrier();  // prob[] is rewritten by the next tile
     }
-    if (t < p.dv) o[row * p.dv + t] = floatBitsToUint(visible > 0u ? acc / l : 0.0f);
-    if (t == 0u) o[p.lse_offset + row] = floatBitsToUint(visible > 0u ? m + log_p(l) : -F_INF);
+    if (t < p.dv) o[row * p.dv + t] = floatBitsToUint(hi > lo ? acc / l : 0.0f);
+    if (t == 0u) o[p.lse_offset + row] = floatBitsToUint(hi > lo ? m + log_p(l) : -F_INF);
     barrier();  // q_row is rewritten by the next row
   }
 }

@@ -9,17 +9,18 @@
 #include "common.glsl"
 
 layout(constant_id = 1) const uint WHICH = 0u;
+layout(constant_id = 2) const uint HAS_POSITION = 0u;
 const uint GRAD_Q = 0u, GRAD_K = 1u, GRAD_V = 2u;
 
-struct AttentionParams { uint hq, hkv, sq, sk, d, dv, causal, lse_offset; float scale; uint pad0, pad1, pad2; };
-layout(std430, set = 0, binding = 0) readonly buffer Params { AttentionParams p; };
 layout(std430, set = 0, binding = 2) readonly buffer Q { uint q[]; };
 layout(std430, set = 0, binding = 3) readonly buffer K { uint k[]; };
 layout(std430, set = 0, binding = 4) readonly buffer V { uint v[]; };
 layout(std430, set = 0, binding = 5) readonly buffer O { uint o[]; };  // only its lse is read
 layout(std430, set = 0, binding = 6) readonly buffer DO { uint dout[]; };
 layout(std430, set = 0, binding = 7) readonly buffer Delta { uint delta[]; };
-layout(std430, set = 0, binding = 8) writeonly buffer Grad { uint grad[]; };
+layout(std430, set = 0, binding = 8) readonly buffer Position { uint position_data[]; };
+layout(std430, set = 0, binding = 9) writeonly buffer Grad { uint grad[]; };
+#include "attention_common.glsl"
 
 shared float row_a[256];  // d q: q_i; d k / d v: k_j
 shared float row_b[256];  // d q: dO_i; d k / d v: v_j
@@ -41,6 +42,7 @@ float dot_do_v(uint qrow, uint krow, bool q_fixed) {
 }
 
 void grad_q(uint t) {
+  const int base = query_base();
   uint bh = gl_WorkGroupID.y, h = bh % p.hq, b = bh / p.hq;
   uint kv = b * p.hkv + h / (p.hq / p.hkv);
   for (uint i = gl_WorkGroupID.x; i < p.sq; i += gl_NumWorkGroups.x) {
@@ -49,13 +51,13 @@ void grad_q(uint t) {
     for (uint x = t; x < p.dv; x += WG) row_b[x] = f(dout[row * p.dv + x]);
     barrier();
     float lse = f(o[p.lse_offset + row]), dl = f(delta[row]);
-    int last = p.causal != 0u ? int(i) + int(p.sk) - int(p.sq) : int(p.sk) - 1;
-    uint visible = uint(clamp(last + 1, 0, int(p.sk)));
+    uint lo, hi;
+    visible_keys(i, base, lo, hi);
     float acc = 0.0f;
-    for (uint j0 = 0u; j0 < visible; j0 += WG) {
+    for (uint j0 = lo; j0 < hi; j0 += WG) {
       uint j = j0 + t;
       float ds = 0.0f;
-      if (j < visible) {
+      if (j < hi) {
         uint krow = kv * p.sk + j;
         float pr = exp_diff(dot_q_k(row, krow, true), lse);
         ds = pr * (dot_do_v(row, krow, true) - dl);
@@ -63,7 +65,7 @@ void grad_q(uint t) {
       w[t] = ds;
       barrier();
       if (t < p.d) {
-        uint n = min(WG, visible - j0);
+        uint n = min(WG, hi - j0);
         for (uint jj = 0u; jj < n; ++jj) acc += w[jj] * f(k[(kv * p.sk + j0 + jj) * p.d + t]);
       }
       barrier();
@@ -73,6 +75,7 @@ void grad_q(uint t) {
 }
 
 void grad_kv(uint t) {
+  const int base = query_base();
   uint kv = gl_WorkGroupID.y, hk = kv % p.hkv, b = kv / p.hkv, group = p.hq / p.hkv;
   uint dim = WHICH == GRAD_K ? p.d : p.dv;
   for (uint j = gl_WorkGroupID.x; j < p.sk; j += gl_NumWorkGroups.x) {
@@ -80,15 +83,17 @@ void grad_kv(uint t) {
     for (uint x = t; x < p.d; x += WG) row_a[x] = f(k[krow * p.d + x]);
     for (uint x = t; x < p.dv; x += WG) row_b[x] = f(v[krow * p.dv + x]);
     barrier();
-    // Causal: query i sees key j when i >= j + sq - sk.
-    uint first = p.causal != 0u ? uint(clamp(int(j) + int(p.sq) - int(p.sk), 0, int(p.sq))) : 0u;
+    // Causal: query i sees key j only when base + i >= j.
+    uint first = p.causal != 0u ? uint(clamp(int(j) - base, 0, int(p.sq))) : 0u;
     float acc = 0.0f;
     for (uint g = 0u; g < group; ++g) {
       uint bh = b * p.hq + hk * group + g;
       for (uint i0 = first; i0 < p.sq; i0 += WG) {
         uint i = i0 + t;
         float wt = 0.0f;
-        if (i < p.sq) {
+        uint lo = 0u, hi = 0u;
+        if (i < p.sq) visible_keys(i, base, lo, hi);
+        if (i < p.sq && j >= lo && j < hi) {
           uint row = bh * p.sq + i;
           float pr = exp_diff(dot_q_k(row, krow, false), f(o[p.lse_offset + row]));
           wt = WHICH == GRAD_V ? pr : pr * (dot_do_v(row, krow, false) - f(delta[row]));

@@ -38,6 +38,7 @@ AttentionParams params(const Geometry& g, const Node& n, int64_t lse_offset) {
   p.causal = n.attrs.count == kAttentionCausal ? 1u : 0u;
   p.lse_offset = u32(lse_offset, "attention output size");
   p.scale = static_cast<float>(n.attrs.scalar);
+  p.window = u32(n.attrs.window, "attention window");
   return p;
 }
 
@@ -61,18 +62,25 @@ void emit_attention(Emitter& e, int id) {
     throw Error("internal: attention_backward %" + std::to_string(id) + " reads %" + std::to_string(fwd) +
                 ", which is not an attention output (its log-sum-exp is needed)");
   const AttentionParams p = params(g, n, numel(e.node(fwd).shape));
+  const size_t position_input = backward ? 6 : 3;
+  const bool has_position = n.inputs.size() > position_input;
+  const int position = has_position ? n.inputs[position_input] : q;  // bound but not read when absent
+  std::string what = n.attrs.count == kAttentionCausal ? "causal" : "";
+  if (n.attrs.window) what += (what.empty() ? "" : ", ") + std::string("window ") + std::to_string(n.attrs.window);
   if (!backward) {
-    KernelCall& c = e.call(Kernel::Attention, id, n.attrs.count == kAttentionCausal ? "causal" : "");
-    c.tensors = {{q, false}, {k, false}, {v, false}, {id, true}};
+    KernelCall& c = e.call(Kernel::Attention, id, what);
+    c.spec = {has_position ? 1u : 0u};
+    c.tensors = {{q, false}, {k, false}, {v, false}, {position, false}, {id, true}};
     c.groups = {groups_for(g.sq, 1), head_groups(g.batch * g.hq, id), 1};
     Emitter::set_params(c, p);
     return;
   }
-  static const char* which_name[] = {"d q", "d k", "d v"};
+  static const std::string which_name[] = {"d q", "d k", "d v"};
   const auto which = static_cast<uint32_t>(n.attrs.axis);
-  KernelCall& c = e.call(Kernel::AttentionBackward, id, which_name[which]);
-  c.spec = {which};
-  c.tensors = {{q, false}, {k, false}, {v, false}, {fwd, false}, {n.inputs[4], false}, {n.inputs[5], false}, {id, true}};
+  KernelCall& c = e.call(Kernel::AttentionBackward, id, which_name[which] + (what.empty() ? "" : ", " + what));
+  c.spec = {which, has_position ? 1u : 0u};
+  c.tensors = {{q, false}, {k, false}, {v, false}, {fwd, false}, {n.inputs[4], false}, {n.inputs[5], false}, {position, false},
+               {id, true}};
   c.groups = which == ATT_GRAD_Q ? std::array<uint32_t, 3>{groups_for(g.sq, 1), head_groups(g.batch * g.hq, id), 1}
                                  : std::array<uint32_t, 3>{groups_for(g.sk, 1), head_groups(g.batch * g.hkv, id), 1};
   Emitter::set_params(c, p);

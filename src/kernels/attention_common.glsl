@@ -1,0 +1,17 @@
+// Shared by attention.comp and attention_backward.comp: the params block (binding 0) and which
+// keys a query row sees (kernel_abi.hpp, Attention). Include after common.glsl, with HAS_POSITION
+// and `position_data` (the i32 [1] position buffer, read only when HAS_POSITION is set) declared.
+struct AttentionParams { uint hq, hkv, sq, sk, d, dv, causal, lse_offset; float scale; uint window, pad0, pad1; };
+layout(std430, set = 0, binding = 0) readonly buffer Params { AttentionParams p; };
+
+// Position of query 0 among the keys: the cache's fill level, or the queries are the last keys.
+int query_base() { return HAS_POSITION != 0u ? int(position_data[0]) : int(p.sk) - int(p.sq); }
+
+// Keys [lo, hi) that query row i sees.
+void visible_keys(uint i, int base, out uint lo, out uint hi) {
+  int at = base + int(i);
+  int last = p.causal != 0u ? at : (HAS_POSITION != 0u ? base + int(p.sq) - 1 : int(p.sk) - 1);
+  int first = p.window > 0u ? at - int(p.window) + 1 : 0;
+  hi = uint(clamp(last + 1, 0, int(p.sk)));
+  lo = uint(clamp(first, 0, int(hi)));
+}
