@@ -1,7 +1,10 @@
 // Tensor files: safetensors (the Hugging Face format) read and written by name.
 #pragma once
 #include <map>
+#include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "meganeura/session.hpp"
 
@@ -16,6 +19,36 @@ struct TensorFile {
 // tensor). Every malformed file — bad header length, bad JSON, offsets out of range or
 // overlapping, shape/size mismatch — throws Error naming the file and the tensor.
 TensorFile read_safetensors(const std::string& path);
+
+// Tensors by name from memory-mapped safetensors files, read on demand: one file, a sharded
+// checkpoint (model.safetensors.index.json and the shards its "weight_map" names), or a
+// directory holding model.safetensors or that index. Every header is checked when opened (as
+// read_safetensors does); a name the checkpoint lacks is a NameError naming the checkpoint.
+class Checkpoint {
+ public:
+  static Checkpoint open(const std::string& path);
+  ~Checkpoint();
+  Checkpoint(Checkpoint&&) noexcept;
+  Checkpoint& operator=(Checkpoint&&) noexcept;
+
+  struct Info {
+    DType dtype;
+    Shape shape;
+    std::string file;  // the safetensors file holding it
+  };
+  bool contains(std::string_view name) const;
+  std::vector<std::string> names() const;  // sorted
+  Info info(std::string_view name) const;
+  // The tensor converted to `as`: float dtypes convert among themselves (f16/bf16 -> f32 exactly);
+  // an integer tensor must be read as its own dtype.
+  HostTensor read(std::string_view name, DType as) const;
+  const std::string& path() const;
+
+ private:
+  struct Impl;
+  explicit Checkpoint(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
 
 // Writes atomically: to "<path>.tmp-<pid>", fsync, rename over path, fsync the directory. An
 // interrupted write leaves any previous file at `path` intact.

@@ -9,6 +9,8 @@
 #include "meganeura/init.hpp"
 #include "meganeura/ops.hpp"
 #include "meganeura/io.hpp"
+#include "meganeura/nn.hpp"
+#include "meganeura/llama.hpp"
 #include "meganeura/session.hpp"
 #include "meganeura/train.hpp"
 #include "meganeura/trainer.hpp"

@@ -8,14 +8,21 @@
 namespace meganeura::autodiff {
 
 // C = op(A)·op(B): dop(A) = dC·op(B)ᵀ, dop(B) = op(A)ᵀ·dC; a transposed operand takes the
-// transpose of that, which is again one matmul with transpose flags.
+// transpose of that, which is again one matmul with transpose flags. A weight B [K, N] shared by
+// every matrix of a batched A [..., M, K] gets its gradient from ONE matmul over the flattened
+// rows ([B·M, K]ᵀ·[B·M, N]), not a batch of products summed afterwards.
 static void mat_mul_operands(GradContext& c, Tensor dy) {
   bool ta = c.attrs().transpose_a, tb = c.attrs().transpose_b;
   Tensor a = c.in(0), b = c.in(1);
   if (c.needs(0))
     c.add(0, ta ? matmul(b, dy, {.transpose_a = tb, .transpose_b = true}) : matmul(dy, b, {.transpose_b = !tb}));
-  if (c.needs(1))
-    c.add(1, tb ? matmul(dy, a, {.transpose_a = true, .transpose_b = ta}) : matmul(a, dy, {.transpose_a = !ta}));
+  if (!c.needs(1)) return;
+  if (b.rank() == 2 && a.rank() > 2 && !ta) {
+    Tensor rows_a = reshape(a, {-1, a.dim(-1)}), rows_dy = reshape(dy, {-1, dy.dim(-1)});
+    c.add(1, tb ? matmul(rows_dy, rows_a, {.transpose_a = true}) : matmul(rows_a, rows_dy, {.transpose_a = true}));
+    return;
+  }
+  c.add(1, tb ? matmul(dy, a, {.transpose_a = true, .transpose_b = ta}) : matmul(a, dy, {.transpose_a = !ta}));
 }
 void grad_mat_mul(GradContext& c) { mat_mul_operands(c, c.dy()); }
 

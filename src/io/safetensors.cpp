@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "io/file.hpp"
+#include "io/safetensors_layout.hpp"
 #include "meganeura/error.hpp"
 #include "meganeura/io.hpp"
 
@@ -21,6 +22,7 @@ static_assert(std::endian::native == std::endian::little, "safetensors data is l
 namespace {
 
 using nlohmann::json;
+using Entry = io::SafetensorsEntry;
 
 constexpr const char* kSupported = "F32, F16, BF16, I32, U32";
 
@@ -59,13 +61,6 @@ struct FileErrors {
   }
 };
 
-// A tensor entry as declared by the header, before its bytes are copied.
-struct Entry {
-  std::string name;
-  DType dtype;
-  Shape shape;
-  uint64_t begin, end;  // relative to the data buffer
-};
 
 uint64_t as_u64(const json& v, const FileErrors& e, const std::string& name, const char* field) {
   if (!v.is_number_unsigned())
@@ -150,9 +145,11 @@ void check_layout(std::vector<Entry>& entries, uint64_t data_start, uint64_t fil
 
 }  // namespace
 
-TensorFile read_safetensors(const std::string& path) {
+namespace io {
+
+std::vector<SafetensorsEntry> read_layout(const std::string& path, const MappedFile& file, uint64_t& data_start,
+                                          std::map<std::string, std::string>* metadata) {
   const FileErrors e{path};
-  io::MappedFile file(path);
   const uint64_t size = file.size();
   if (size < 8) e.fail("is " + std::to_string(size) + " bytes long, too short for a safetensors file (8-byte header length first)");
   const uint64_t n = read_le64(file.data());
@@ -166,11 +163,23 @@ TensorFile read_safetensors(const std::string& path) {
   } catch (const json::parse_error& err) {
     e.fail(std::string("the safetensors header is not valid JSON: ") + err.what());
   }
-  TensorFile out;
-  std::vector<Entry> entries = parse_header(header, out, e);
+  TensorFile meta;
+  std::vector<Entry> entries = parse_header(header, meta, e);
   check_layout(entries, 8 + n, size, e);
-  const std::byte* data = file.data() + 8 + n;
-  for (Entry& t : entries) {
+  data_start = 8 + n;
+  if (metadata) *metadata = std::move(meta.metadata);
+  return entries;
+}
+
+}  // namespace io
+
+TensorFile read_safetensors(const std::string& path) {
+  io::MappedFile file(path);
+  uint64_t data_start = 0;
+  TensorFile out;
+  std::vector<io::SafetensorsEntry> entries = io::read_layout(path, file, data_start, &out.metadata);
+  const std::byte* data = file.data() + data_start;
+  for (io::SafetensorsEntry& t : entries) {
     HostTensor h{std::move(t.shape), t.dtype, std::vector<std::byte>(data + t.begin, data + t.end)};
     out.tensors.emplace(t.name, std::move(h));
   }

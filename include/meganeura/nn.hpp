@@ -1,0 +1,100 @@
+// Layers (PyTorch's torch.nn, Hugging Face's names): each creates its parameters in the graph
+// under `name` when constructed ("<name>.weight", "<name>.bias") and adds its ops when called.
+// Weights use PyTorch's layout, so Hugging Face checkpoints load by name with no transposes:
+// Linear's weight is [out, in] and the matmul reads it transposed.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "meganeura/graph.hpp"
+#include "meganeura/ops.hpp"
+
+namespace meganeura::nn {
+
+class Linear {
+ public:
+  Linear() = default;
+  Linear(Graph& g, const std::string& name, int64_t in, int64_t out, bool bias = true);
+  Tensor operator()(Tensor x) const;  // x [..., in] -> [..., out]: x·Wᵀ + b
+  Tensor weight, bias;                // [out, in], [out] (invalid without a bias)
+};
+
+class Embedding {
+ public:
+  Embedding() = default;
+  Embedding(Graph& g, const std::string& name, int64_t count, int64_t dim);
+  Tensor operator()(Tensor ids) const;  // ids (i32) [...] -> [..., dim]
+  Tensor weight;                        // [count, dim]
+};
+
+class RMSNorm {
+ public:
+  RMSNorm() = default;
+  RMSNorm(Graph& g, const std::string& name, int64_t dim, float eps = 1e-6f);
+  Tensor operator()(Tensor x) const;
+  Tensor weight;
+  float eps = 1e-6f;
+};
+
+class LayerNorm {
+ public:
+  LayerNorm() = default;
+  LayerNorm(Graph& g, const std::string& name, int64_t dim, float eps = 1e-5f, bool bias = true);
+  Tensor operator()(Tensor x) const;
+  Tensor weight, bias;
+  float eps = 1e-5f;
+};
+
+// Rotary position embedding, Hugging Face's half-split form (rotate_half): x·cos + rot(x)·sin,
+// rot(x) = cat(-x[d/2:], x[:d/2]), with inv_freq = theta^(-2i/d) computed in f32 as
+// transformers does. The cos/sin tables [max_positions, head_dim] are constants; `positions`
+// (i32, [S]) picks their rows, so a KV-cache step passes its offset positions.
+struct RotaryOptions {
+  int64_t head_dim = 64;
+  double theta = 10000.0;
+  int64_t max_positions = 2048;
+};
+class Rotary {
+ public:
+  Rotary() = default;
+  Rotary(Graph& g, const RotaryOptions& o);
+  Tensor operator()(Tensor x, Tensor positions) const;  // x [..., S, head_dim]
+  Tensor cos_table, sin_table;
+  RotaryOptions options;
+};
+
+// Multi-head attention with grouped-query heads (kv_heads divides heads): q/k/v/o projections
+// named <name>.q_proj ... <name>.o_proj, rotary embedding on q and k, the fused attention op.
+struct MultiHeadAttentionOptions {
+  int64_t hidden = 0, heads = 0, kv_heads = 0, head_dim = 0;  // head_dim 0: hidden / heads
+  bool bias = false;     // biases on q/k/v/o (Qwen2-style: set o_bias separately if needed)
+  bool causal = true;
+  int64_t window = 0;    // sliding window (0: none)
+};
+class MultiHeadAttention {
+ public:
+  MultiHeadAttention() = default;
+  MultiHeadAttention(Graph& g, const std::string& name, const MultiHeadAttentionOptions& o);
+  // Self-attention over x [B, S, hidden]; rope applied at `positions` (i32 [S]) when given.
+  Tensor operator()(Tensor x, Tensor positions = {}, const Rotary* rope = nullptr) const;
+  // Cross-attention: queries from x [B, S, hidden], keys and values from memory [B, T, hidden]
+  // (no mask, no rope).
+  Tensor cross(Tensor x, Tensor memory) const;
+  // The pieces, for callers that keep k/v elsewhere (a KV cache): [B, S, hidden] -> [B, H, S, D].
+  Tensor heads_of(Tensor projected, int64_t heads) const;
+  Tensor merge_heads(Tensor attended) const;  // [B, H, S, D] -> [B, S, H*D]
+  Linear q_proj, k_proj, v_proj, o_proj;
+  MultiHeadAttentionOptions options;
+};
+
+// The Llama MLP: down(silu(gate(x)) * up(x)).
+class SwiGLU {
+ public:
+  SwiGLU() = default;
+  SwiGLU(Graph& g, const std::string& name, int64_t hidden, int64_t intermediate, bool bias = false);
+  Tensor operator()(Tensor x) const;
+  Linear gate_proj, up_proj, down_proj;
+};
+
+}  // namespace meganeura::nn

@@ -1,0 +1,145 @@
+// Checkpoint: safetensors files mapped once, tensors copied (and converted) only when read.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "io/safetensors_layout.hpp"
+#include "meganeura/error.hpp"
+#include "meganeura/io.hpp"
+#include "runtime/half.hpp"
+
+namespace meganeura {
+
+namespace fs = std::filesystem;
+
+struct Checkpoint::Impl {
+  struct File {
+    std::string path;
+    std::unique_ptr<io::MappedFile> map;
+    uint64_t data_start = 0;
+  };
+  struct Where {
+    size_t file;
+    io::SafetensorsEntry entry;
+  };
+  std::string path;  // what the user opened, for errors
+  std::vector<File> files;
+  std::map<std::string, Where, std::less<>> tensors;
+
+  void add_file(const std::string& file_path) {
+    File f{file_path, std::make_unique<io::MappedFile>(file_path), 0};
+    std::vector<io::SafetensorsEntry> entries = io::read_layout(file_path, *f.map, f.data_start);
+    files.push_back(std::move(f));
+    for (auto& e : entries) {
+      auto [it, fresh] = tensors.emplace(e.name, Where{files.size() - 1, e});
+      if (!fresh)
+        throw Error(path + ": tensor \"" + e.name + "\" is in both " + files[it->second.file].path + " and " + file_path);
+    }
+  }
+
+  // model.safetensors.index.json: {"weight_map": {"tensor": "shard file", ...}}
+  void add_index(const std::string& index_path) {
+    nlohmann::json index;
+    try {
+      std::ifstream in(index_path);
+      if (!in) throw Error(index_path + ": cannot be opened");
+      index = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(index_path + ": not a valid safetensors index: " + e.what());
+    }
+    if (!index.contains("weight_map") || !index["weight_map"].is_object())
+      throw Error(index_path + ": has no \"weight_map\" object (not a safetensors index)");
+    std::map<std::string, std::vector<std::string>> by_shard;
+    for (const auto& [name, shard] : index["weight_map"].items()) {
+      if (!shard.is_string()) throw Error(index_path + ": weight_map entry \"" + name + "\" is not a file name");
+      by_shard[shard.get<std::string>()].push_back(name);
+    }
+    const fs::path dir = fs::path(index_path).parent_path();
+    for (const auto& [shard, names] : by_shard) {
+      const std::string shard_path = (dir / shard).string();
+      if (!fs::exists(shard_path))
+        throw Error(index_path + ": shard \"" + shard + "\" (holding \"" + names.front() + "\" and " +
+                    std::to_string(names.size() - 1) + " more) is missing: " + shard_path);
+      add_file(shard_path);
+      for (const std::string& name : names)
+        if (!tensors.count(name))
+          throw Error(index_path + ": tensor \"" + name + "\" is mapped to " + shard + ", which does not hold it");
+    }
+  }
+
+  const Where& find(std::string_view name) const {
+    auto it = tensors.find(name);
+    if (it == tensors.end()) throw NameError(path + ": has no tensor \"" + std::string(name) + "\"");
+    return it->second;
+  }
+};
+
+Checkpoint::Checkpoint(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Checkpoint::~Checkpoint() = default;
+Checkpoint::Checkpoint(Checkpoint&&) noexcept = default;
+Checkpoint& Checkpoint::operator=(Checkpoint&&) noexcept = default;
+
+Checkpoint Checkpoint::open(const std::string& path) {
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  fs::path p(path);
+  if (fs::is_directory(p)) {
+    if (fs::exists(p / "model.safetensors")) impl->add_file((p / "model.safetensors").string());
+    else if (fs::exists(p / "model.safetensors.index.json")) impl->add_index((p / "model.safetensors.index.json").string());
+    else throw Error(path + ": holds neither model.safetensors nor model.safetensors.index.json");
+  } else if (p.extension() == ".json") {
+    impl->add_index(path);
+  } else {
+    impl->add_file(path);
+  }
+  return Checkpoint(std::move(impl));
+}
+
+bool Checkpoint::contains(std::string_view name) const { return impl_->tensors.find(name) != impl_->tensors.end(); }
+
+std::vector<std::string> Checkpoint::names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, w] : impl_->tensors) out.push_back(name);
+  return out;
+}
+
+Checkpoint::Info Checkpoint::info(std::string_view name) const {
+  const Impl::Where& w = impl_->find(name);
+  return {w.entry.dtype, w.entry.shape, impl_->files[w.file].path};
+}
+
+const std::string& Checkpoint::path() const { return impl_->path; }
+
+HostTensor Checkpoint::read(std::string_view name, DType as) const {
+  const Impl::Where& w = impl_->find(name);
+  const Impl::File& f = impl_->files[w.file];
+  const std::byte* src = f.map->data() + f.data_start + w.entry.begin;
+  const uint64_t n = static_cast<uint64_t>(numel(w.entry.shape));
+  HostTensor out{w.entry.shape, as, {}};
+  if (w.entry.dtype == as) {
+    out.bytes.assign(src, src + (w.entry.end - w.entry.begin));
+    return out;
+  }
+  if (!is_float(w.entry.dtype) || !is_float(as))
+    throw DTypeError(f.path + ": tensor \"" + std::string(name) + "\" is " + std::string(dtype_name(w.entry.dtype)) +
+                     " and cannot be read as " + std::string(dtype_name(as)));
+  out.bytes.resize(n * dtype_size(as));
+  for (uint64_t i = 0; i < n; ++i) {
+    float v;
+    if (w.entry.dtype == f32) std::memcpy(&v, src + 4 * i, 4);
+    else {
+      uint16_t h;
+      std::memcpy(&h, src + 2 * i, 2);
+      v = w.entry.dtype == f16 ? half::f16_to_f32(h) : half::bf16_to_f32(h);
+    }
+    if (as == f32) std::memcpy(out.bytes.data() + 4 * i, &v, 4);
+    else {
+      const uint16_t h = as == f16 ? half::f32_to_f16(v) : half::f32_to_bf16(v);
+      std::memcpy(out.bytes.data() + 2 * i, &h, 2);
+    }
+  }
+  return out;
+}
+
+}  // namespace meganeura

@@ -1,0 +1,26 @@
+// The checked layout of a safetensors file: its tensors' names, dtypes, shapes and byte ranges,
+// shared by read_safetensors (which copies everything) and Checkpoint (which reads on demand).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "io/file.hpp"
+#include "meganeura/graph.hpp"
+
+namespace meganeura::io {
+
+struct SafetensorsEntry {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  uint64_t begin, end;  // relative to the data buffer
+};
+
+// Parses and checks the header of a mapped safetensors file (every malformed field is an Error
+// naming the file and the tensor); data_start gets the data buffer's file offset.
+std::vector<SafetensorsEntry> read_layout(const std::string& path, const MappedFile& file, uint64_t& data_start,
+                                          std::map<std::string, std::string>* metadata = nullptr);
+
+}  // namespace meganeura::io

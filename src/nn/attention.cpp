@@ -1,0 +1,47 @@
+// Multi-head attention with grouped-query heads, on the fused attention op.
+#include "meganeura/error.hpp"
+#include "meganeura/nn.hpp"
+
+namespace meganeura::nn {
+
+MultiHeadAttention::MultiHeadAttention(Graph& g, const std::string& name, const MultiHeadAttentionOptions& o) : options(o) {
+  if (options.head_dim == 0 && o.heads > 0) options.head_dim = o.hidden / o.heads;
+  const int64_t h = options.heads, kv = options.kv_heads, d = options.head_dim;
+  if (h <= 0 || kv <= 0 || h % kv != 0 || d <= 0)
+    throw ShapeError("nn::MultiHeadAttention \"" + name + "\": heads (" + std::to_string(h) + ") must be a positive multiple of kv_heads (" +
+                     std::to_string(kv) + ") and head_dim positive");
+  q_proj = Linear(g, name + ".q_proj", o.hidden, h * d, o.bias);
+  k_proj = Linear(g, name + ".k_proj", o.hidden, kv * d, o.bias);
+  v_proj = Linear(g, name + ".v_proj", o.hidden, kv * d, o.bias);
+  o_proj = Linear(g, name + ".o_proj", h * d, o.hidden, o.bias);
+}
+
+Tensor MultiHeadAttention::heads_of(Tensor projected, int64_t heads) const {
+  const Shape s = projected.shape();  // [B, S, heads * head_dim]
+  return permute(reshape(projected, {s[0], s[1], heads, options.head_dim}), {0, 2, 1, 3});
+}
+
+Tensor MultiHeadAttention::merge_heads(Tensor attended) const {
+  const Shape s = attended.shape();  // [B, H, S, D]
+  return reshape(permute(attended, {0, 2, 1, 3}), {s[0], s[2], s[1] * s[3]});
+}
+
+Tensor MultiHeadAttention::operator()(Tensor x, Tensor positions, const Rotary* rope) const {
+  if (x.rank() != 3) throw ShapeError("nn::MultiHeadAttention: x must be [batch, seq, hidden], got " + shape_str(x.shape()));
+  Tensor q = heads_of(q_proj(x), options.heads), k = heads_of(k_proj(x), options.kv_heads);
+  Tensor v = heads_of(v_proj(x), options.kv_heads);
+  if (rope) {
+    q = (*rope)(q, positions);
+    k = (*rope)(k, positions);
+  }
+  Tensor a = attention(q, k, v, {.causal = options.causal, .window = options.window});
+  return o_proj(merge_heads(a));
+}
+
+Tensor MultiHeadAttention::cross(Tensor x, Tensor memory) const {
+  Tensor q = heads_of(q_proj(x), options.heads), k = heads_of(k_proj(memory), options.kv_heads);
+  Tensor v = heads_of(v_proj(memory), options.kv_heads);
+  return o_proj(merge_heads(attention(q, k, v)));
+}
+
+}  // namespace meganeura::nn

@@ -1,0 +1,41 @@
+// Rotary position embedding as transformers computes it (LlamaRotaryEmbedding, default rope type):
+// inv_freq[i] = 1 / theta^(2i/d) in f32, angle = position * inv_freq in f32, emb = cat(angle,
+// angle); cos and sin are then rounded to f32 (computed here in double, within an ulp of torch).
+#include <cmath>
+#include <vector>
+
+#include "meganeura/error.hpp"
+#include "meganeura/nn.hpp"
+
+namespace meganeura::nn {
+
+Rotary::Rotary(Graph& g, const RotaryOptions& o) : options(o) {
+  const int64_t d = o.head_dim, n = o.max_positions;
+  if (d <= 0 || d % 2 != 0 || n <= 0)
+    throw ShapeError("nn::Rotary: head_dim must be even and positive, max_positions positive (got " + std::to_string(d) +
+                     ", " + std::to_string(n) + ")");
+  std::vector<float> inv_freq(static_cast<size_t>(d / 2));
+  for (int64_t i = 0; i < d / 2; ++i)
+    inv_freq[static_cast<size_t>(i)] =
+        1.0f / std::pow(static_cast<float>(o.theta), static_cast<float>(2 * i) / static_cast<float>(d));
+  std::vector<float> cos_v(static_cast<size_t>(n * d)), sin_v(static_cast<size_t>(n * d));
+  for (int64_t p = 0; p < n; ++p)
+    for (int64_t i = 0; i < d; ++i) {
+      const float angle = static_cast<float>(p) * inv_freq[static_cast<size_t>(i % (d / 2))];
+      cos_v[static_cast<size_t>(p * d + i)] = static_cast<float>(std::cos(static_cast<double>(angle)));
+      sin_v[static_cast<size_t>(p * d + i)] = static_cast<float>(std::sin(static_cast<double>(angle)));
+    }
+  cos_table = g.constant(cos_v, {n, d});
+  sin_table = g.constant(sin_v, {n, d});
+}
+
+Tensor Rotary::operator()(Tensor x, Tensor positions) const {
+  const int64_t d = options.head_dim;
+  if (x.dim(-1) != d)
+    throw ShapeError("nn::Rotary: the last dim of " + shape_str(x.shape()) + " is not head_dim " + std::to_string(d));
+  Tensor cos_t = gather(cos_table, positions, 0), sin_t = gather(sin_table, positions, 0);  // [S, d]
+  Tensor rotated = concat({-slice(x, -1, d / 2, d), slice(x, -1, 0, d / 2)}, -1);
+  return x * cos_t + rotated * sin_t;
+}
+
+}  // namespace meganeura::nn

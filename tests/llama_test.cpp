@@ -1,0 +1,204 @@
+// Llama models against transformers (tests/data/llama, written by
+// tools/fixtures/make_llama_fixtures.py on the GPU machine): the same config and weights (filled
+// from a formula both sides compute exactly), the same tokens; logits within 1e-4 (f32 path),
+// loss within 1e-5 relative, every parameter's gradient within 1e-3 relative, and greedy
+// generation token for token.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "meganeura/meganeura.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+using namespace meganeura;
+using nlohmann::json;
+
+json fixture(const std::string& name) {
+  const std::string path = std::string(MEGANEURA_TEST_DATA) + "/llama/" + name + ".json";
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("missing fixture " + path);
+  return json::parse(in);
+}
+
+// The fixture script's recipe_values: offset + scale * (2u - 1), u a 24-bit splitmix64 fraction.
+std::vector<float> recipe_values(uint64_t p, int64_t n, double scale, double offset) {
+  std::vector<float> out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t x = (p << 32) | static_cast<uint64_t>(i);
+    x += 0x9E3779B97F4A7C15ULL;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+    x ^= x >> 31;
+    const double u = static_cast<double>(x >> 40) / static_cast<double>(1 << 24);
+    out[static_cast<size_t>(i)] = static_cast<float>(offset + scale * (2.0 * u - 1.0));
+  }
+  return out;
+}
+
+void set_weights(Session& s, const json& f) {
+  for (const json& r : f["recipe"]) {
+    Shape shape = r["shape"].get<Shape>();
+    s.set_parameter(r["name"].get<std::string>(),
+                    HostTensor::f32s(shape, recipe_values(r["index"].get<uint64_t>(), numel(shape), r["scale"].get<double>(),
+                                                          r["offset"].get<double>())));
+  }
+}
+
+HostTensor ids_tensor(const json& rows) {
+  std::vector<int32_t> v;
+  for (const json& row : rows)
+    for (const json& x : row) v.push_back(x.get<int32_t>());
+  return HostTensor::i32s({static_cast<int64_t>(rows.size()), static_cast<int64_t>(rows[0].size())}, v);
+}
+
+std::vector<int32_t> arange(int64_t n) {
+  std::vector<int32_t> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+  return v;
+}
+
+struct Model {
+  models::LlamaConfig config;
+  models::LlamaGraph graph;
+  Session session;
+};
+
+// A training session (SGD, lr 0: the weights stay) over the fixture's batch.
+Model training_model(const json& f) {
+  models::LlamaConfig c = models::LlamaConfig::parse(f["config"].dump(), "fixture config");
+  const int64_t batch = static_cast<int64_t>(f["input_ids"].size()), seq = static_cast<int64_t>(f["input_ids"][0].size());
+  models::LlamaGraph lg = models::llama_graph(c, batch, seq, /*training=*/true);
+  TrainConfig cfg;
+  cfg.optimizer = SGD{.lr = 0.0f};
+  Session s = build_session(*lg.graph, lg.loss, cfg);
+  set_weights(s, f);
+  s.set_input("input_ids", ids_tensor(f["input_ids"]));
+  s.set_input("positions", HostTensor::i32s({seq}, arange(seq)));
+  s.set_input("labels", ids_tensor(f["labels"]));
+  s.step();
+  return {c, std::move(lg), std::move(s)};
+}
+
+void expect_loss(const Model& m, const json& f) {
+  const double ref = f["loss"].get<double>();
+  EXPECT_NEAR(m.session.read_loss(), ref, 1e-5 * std::abs(ref));
+}
+
+TEST(LlamaVsTransformers, TinyLogitsLossAndEveryGradient) {
+  const json f = fixture("tiny");
+  Model m = training_model(f);
+  expect_loss(m, f);
+  std::vector<float> logits = m.session.read_output("logits").to_f32();
+  const std::vector<double> ref = f["logits"].get<std::vector<double>>();
+  ASSERT_EQ(logits.size(), ref.size());
+  double worst = 0;
+  for (size_t i = 0; i < ref.size(); ++i) worst = std::max(worst, std::abs(logits[i] - ref[i]));
+  EXPECT_LE(worst, 1e-4) << "max abs logit error";
+  ASSERT_EQ(f["grads"].size(), m.session.parameter_names().size());
+  for (const auto& [name, g] : f["grads"].items()) {
+    const std::vector<double> want = g["all"].get<std::vector<double>>();
+    const std::vector<float> got = m.session.read_grad(name).to_f32();
+    ASSERT_EQ(got.size(), want.size()) << name;
+    double err = 0, norm = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      err += (got[i] - want[i]) * (got[i] - want[i]);
+      norm += want[i] * want[i];
+    }
+    EXPECT_LE(std::sqrt(err), 1e-3 * std::sqrt(norm)) << "gradient of " << name << " (relative L2 error)";
+  }
+}
+
+TEST(LlamaVsTransformers, SmolLM2ShapedLogitsLossAndGradients) {
+  const json f = fixture("smollm2_2layers");
+  Model m = training_model(f);
+  expect_loss(m, f);
+  const std::vector<float> logits = m.session.read_output("logits").to_f32();
+  const int64_t vocab = m.config.vocab_size;
+  const std::vector<double> lse = f["logits_lse"].get<std::vector<double>>();
+  const std::vector<int64_t> argmax = f["logits_argmax"].get<std::vector<int64_t>>();
+  for (size_t r = 0; r < lse.size(); ++r) {  // every position: log-sum-exp and argmax over the vocabulary
+    const float* row = logits.data() + r * static_cast<size_t>(vocab);
+    double m_ = row[0], s = 0;
+    int64_t best = 0;
+    for (int64_t j = 0; j < vocab; ++j)
+      if (row[j] > m_) m_ = row[best = j];
+    for (int64_t j = 0; j < vocab; ++j) s += std::exp(row[j] - m_);
+    EXPECT_NEAR(m_ + std::log(s), lse[r], 1e-4) << "position " << r;
+    EXPECT_EQ(best, argmax[r]) << "position " << r;
+  }
+  const json& sample = f["logits_sample"];
+  double worst = 0;
+  for (size_t k = 0; k < sample["index"].size(); ++k)
+    worst = std::max(worst, std::abs(logits[sample["index"][k].get<size_t>()] - sample["value"][k].get<double>()));
+  EXPECT_LE(worst, 1e-4) << "max abs logit error over " << sample["index"].size() << " sampled logits";
+  ASSERT_EQ(f["grads"].size(), m.session.parameter_names().size());
+  for (const auto& [name, g] : f["grads"].items()) {
+    const std::vector<float> got = m.session.read_grad(name).to_f32();
+    double norm = 0;
+    for (float v : got) norm += static_cast<double>(v) * v;
+    const double ref_norm = g["norm"].get<double>();
+    EXPECT_NEAR(std::sqrt(norm), ref_norm, 1e-3 * ref_norm) << "gradient norm of " << name;
+    const double rms = ref_norm / std::sqrt(static_cast<double>(got.size()));
+    for (size_t k = 0; k < g["index"].size(); ++k) {
+      const double want = g["value"][k].get<double>(), have = got[g["index"][k].get<size_t>()];
+      ASSERT_NEAR(have, want, 1e-3 * std::max(std::abs(want), rms)) << "gradient of " << name << " element "
+                                                                     << g["index"][k];
+    }
+  }
+}
+
+// Greedy decoding without a KV cache, as transformers' generate(use_cache=False) does: the whole
+// sequence again for every new token (causal: the unfilled tail does not change earlier logits).
+std::vector<int32_t> greedy_without_cache(const json& f) {
+  models::LlamaConfig c = models::LlamaConfig::parse(f["config"].dump(), "fixture config");
+  const std::vector<int32_t> prompt = f["generate"]["prompt"].get<std::vector<int32_t>>();
+  const int64_t total = static_cast<int64_t>(prompt.size()) + 32;
+  models::LlamaGraph lg = models::llama_graph(c, 1, total);
+  Session s = build_inference_session(*lg.graph);
+  set_weights(s, f);
+  s.set_input("positions", HostTensor::i32s({total}, arange(total)));
+  std::vector<int32_t> ids = prompt;
+  ids.resize(static_cast<size_t>(total), 0);
+  for (size_t t = prompt.size(); t < static_cast<size_t>(total); ++t) {
+    s.set_input("input_ids", HostTensor::i32s({1, total}, ids));
+    s.step();
+    const std::vector<float> logits = s.read_output("logits").to_f32();
+    const float* row = logits.data() + (t - 1) * static_cast<size_t>(c.vocab_size);
+    ids[t] = static_cast<int32_t>(std::max_element(row, row + c.vocab_size) - row);
+  }
+  return ids;
+}
+
+TEST(LlamaVsTransformers, TinyGreedyTokensWithoutCache) {
+  const json f = fixture("tiny");
+  EXPECT_EQ(greedy_without_cache(f), f["generate"]["no_cache"].get<std::vector<int32_t>>());
+}
+
+TEST(LlamaConfig, ErrorsNameTheField) {
+  auto error_of = [](const std::string& text) {
+    try {
+      models::LlamaConfig::parse(text, "config.json");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error_of("{\"model_type\": \"llama\"}").find("\"vocab_size\" is missing"), std::string::npos);
+  EXPECT_NE(error_of("{\"model_type\": \"gpt2\"}").find("model_type"), std::string::npos);
+  const std::string base = R"("vocab_size": 10, "hidden_size": 8, "intermediate_size": 16, "num_hidden_layers": 1,
+                               "num_attention_heads": 2)";
+  EXPECT_NE(error_of("{" + base + ", \"num_key_value_heads\": 3}").find("does not divide"), std::string::npos);
+  EXPECT_NE(error_of("{" + base + ", \"rope_scaling\": {\"rope_type\": \"llama3\"}}").find("llama3"), std::string::npos);
+  EXPECT_NE(error_of("{" + base + ", \"hidden_act\": \"gelu\"}").find("hidden_act"), std::string::npos);
+  EXPECT_NE(error_of("{oops").find("not valid JSON"), std::string::npos);
+  const models::LlamaConfig c = models::LlamaConfig::parse("{" + base + ", \"rope_parameters\": {\"rope_theta\": 5e5, \"rope_type\": \"default\"}}");
+  EXPECT_EQ(c.rope_theta, 5e5);
+  EXPECT_EQ(c.num_key_value_heads, 2);
+  EXPECT_EQ(c.head_dim, 4);
+}
+
+}  // namespace
