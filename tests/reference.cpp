@@ -210,6 +210,19 @@ RefTensor eval_node(const meganeura::Graph& g, const Node& n, const std::vector<
       t.dtype = n.dtype;
       return t;
     }
+    case Op::State: return out;  // zeros, as a fresh session holds
+    case Op::CacheWrite: {       // the state with rows [position, position + S) replaced
+      out = in(0);
+      const auto& rows = in(1);
+      const size_t r = rows.shape.size();
+      const int64_t slots = n.shape[r - 2], s = rows.shape[r - 2], inner = rows.shape[r - 1];
+      const auto pos = static_cast<int64_t>(in(2).v.at(0));
+      if (pos < 0 || pos + s > slots) throw ReferenceError("reference: cache_write position out of range");
+      const int64_t outer = count(rows.shape) / (s * inner);
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t k = 0; k < s * inner; ++k) out.v[(o * slots + pos) * inner + k] = rows.v[o * s * inner + k];
+      return out;
+    }
     case Op::Constant: {
       meganeura::HostTensor h;
       h.shape = n.shape;

@@ -91,6 +91,9 @@ class Graph {
 
   Tensor input(std::string name, Shape shape, DType dtype = f32);
   Tensor parameter(std::string name, Shape shape, DType dtype = f32);
+  // Persistent state (a KV cache): zeros when the session is built, kept between steps, changed
+  // only in place by cache_write. Not a parameter: never trained, saved or loaded.
+  Tensor state(std::string name, Shape shape, DType dtype = f32);
   Tensor constant(std::span<const float> values, Shape shape);
   Tensor constant(std::span<const int32_t> values, Shape shape);
   Tensor scalar(float value);  // a rank-0 f32 constant

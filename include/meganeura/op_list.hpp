@@ -11,6 +11,8 @@
   X(Input,        "input",         Leaf,      0, 0, infer_leaf, grad_none)              \
   X(Parameter,    "parameter",     Leaf,      0, 0, infer_leaf, grad_none)              \
   X(Constant,     "constant",      Leaf,      0, 0, infer_leaf, grad_none)              \
+  /* persistent state a session keeps between steps (a KV cache): zeros at build, updated in place */ \
+  X(State,        "state",         Leaf,      0, 0, infer_leaf, grad_none)              \
   /* elementwise unary (f32) */                                              \
   X(Neg,          "neg",           Unary,     1, 1, infer_unary, grad_neg)             \
   X(Abs,          "abs",           Unary,     1, 1, infer_unary, grad_abs)             \
@@ -74,6 +76,9 @@
   X(Gather,       "gather",        Index,     2, 2, infer_gather, grad_gather)            \
   X(ScatterAdd,   "scatter_add",   Index,     3, 3, infer_scatter_add, grad_scatter_add)       \
   X(OneHot,       "one_hot",       Index,     1, 1, infer_one_hot, grad_none)           \
+  /* cache_write(state [..., N, D], rows [..., S, D], position i32 [1]) -> the state with rows */ \
+  /* [position, position + S) replaced, written in place (a KV cache append) */ \
+  X(CacheWrite,   "cache_write",   Index,     3, 3, infer_cache_write, grad_unsupported) \
   /* losses: mean over the batch, scalar out */                              \
   X(CrossEntropy, "cross_entropy", Loss,      2, 2, infer_cross_entropy, grad_cross_entropy)     \
   X(MseLoss,      "mse_loss",      Loss,      2, 2, infer_pair_loss, grad_mse_loss)         \

@@ -88,6 +88,10 @@ inline constexpr int64_t kAttentionCausal = 1;
 inline constexpr int64_t kMaxAttentionHeadDim = 256;
 Tensor attention(Tensor q, Tensor k, Tensor v, AttentionOptions o = {});
 Tensor attention(Tensor q, Tensor k, Tensor v, Tensor position, AttentionOptions o = {});
+// state (a Graph::state, e.g. a KV cache [B, H, slots, D]) with rows [B, H, S, D] written at
+// slots [position, position + S): in place, so that it persists. A write past the last slot is
+// reported by the step (an index error naming the node).
+Tensor cache_write(Tensor state, Tensor rows, Tensor position);
 
 // reductions; an empty axes list reduces over every axis
 Tensor sum(Tensor x, std::vector<int64_t> axes = {}, bool keepdim = false);

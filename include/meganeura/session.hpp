@@ -48,6 +48,10 @@ struct SessionOptions {
   bool reuse_memory = true;  // liveness-based arena reuse (off: every tensor gets its own bytes)
   bool profile = false;      // GPU timestamps around every dispatch (see Session::profile)
   bool optimize = true;      // run the e-graph optimizer and fuse elementwise chains (MEGANEURA_OPTIMIZE=0 turns it off everywhere)
+  // Programs: extra command lists over the same buffers, each running only what the named
+  // outputs need and downloading only them; Session::run(i) replays program i. A model's prefill
+  // and decode steps, sharing its weights and KV cache, are two programs of one session.
+  std::vector<std::vector<std::string>> programs{};
 };
 
 class Session {
@@ -64,6 +68,7 @@ class Session {
   void set_parameter(std::string_view name, std::span<const float> values);
 
   void step();  // runs the recorded command buffer once and waits for it
+  void run(size_t program);  // runs SessionOptions::programs[program] (recorded once, too)
   // Training sessions: the forward pass alone (outputs updated, parameters untouched).
   void evaluate();
 

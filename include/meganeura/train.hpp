@@ -32,8 +32,8 @@ struct TrainConfig {
   Schedule schedule = Constant{};
   float clip_grad_norm = 0.0f;      // > 0: scale gradients so their global L2 norm is at most this
   int accumulation_steps = 1;       // apply the update every N steps, on the mean gradient
-  std::map<std::string, float> lr_multipliers;  // per-parameter lr factor, by name
-  std::vector<std::string> frozen;  // parameters that are not updated (no gradient is computed)
+  std::map<std::string, float> lr_multipliers{};  // per-parameter lr factor, by name
+  std::vector<std::string> frozen{};  // parameters that are not updated (no gradient is computed)
   bool reuse_memory = true;
   bool profile = false;             // GPU timestamps per dispatch (Session::profile)
   bool optimize = true;             // run the e-graph optimizer on forward + backward, fuse elementwise chains

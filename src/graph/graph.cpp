@@ -61,8 +61,10 @@ Tensor Graph::leaf(Op op, std::string name, Shape shape, DType dtype, std::strin
   if (name.empty()) throw Error(std::string(what) + " needs a name");
   check_shape(shape, what, name);
   for (const Node& n : nodes_)
-    if ((n.op == Op::Input || n.op == Op::Parameter) && n.name == name)
-      throw Error("the graph already has " + std::string(n.op == Op::Input ? "an input" : "a parameter") + " named \"" + name + "\"");
+    if ((n.op == Op::Input || n.op == Op::Parameter || n.op == Op::State) && n.name == name)
+      throw Error("the graph already has " +
+                  std::string(n.op == Op::Input ? "an input" : n.op == Op::Parameter ? "a parameter" : "a state") + " named \"" +
+                  name + "\"");
   Node n{op, {}, {}, std::move(shape), dtype, std::move(name), {}};
   return {this, push(std::move(n))};
 }
@@ -73,6 +75,10 @@ Tensor Graph::input(std::string name, Shape shape, DType dtype) {
 
 Tensor Graph::parameter(std::string name, Shape shape, DType dtype) {
   return leaf(Op::Parameter, std::move(name), std::move(shape), dtype, "parameter");
+}
+
+Tensor Graph::state(std::string name, Shape shape, DType dtype) {
+  return leaf(Op::State, std::move(name), std::move(shape), dtype, "state");
 }
 
 Tensor Graph::constant_raw(const void* data, size_t count, Shape shape, DType dtype) {

@@ -115,6 +115,10 @@ Tensor matmul_add(Tensor a, Tensor b, Tensor residual, MatMulOptions o) {
   return a.graph().add(Op::MatMulAdd, {a, b, residual}, std::move(at));
 }
 
+Tensor cache_write(Tensor state, Tensor rows, Tensor position) {
+  return state.graph().add(Op::CacheWrite, {state, rows, position});
+}
+
 static Attrs attention_attrs(Tensor q, const AttentionOptions& o) {
   Attrs at;
   at.scalar = o.scale != 0 ? o.scale : 1.0 / std::sqrt(static_cast<double>(q.rank() ? q.dim(-1) : 1));

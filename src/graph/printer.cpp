@@ -38,14 +38,14 @@ std::string Graph::to_string() const {
   for (int id = 0; id < size(); ++id) {
     const Node& n = node(id);
     o << "%" << id << " = " << op_name(n.op);
-    if (n.op == Op::Input || n.op == Op::Parameter) o << " \"" << n.name << "\"";
+    if (n.op == Op::Input || n.op == Op::Parameter || n.op == Op::State) o << " \"" << n.name << "\"";
     else {
       o << "(";
       for (size_t i = 0; i < n.inputs.size(); ++i) o << (i ? ", " : "") << "%" << n.inputs[i];
       o << ")";
     }
     o << attrs_str(n) << " : " << shape_str(n.shape) << " " << dtype_name(n.dtype);
-    if (!n.name.empty() && n.op != Op::Input && n.op != Op::Parameter) o << "  # " << n.name;
+    if (!n.name.empty() && n.op != Op::Input && n.op != Op::Parameter && n.op != Op::State) o << "  # " << n.name;
     o << "\n";
   }
   for (auto& [name, id] : outputs_) o << "output \"" << name << "\" = %" << id << "\n";

@@ -53,4 +53,20 @@ OutType infer_attention_backward(InferContext& c) {
   return {c.shape(static_cast<size_t>(c.attrs.axis)), f32};
 }
 
+// cache_write(state [..., N, D], rows [..., S, D], position i32 [1]) -> state's type.
+OutType infer_cache_write(InferContext& c) {
+  const Shape &s = c.shape(0), &r = c.shape(1);
+  if (s.size() < 2 || r.size() != s.size())
+    c.shape_error("state " + shape_str(s) + " and rows " + shape_str(r) + " need one rank >= 2: [..., slots, row]");
+  for (size_t d = 0; d < s.size(); ++d)
+    if (d != s.size() - 2 && s[d] != r[d])
+      c.shape_error("rows " + shape_str(r) + " do not match the state " + shape_str(s) + " outside the slot axis (-2)");
+  if (r[r.size() - 2] > s[s.size() - 2])
+    c.shape_error("rows " + shape_str(r) + " hold more slots than the state " + shape_str(s));
+  if (c.dtype(1) != c.dtype(0)) c.dtype_error("rows and state dtypes differ");
+  c.require_dtype(2, {i32}, "position");
+  if (numel(c.shape(2)) != 1) c.shape_error("position " + shape_str(c.shape(2)) + " must hold one value");
+  return {s, c.dtype(0)};
+}
+
 }  // namespace meganeura::graph

@@ -34,6 +34,7 @@ enum class Kernel : uint8_t {
   CrossEntropyBackward, // d logits, fused: never builds a one-hot or a softmax tensor
   Optimizer,            // SGD / Adam / AdamW update of one parameter, in place
   ClipScale,            // global-norm clipping factor from per-tensor sums of squares
+  CacheWrite,           // rows into a state at a position read on the device (IndexParams)
   Attention,            // softmax(q·kᵀ·scale [+ causal])·v, online softmax; saves the log-sum-exp
   AttentionBackward,    // d q, d k or d v from the saved log-sum-exp (spec 1 picks which)
   Count

@@ -7,6 +7,7 @@
 
 #include "attention.spv.h"
 #include "attention_backward.spv.h"
+#include "cache_write.spv.h"
 #include "cast16.spv.h"
 #include "clip_scale.spv.h"
 #include "cross_entropy_backward.spv.h"
@@ -60,6 +61,7 @@ constexpr Entry entry(Kernel k) {
     case Kernel::CrossEntropyBackward: return {"cross_entropy_backward", mn_spv_cross_entropy_backward};
     case Kernel::Optimizer: return {"optimizer", mn_spv_optimizer};
     case Kernel::ClipScale: return {"clip_scale", mn_spv_clip_scale};
+    case Kernel::CacheWrite: return {"cache_write", mn_spv_cache_write};
     case Kernel::Attention: return {"attention", mn_spv_attention};
     case Kernel::AttentionBackward: return {"attention_backward", mn_spv_attention_backward};
     case Kernel::Count: break;

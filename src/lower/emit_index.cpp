@@ -32,6 +32,18 @@ void emit_index(Emitter& e, int id) {
       Emitter::set_params(c, p);
       return;
     }
+    case Op::CacheWrite: {  // the output is the state itself (an alias): only the rows are written
+      const Shape& rows = e.node(n.inputs[1]).shape;
+      p.outer = u32(prod(rows, 0, rows.size() - 2), "cache outer");
+      p.len = u32(n.shape[n.shape.size() - 2], "cache slots");
+      p.inner = u32(rows.back(), "cache row");
+      p.n_idx = u32(rows[rows.size() - 2], "cache rows written");
+      KernelCall& c = e.call(Kernel::CacheWrite, id, "");
+      c.tensors = {{n.inputs[1], false}, {n.inputs[2], false}, {id, true}};
+      c.groups = {groups_for(numel(rows)), 1, 1};
+      Emitter::set_params(c, p);
+      return;
+    }
     case Op::ScatterAdd: {  // out = base, then out += updates at the indices
       Operand base{n.inputs[0], 0, contiguous_strides(n.shape)}, out{id, 0, contiguous_strides(n.shape)};
       e.elementwise(id, EW_COPY, n.shape, {base}, out, {DT_U32, DT_U32, DT_U32}, 0, "copy base");

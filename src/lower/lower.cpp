@@ -109,7 +109,9 @@ Lowered lower(const Graph& g, const std::vector<int>& keep, const LowerOptions& 
     if (n.op == Op::Input) t.role = Role::Input;
     else if (n.op == Op::Parameter) t.role = Role::Parameter;
     else if (n.op == Op::Constant) t.role = Role::Constant;
+    else if (n.op == Op::State) t.role = Role::State;
     if (n.op == Op::Reshape && live[static_cast<size_t>(id)]) t.alias_of = n.inputs[0];  // a view: same bytes, new shape
+    if (n.op == Op::CacheWrite) t.alias_of = n.inputs[0];  // written in place: the state's own bytes
   }
   std::vector<int> group_of;
   std::vector<MatMulGroup> groups;

@@ -46,8 +46,13 @@ struct Lowered {
   std::vector<TensorDesc> tensors;  // tensors[i] holds node i; scratch tensors follow the nodes
   std::vector<KernelCall> calls;
   std::vector<kernels::GeneratedKernel> generated;  // distinct sources, compiled at session build
-  // Command lists beyond the step: each a prefix of `calls` (a training session's forward pass).
-  std::vector<size_t> extra_prefixes;
+  // Command lists beyond the step, each a subsequence of `calls` that downloads some outputs: a
+  // training session's forward pass, an inference session's programs (prefill, decode).
+  struct CommandList {
+    std::vector<size_t> calls;  // indices into `calls`, ascending
+    std::vector<int> outputs;   // graph node ids of the outputs it downloads; empty: all of them
+  };
+  std::vector<CommandList> extra_lists;
   // The tensor whose storage `t` uses (follows alias_of to the root).
   int root(int t) const {
     while (tensors[static_cast<size_t>(t)].alias_of >= 0) t = tensors[static_cast<size_t>(t)].alias_of;

@@ -34,6 +34,7 @@ std::unique_ptr<Graph> to_graph(const EGraph& eg, const Extraction& ex, const st
     const Node& n = src.node(id);
     if (n.op == Op::Input) leaves[id] = out->input(n.name, n.shape, n.dtype);
     else if (n.op == Op::Parameter) leaves[id] = out->parameter(n.name, n.shape, n.dtype);
+    else if (n.op == Op::State) leaves[id] = out->state(n.name, n.shape, n.dtype);
   }
   std::unordered_map<ClassId, Tensor> built;
   std::function<Tensor(ClassId)> build = [&](ClassId c) -> Tensor {

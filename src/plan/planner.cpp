@@ -108,17 +108,18 @@ Planned plan_program(const lower::Lowered& low, const Graph& g, const PlanOption
       upload = align_up(upload + low.tensors[t].bytes, opts.alignment);
       uploads.push_back({out.upload[t], out.tensor[t]});
     }
-  // Outputs: copied to the readback buffer at the end of each list.
-  std::vector<Copy> downloads;
+  // Outputs: copied to the readback buffer at the end of each list (that computes them).
+  std::vector<std::pair<int, Copy>> downloads;  // (graph node, copy)
   for (auto& [name, id] : g.outputs()) {
     Slice src = out.tensor[static_cast<size_t>(id)];
     Slice dst{kReadbackBuffer, readback, src.size};
     readback = align_up(readback + src.size, opts.alignment);
     out.readback.push_back(dst);
-    downloads.push_back({src, dst});
+    downloads.push_back({id, {src, dst}});
   }
 
-  auto commands = [&](size_t calls, uint32_t& barriers, uint32_t& dispatches) {
+  auto commands = [&](const std::vector<size_t>& calls, const std::vector<int>& outputs, uint32_t& barriers,
+                      uint32_t& dispatches) {
     std::vector<Command> cmds;
     auto barrier = [&](Barrier::Kind k) {
       cmds.emplace_back(std::in_place_type<Barrier>, Barrier{k});
@@ -127,7 +128,7 @@ Planned plan_program(const lower::Lowered& low, const Graph& g, const PlanOption
     for (const Copy& c : uploads) cmds.emplace_back(std::in_place_type<Copy>, c);
     if (!uploads.empty()) barrier(Barrier::TransferToCompute);
     Hazards pending;
-    for (size_t i = 0; i < calls; ++i) {
+    for (size_t i : calls) {
       const lower::KernelCall& c = low.calls[i];
       Dispatch d;
       d.kernel = c.kernel;
@@ -152,14 +153,18 @@ Planned plan_program(const lower::Lowered& low, const Graph& g, const PlanOption
       ++dispatches;
     }
     barrier(Barrier::ComputeToTransfer);
-    for (const Copy& c : downloads) cmds.emplace_back(std::in_place_type<Copy>, c);
+    for (const auto& [node, c] : downloads)
+      if (outputs.empty() || std::find(outputs.begin(), outputs.end(), node) != outputs.end())
+        cmds.emplace_back(std::in_place_type<Copy>, c);
     barrier(Barrier::TransferToHost);  // also makes the status block visible
     return cmds;
   };
-  p.commands = commands(low.calls.size(), out.barriers, out.dispatches);
-  for (size_t prefix : low.extra_prefixes) {
+  std::vector<size_t> every_call(low.calls.size());
+  for (size_t i = 0; i < every_call.size(); ++i) every_call[i] = i;
+  p.commands = commands(every_call, {}, out.barriers, out.dispatches);
+  for (const lower::Lowered::CommandList& list : low.extra_lists) {
     uint32_t unused_barriers = 0, unused_dispatches = 0;
-    p.extra.push_back(commands(prefix, unused_barriers, unused_dispatches));
+    p.extra.push_back(commands(list.calls, list.outputs, unused_barriers, unused_dispatches));
   }
 
   p.generated = low.generated;

@@ -24,6 +24,10 @@ void Session::Impl::check_status() {
   std::string node = s.node < node_labels.size() ? node_labels[s.node] : "%" + std::to_string(s.node);
   bool label = s.node < node_ops.size() &&
                (node_ops[s.node] == Op::CrossEntropy || node_ops[s.node] == Op::CrossEntropyBackward);
+  if (s.code == kernels::STATUS_INDEX_OUT_OF_RANGE && s.node < node_ops.size() && node_ops[s.node] == Op::CacheWrite)
+    throw RuntimeDataError("cache_write in node \"" + node + "\": position " + std::to_string(s.value) +
+                           " is outside [0, " + std::to_string(s.limit) + "], the last position its rows fit at (the cache is full: " +
+                           "build it with more slots)");
   if (s.code == kernels::STATUS_INDEX_OUT_OF_RANGE && label)
     throw RuntimeDataError("label " + std::to_string(s.value) + " is out of range in node \"" + node + "\": labels must be in [0, " +
                            std::to_string(s.limit) + ") or equal the ignore_index");
@@ -64,13 +68,38 @@ std::unique_ptr<Session::Impl> Session::Impl::build(const Graph& g, const lower:
       impl->exe->write(first_bytes(p.tensor[static_cast<size_t>(id)], n.constant.size()), n.constant);
   }
   for (auto& [name, id] : g.outputs()) impl->outputs.emplace_back(name, Session::Impl::Named{id, g.node(id).shape, g.node(id).dtype});
+  impl->programs = options.programs.size();
   return impl;
 }
 
+// Each program of the options becomes an extra command list: the calls of the nodes its outputs
+// depend on, downloading only those outputs.
+static void add_programs(const Graph& g, lower::Lowered& low, const SessionOptions& options) {
+  for (const std::vector<std::string>& program : options.programs) {
+    std::vector<bool> needed(static_cast<size_t>(g.size()), false);
+    lower::Lowered::CommandList list;
+    for (const std::string& name : program) {
+      auto it = std::find_if(g.outputs().begin(), g.outputs().end(), [&](const auto& o) { return o.first == name; });
+      if (it == g.outputs().end()) throw NameError("SessionOptions::programs names \"" + name + "\", which is not an output of the graph");
+      needed[static_cast<size_t>(it->second)] = true;
+      list.outputs.push_back(it->second);
+    }
+    for (int id = g.size() - 1; id >= 0; --id)
+      if (needed[static_cast<size_t>(id)])
+        for (int in : g.node(id).inputs) needed[static_cast<size_t>(in)] = true;
+    for (size_t i = 0; i < low.calls.size(); ++i)
+      if (low.calls[i].node >= 0 && needed[static_cast<size_t>(low.calls[i].node)]) list.calls.push_back(i);
+    low.extra_lists.push_back(std::move(list));
+  }
+}
+
 Session build_inference_session(const Graph& g, const SessionOptions& options) {
-  if (!optimize::enabled(options.optimize)) return Session(Session::Impl::build(g, lower::lower(g), options));
-  std::unique_ptr<Graph> opt = optimize::optimize(g);
-  return Session(Session::Impl::build(*opt, lower::lower(*opt, {}, {.fuse = true}), options));
+  const bool optimizing = optimize::enabled(options.optimize);
+  std::unique_ptr<Graph> opt = optimizing ? optimize::optimize(g) : nullptr;
+  const Graph& graph = optimizing ? *opt : g;
+  lower::Lowered low = lower::lower(graph, {}, {.fuse = optimizing});
+  add_programs(graph, low, options);
+  return Session(Session::Impl::build(graph, low, options));
 }
 
 void Session::set_input(std::string_view name, const HostTensor& value) {
@@ -106,6 +135,16 @@ void Session::Impl::check_inputs_set() const {
     for (auto& [name, n] : *m)
       if (!n.set) unset += (unset.empty() ? "" : ", ") + (std::string(m == &inputs ? "input" : "parameter") + " \"" + name + "\"");
   if (!unset.empty()) throw Error("step() before these were set: " + unset);
+}
+
+void Session::run(size_t program) {
+  if (program >= impl_->programs)
+    throw Error("run(" + std::to_string(program) + "): the session has " + std::to_string(impl_->programs) +
+                " programs (SessionOptions::programs)");
+  impl_->check_inputs_set();
+  impl_->exe->run(1 + program);
+  ++impl_->steps;
+  impl_->check_status();
 }
 
 void Session::step() {

@@ -87,6 +87,7 @@ struct Session::Impl {
   void check_status();
   // Throws naming every input and parameter that was never set.
   void check_inputs_set() const;
+  size_t programs = 0;  // SessionOptions::programs: extra command lists 1..programs
   void before_train_step();  // writes the per-step Hyper block (src/train/train_session.cpp)
   void after_train_step();
   bool evaluated = false;    // evaluate() ran: outputs are readable

@@ -22,7 +22,9 @@ Session build_session(const Graph& user_graph, Tensor loss, const TrainConfig& c
   lower::Lowered low = lower::lower(g, tg.grads, {.fuse = optimize::enabled(config.optimize)});
   size_t forward_calls = 0;
   while (forward_calls < low.calls.size() && low.calls[forward_calls].node < tg.forward_end) ++forward_calls;
-  low.extra_prefixes = {forward_calls};
+  lower::Lowered::CommandList forward;
+  for (size_t i = 0; i < forward_calls; ++i) forward.calls.push_back(i);
+  low.extra_lists = {std::move(forward)};
 
   Session::Impl::Training tr;
   tr.config = config;
