@@ -10,5 +10,6 @@
 #include "meganeura/ops.hpp"
 #include "meganeura/io.hpp"
 #include "meganeura/session.hpp"
+#include "meganeura/tokenizer.hpp"
 #include "meganeura/train.hpp"
 #include "meganeura/trainer.hpp"
