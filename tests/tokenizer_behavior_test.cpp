@@ -7,6 +7,7 @@
 #include <random>
 #include <thread>
 
+#include "tokenizer/utf8.hpp"
 #include "tokenizer_fixtures.hpp"
 
 namespace mntest {
@@ -15,25 +16,7 @@ namespace {
 using meganeura::DecodeStream;
 using meganeura::Tokenizer;
 
-void append_code_point(std::string& out, uint32_t c) {
-  if (c < 0x80) {
-    out += static_cast<char>(c);
-  } else if (c < 0x800) {
-    out += static_cast<char>(0xC0 | (c >> 6));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else if (c < 0x10000) {
-    out += static_cast<char>(0xE0 | (c >> 12));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (c >> 18));
-    out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  }
-}
-
-// Valid UTF-8 from anywhere in the code space, with runs of ASCII, spaces and digits mixed in.
+// Valid UTF-8 from anywhere in the code space, with ASCII, whitespace and digits mixed in.
 std::vector<std::string> random_texts(uint32_t seed, int count) {
   std::mt19937 rng(seed);
   std::vector<std::string> out;
@@ -48,7 +31,7 @@ std::vector<std::string> random_texts(uint32_t seed, int count) {
       else if (kind == 3) c = 0x800 + rng() % 0xF800;
       else c = rng() % 0x110000;
       if (c >= 0xD800 && c <= 0xDFFF) c = 0xFFFD;  // surrogates are not characters
-      append_code_point(s, c);
+      meganeura::tokenizer::append_utf8(s, c);
     }
     out.push_back(s);
   }
