@@ -12,5 +12,6 @@
 #include "meganeura/nn.hpp"
 #include "meganeura/llama.hpp"
 #include "meganeura/session.hpp"
+#include "meganeura/tokenizer.hpp"
 #include "meganeura/train.hpp"
 #include "meganeura/trainer.hpp"
