@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what meganeura needs to build and test on Debian 12: compiler, CMake, the Vulkan
 # loader and headers, the validation layer, Mesa's lavapipe (a CPU Vulkan driver, so the tests
-# run without a GPU), glslang, shaderc (compiles generated kernels at session build), GoogleTest
-# and Google Benchmark.
+# run without a GPU), glslang, shaderc (compiles generated kernels at session build), libcurl and
+# OpenSSL (the Hugging Face Hub client), GoogleTest and Google Benchmark.
 # Idempotent: packages already installed are skipped, and when nothing is missing it neither
 # touches the network nor needs root.
 set -euo pipefail
@@ -12,6 +12,7 @@ packages=(
   libvulkan-dev vulkan-validationlayers mesa-vulkan-drivers vulkan-tools
   glslang-tools spirv-tools libshaderc-dev glslang-dev
   libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev nlohmann-json3-dev
+  libcurl4-openssl-dev libssl-dev
   dataset-fashion-mnist
 )
 
