@@ -2,7 +2,8 @@
 # Installs what meganeura needs to build and test on Debian 12: compiler, CMake, the Vulkan
 # loader and headers, the validation layer, Mesa's lavapipe (a CPU Vulkan driver, so the tests
 # run without a GPU), glslang, shaderc (compiles generated kernels at session build), PCRE2 (the
-# tokenizer's pre-tokenizer patterns), GoogleTest and Google Benchmark.
+# tokenizer's pre-tokenizer patterns), libcurl and OpenSSL (the Hugging Face Hub client),
+# GoogleTest and Google Benchmark.
 # Idempotent: packages already installed are skipped, and when nothing is missing it neither
 # touches the network nor needs root.
 set -euo pipefail
@@ -12,6 +13,7 @@ packages=(
   libvulkan-dev vulkan-validationlayers mesa-vulkan-drivers vulkan-tools
   glslang-tools spirv-tools libshaderc-dev glslang-dev
   libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev nlohmann-json3-dev libpcre2-dev
+  libcurl4-openssl-dev libssl-dev
   dataset-fashion-mnist
 )
 

@@ -15,21 +15,6 @@ using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-// Runs f, expects it to throw E, and returns the message ("" and a failure otherwise).
-template <class E, class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "expected " << typeid(E).name() << ", got " << typeid(e).name() << ": " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "expected " << typeid(E).name() << ", nothing was thrown";
-  return "";
-}
-
 TEST(ShapeErrors, MatmulInnerDimNamesShapesAndScope) {
   Graph g;
   Tensor a = g.input("a", {2, 3, 4});

@@ -10,7 +10,7 @@
 #include "file_fixtures.hpp"
 #include "meganeura/io.hpp"
 #include "train/curves.hpp"
-#include "train/progress.hpp"
+#include "util/progress.hpp"
 
 namespace mntest {
 namespace {
@@ -322,6 +322,20 @@ TEST(Progress, TerminalRedrawsOneLineAtMostTenTimesASecond) {
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1);
   EXPECT_THAT(out, HasSubstr("\repoch 2/5 [..........") );
   EXPECT_THAT(out, HasSubstr("\repoch 2/5 [##########..........] 234/468 done | "));
+}
+
+TEST(Progress, BytesShowSizesAndRatesInDecimalUnits) {
+  std::FILE* f = std::tmpfile();
+  {
+    Progress p("model.safetensors", 269060552, f, /*terminal=*/false, ProgressUnit::bytes, 100000000);
+    p.update(200000000);
+    p.finish();
+  }
+  const std::string out = drain(f);
+  std::fclose(f);
+  EXPECT_THAT(out, StartsWith("model.safetensors 37% 100.0/269.1 MB | 0.0 B/s\n"));  // resumed at 100 MB: no rate yet
+  EXPECT_THAT(out, HasSubstr("model.safetensors 74% 200.0/269.1 MB | "));
+  EXPECT_THAT(out, HasSubstr("B/s | ETA "));
 }
 
 }  // namespace

@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <exception>
 #include <map>
 #include <random>
 #include <string>
+#include <typeinfo>
 #include <vector>
 
 #include "meganeura/meganeura.hpp"
@@ -40,6 +42,21 @@ class Rng {
 
 // MEGANEURA_TEST_OPTIMIZE=1: the op tables run with the optimizer and elementwise fusion on.
 bool optimized_run();
+
+// Runs f, expects it to throw E, and returns the message ("" and a failure otherwise).
+template <class E, class F>
+std::string message_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "expected " << typeid(E).name() << ", got " << typeid(e).name() << ": " << e.what();
+    return "";
+  }
+  ADD_FAILURE() << "expected " << typeid(E).name() << ", nothing was thrown";
+  return "";
+}
 
 // "seed 1234 (rerun with MEGANEURA_TEST_SEED=1234)"
 std::string seed_note(uint64_t seed);

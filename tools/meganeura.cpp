@@ -1,7 +1,8 @@
 // The `meganeura` command line tool. `meganeura info` prints one line per Vulkan device (the
 // banner users paste into bug reports), the default device marked with '*'. `meganeura optimize`
 // runs the e-graph optimizer on a Llama-style model written from primitive ops and says what it
-// found and how long it took (no GPU needed).
+// found and how long it took (no GPU needed). `meganeura download` fetches a model's files from the
+// Hugging Face Hub into the shared Hugging Face cache and prints where they are.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include "meganeura/autodiff.hpp"
 #include "meganeura/device.hpp"
 #include "meganeura/error.hpp"
+#include "meganeura/hub.hpp"
 #include "lower/lowered.hpp"
 #include "models/llama_primitives.hpp"
 #include "optimize/optimize.hpp"
@@ -30,12 +32,21 @@ constexpr const char* kUsage =
     "            (SmolLM2-135M's shape: 30 layers, seq 128); --train adds the backward graph;\n"
     "            --max-seconds overrides the optimizer's time limit (default 0.25);\n"
     "            --rule-times also times one search of each rule on the initial e-graph\n"
+    "  download <repo_id> [--revision R] [files...]\n"
+    "            fetch files of a Hugging Face Hub repository into the Hugging Face cache and\n"
+    "            print the snapshot directory; without files: what a model needs (config.json,\n"
+    "            tokenizer files, model.safetensors or every shard of its index). Resumes an\n"
+    "            interrupted download; files already cached are not fetched again\n"
     "  help      show this message (also --help, -h)\n"
     "\n"
     "environment:\n"
     "  MEGANEURA_DEVICE=<index or name>   the device to run on\n"
     "  MEGANEURA_VALIDATION=1             Vulkan validation layer with synchronization checks\n"
-    "  MEGANEURA_TIMEOUT_S=<seconds>      how long a step may take before it counts as a hang (60)\n";
+    "  MEGANEURA_TIMEOUT_S=<seconds>      how long a step may take before it counts as a hang (60)\n"
+    "  HF_TOKEN=<token>                   access token for gated or private repositories\n"
+    "  HF_HUB_CACHE=<dir>, HF_HOME=<dir>  the Hugging Face cache (~/.cache/huggingface/hub)\n"
+    "  HF_HUB_OFFLINE=1                   no network: files come from the cache only\n"
+    "  HF_ENDPOINT=<url>                  a Hub mirror (https://huggingface.co)\n";
 
 int info() {
   const auto devices = meganeura::list_devices();
@@ -158,6 +169,29 @@ int optimize_command(int argc, char** argv) {
   return 0;
 }
 
+int download_command(int argc, char** argv) {
+  namespace hub = meganeura::hub;
+  hub::HubOptions options;
+  std::string repo_id;
+  std::vector<std::string> files;
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--revision") {
+      if (i + 1 >= argc) throw meganeura::Error("download: --revision needs a value");
+      options.revision = argv[++i];
+    } else if (a.rfind("--", 0) == 0) {
+      throw meganeura::Error("download: unknown option '" + a + "' (see meganeura --help)");
+    } else if (repo_id.empty()) {
+      repo_id = a;
+    } else {
+      files.push_back(a);
+    }
+  }
+  if (repo_id.empty()) throw meganeura::Error("download: which repository? meganeura download <repo_id> [--revision R] [files...]");
+  std::printf("%s\n", hub::snapshot(repo_id, files, options).c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -177,6 +211,7 @@ int main(int argc, char** argv) {
   try {
     if (command == "info") return info();
     if (command == "optimize") return optimize_command(argc, argv);
+    if (command == "download") return download_command(argc, argv);
   } catch (const meganeura::Error& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 1;

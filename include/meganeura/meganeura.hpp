@@ -6,6 +6,7 @@
 #include "meganeura/dtype.hpp"
 #include "meganeura/error.hpp"
 #include "meganeura/graph.hpp"
+#include "meganeura/hub.hpp"
 #include "meganeura/init.hpp"
 #include "meganeura/ops.hpp"
 #include "meganeura/io.hpp"

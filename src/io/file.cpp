@@ -18,18 +18,26 @@ std::string errno_text(int err) { return std::generic_category().message(err); }
 
 namespace {
 
-// Closes a descriptor on every path out of a scope.
-struct Fd {
-  int fd = -1;
-  ~Fd() { if (fd >= 0) ::close(fd); }
-  int release() { int f = fd; fd = -1; return f; }
-};
-
 [[noreturn]] void fail(const std::string& what, const std::string& path, int err) {
   throw Error(what + " " + path + ": " + errno_text(err));
 }
 
 }  // namespace
+
+Fd::~Fd() {
+  if (fd >= 0) ::close(fd);
+}
+
+void write_all(int fd, const void* bytes, size_t n, const std::string& path) {
+  auto* p = static_cast<const char*>(bytes);
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) fail("cannot write", path, errno);
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+}
 
 MappedFile::MappedFile(const std::string& path) {
   Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
@@ -48,16 +56,7 @@ MappedFile::~MappedFile() {
   if (data_) ::munmap(const_cast<std::byte*>(data_), size_);
 }
 
-void AtomicWriter::write(const void* bytes, size_t n) {
-  auto* p = static_cast<const char*>(bytes);
-  while (n > 0) {
-    ssize_t w = ::write(fd_, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) fail("cannot write", path_, errno);
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-}
+void AtomicWriter::write(const void* bytes, size_t n) { write_all(fd_, bytes, n, path_); }
 
 void write_atomic(const std::string& path, const std::function<void(AtomicWriter&)>& fill) {
   const std::string tmp = path + ".tmp-" + std::to_string(::getpid());

@@ -12,6 +12,24 @@ namespace meganeura::io {
 // "No such file or directory" for an errno value.
 std::string errno_text(int err);
 
+// Closes a descriptor on every path out of a scope.
+struct Fd {
+  int fd = -1;
+  Fd() = default;
+  explicit Fd(int f) : fd(f) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd();
+  int release() {
+    const int f = fd;
+    fd = -1;
+    return f;
+  }
+};
+
+// Writes all `n` bytes to `fd` (through short writes and EINTR); throws Error naming `path`.
+void write_all(int fd, const void* bytes, size_t n, const std::string& path);
+
 // A whole file mapped read-only. Empty files are allowed (data() is null, size() is 0).
 class MappedFile {
  public:

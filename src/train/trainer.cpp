@@ -9,7 +9,7 @@
 
 #include "runtime/session_impl.hpp"
 #include "train/curves.hpp"
-#include "train/progress.hpp"
+#include "util/progress.hpp"
 
 namespace meganeura {
 
