@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "meganeura/meganeura.hpp"
@@ -176,6 +177,55 @@ std::vector<int32_t> greedy_without_cache(const json& f) {
 TEST(LlamaVsTransformers, TinyGreedyTokensWithoutCache) {
   const json f = fixture("tiny");
   EXPECT_EQ(greedy_without_cache(f), f["generate"]["no_cache"].get<std::vector<int32_t>>());
+}
+
+// Greedy decoding with the KV cache (transformers' generate(use_cache=True)): prefill in chunks
+// of `chunk` prompt tokens, then one decode step per token, all in one session.
+std::vector<int32_t> greedy_with_cache(const json& f, int64_t chunk) {
+  models::LlamaConfig c = models::LlamaConfig::parse(f["config"].dump(), "fixture config");
+  models::Generator gen(c, {.max_seq = 48, .prefill_chunk = chunk});
+  set_weights(gen.session(), f);
+  std::vector<int32_t> ids = f["generate"]["prompt"].get<std::vector<int32_t>>();
+  std::mt19937_64 rng(0);
+  std::vector<float> logits = gen.prefill(ids);
+  while (ids.size() < f["generate"]["cache"].size()) {
+    ids.push_back(models::sample_token(logits, {}, rng));
+    if (ids.size() < f["generate"]["cache"].size()) logits = gen.decode(ids.back());
+  }
+  EXPECT_EQ(gen.position(), static_cast<int64_t>(ids.size()) - 1);
+  return ids;
+}
+
+TEST(LlamaVsTransformers, TinyGreedyTokensWithCache) {
+  const json f = fixture("tiny");
+  const std::vector<int32_t> want = f["generate"]["cache"].get<std::vector<int32_t>>();
+  EXPECT_EQ(greedy_with_cache(f, 64), want) << "prompt in one prefill chunk";
+  EXPECT_EQ(greedy_with_cache(f, 4), want) << "prompt in chunks of 4 (the last padded)";
+}
+
+TEST(LlamaVsTransformers, SmolLM2ShapedGreedyTokensWithCache) {
+  const json f = fixture("smollm2_2layers");
+  EXPECT_EQ(greedy_with_cache(f, 8), f["generate"]["cache"].get<std::vector<int32_t>>());
+}
+
+TEST(Sampling, GreedyTopKTopP) {
+  std::mt19937_64 rng(7);
+  const std::vector<float> logits = {0.0f, 3.0f, 1.0f, 3.0f, -2.0f};
+  EXPECT_EQ(models::sample_token(logits, {}, rng), 1) << "greedy: the first maximum";
+  // Probabilities at temperature 1: 20.1/44.0 for tokens 1 and 3 each, 2.7/44.0, 1/44.0, 0.1/44.0.
+  std::map<int32_t, int> top_k, top_p, all;
+  for (int i = 0; i < 2000; ++i) {
+    ++top_k[models::sample_token(logits, {.temperature = 1.0f, .top_k = 2}, rng)];
+    ++top_p[models::sample_token(logits, {.temperature = 1.0f, .top_p = 0.4f}, rng)];  // 0.46 > 0.4: token 1 alone
+    ++all[models::sample_token(logits, {.temperature = 1.0f}, rng)];
+  }
+  EXPECT_EQ(top_k.size(), 2u);
+  EXPECT_GT(top_k[1], 850);
+  EXPECT_GT(top_k[3], 850);
+  EXPECT_EQ(top_p.size(), 1u);
+  EXPECT_EQ(top_p[1], 2000);
+  EXPECT_NEAR(all[2], 2000 * 2.718 / 44.03, 45);  // ~123 of 2000
+  EXPECT_NEAR(all[1] + all[3], 2000 * 40.17 / 44.03, 60);
 }
 
 TEST(LlamaConfig, ErrorsNameTheField) {

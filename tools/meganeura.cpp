@@ -16,6 +16,7 @@
 #include "meganeura/error.hpp"
 #include "meganeura/hub.hpp"
 #include "lower/lowered.hpp"
+#include "commands.hpp"
 #include "models/llama_primitives.hpp"
 #include "optimize/optimize.hpp"
 #include "train/training_graph.hpp"
@@ -37,6 +38,11 @@ constexpr const char* kUsage =
     "            print the snapshot directory; without files: what a model needs (config.json,\n"
     "            tokenizer files, model.safetensors or every shard of its index). Resumes an\n"
     "            interrupted download; files already cached are not fetched again\n"
+    "  generate --model <repo_id or directory> [--prompt TEXT] [--max-tokens N] [--temperature T]\n"
+    "           [--top-k K] [--top-p P] [--seed S] [--max-seq N] [--revision R]\n"
+    "            complete a prompt with a Llama-family model from the Hugging Face Hub (fetched\n"
+    "            into the Hugging Face cache) or a local directory (config.json, tokenizer.json,\n"
+    "            safetensors); streams the text, then prints tokens/s. Greedy unless --temperature\n"
     "  help      show this message (also --help, -h)\n"
     "\n"
     "environment:\n"
@@ -212,6 +218,7 @@ int main(int argc, char** argv) {
     if (command == "info") return info();
     if (command == "optimize") return optimize_command(argc, argv);
     if (command == "download") return download_command(argc, argv);
+    if (command == "generate") return generate_command(argc, argv);
   } catch (const meganeura::Error& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 1;

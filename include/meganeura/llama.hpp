@@ -2,7 +2,10 @@
 // Face config.json, with Hugging Face's parameter names, so their safetensors load by name.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string_view>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -43,6 +46,13 @@ class Llama {
   // logits [B, S, vocab] of ids [B, S] (i32), rotary positions [S] (i32).
   Tensor operator()(Tensor ids, Tensor positions) const;
   Tensor head(Tensor hidden) const;  // final norm and lm_head (tied: embed_tokens transposed)
+  // The same decoder over a KV cache: ids [B, S] at rotary positions [S] and cache position
+  // `start` (i32 [1]); each layer appends its k/v rows to its cache (states [B, Hkv, slots, D])
+  // at `start` and attends to slots [0, start + i]. Returns the hidden state [B, S, hidden].
+  struct Cache {
+    Tensor k, v;
+  };
+  Tensor forward_cached(Tensor ids, Tensor positions, Tensor start, const std::vector<Cache>& caches) const;
 
   LlamaConfig config;
   nn::Embedding embed_tokens;
@@ -61,6 +71,65 @@ struct LlamaGraph {
   Tensor logits, loss;
 };
 LlamaGraph llama_graph(const LlamaConfig& config, int64_t batch, int64_t seq, bool training = false);
+
+// Text generation with a KV cache that stays on the GPU: ONE session holds the weights, the
+// per-layer caches and two recorded programs — prefill (a chunk of prompt tokens) and decode
+// (one token) — so both share the weights and the cache by construction. A prompt longer than
+// a chunk runs as several chunks; the last is padded (its padding slots are overwritten by the
+// tokens that follow before anything reads them).
+struct GeneratorOptions {
+  int64_t max_seq = 2048;       // tokens of prompt and output together
+  int64_t prefill_chunk = 64;   // prompt tokens per prefill run
+  SessionOptions session{};
+};
+class Generator {
+ public:
+  Generator(const LlamaConfig& config, const GeneratorOptions& options = {});
+  void load(const Checkpoint& checkpoint);  // the model's weights (load_weights)
+  Session& session() { return session_; }
+  const Graph& graph() const { return *graph_; }
+  // Starts a new sequence with `prompt` (at least one token); returns the logits [vocab] that
+  // predict the token after it.
+  std::vector<float> prefill(const std::vector<int32_t>& prompt);
+  // Appends `token`; returns the logits of the next one.
+  std::vector<float> decode(int32_t token);
+  int64_t position() const { return position_; }  // tokens in the cache
+
+ private:
+  LlamaConfig config_;
+  GeneratorOptions options_;
+  std::unique_ptr<Graph> graph_;
+  Session session_;
+  int64_t position_ = 0;
+};
+
+// Picking the next token from logits: greedy (temperature 0), or sampled at a temperature from
+// the top_k most likely (0: all) within the smallest set whose probability reaches top_p.
+struct SamplingOptions {
+  float temperature = 0.0f;
+  int64_t top_k = 0;
+  float top_p = 1.0f;
+};
+int32_t sample_token(const std::vector<float>& logits, const SamplingOptions& options, std::mt19937_64& rng);
+
+// A whole model directory (a Hugging Face snapshot: config.json, tokenizer.json, safetensors)
+// completing `prompt`: on_text receives the text as it is produced, never half a character.
+// Generation stops after max_tokens or at an end-of-sequence token (config.json's eos_token_id,
+// else the tokenizer's).
+struct GenerateOptions {
+  int64_t max_tokens = 64;
+  SamplingOptions sampling{};
+  uint64_t seed = 0;
+  int64_t max_seq = 2048;  // capped at the prompt plus max_tokens
+  int64_t prefill_chunk = 64;
+};
+struct GenerateStats {
+  int64_t prompt_tokens = 0, generated_tokens = 0;
+  double load_seconds = 0, prefill_seconds = 0, decode_seconds = 0;
+  bool stopped_at_eos = false;
+};
+GenerateStats generate(const std::string& model_dir, const std::string& prompt, const GenerateOptions& options,
+                       const std::function<void(std::string_view)>& on_text);
 
 // Sets every parameter of g in the session from the checkpoint, converting f16/bf16 to the
 // parameter's dtype. A missing tensor or a shape that differs is an Error naming the

@@ -46,6 +46,30 @@ Tensor Llama::operator()(Tensor ids, Tensor positions) const {
   return head(x);
 }
 
+Tensor Llama::forward_cached(Tensor ids, Tensor positions, Tensor start, const std::vector<Cache>& caches) const {
+  Graph& g = ids.graph();
+  if (caches.size() != layers.size()) throw Error("Llama::forward_cached: one cache per layer is needed");
+  Tensor x;
+  {
+    auto scope = g.scope("model.embed_tokens");
+    x = embed_tokens(ids);
+  }
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const Layer& layer = layers[l];
+    const nn::MultiHeadAttention& attn = layer.self_attn;
+    auto scope = g.scope("model.layers." + std::to_string(l));
+    Tensor h = layer.input_layernorm(x);
+    Tensor q = rope(attn.heads_of(attn.q_proj(h), attn.options.heads), positions);
+    Tensor k = rope(attn.heads_of(attn.k_proj(h), attn.options.kv_heads), positions);
+    Tensor v = attn.heads_of(attn.v_proj(h), attn.options.kv_heads);
+    Tensor keys = cache_write(caches[l].k, k, start), values = cache_write(caches[l].v, v, start);
+    Tensor a = attention(q, keys, values, start, {.causal = true, .window = attn.options.window});
+    x = x + attn.o_proj(attn.merge_heads(a));
+    x = x + layer.mlp(layer.post_attention_layernorm(x));
+  }
+  return x;
+}
+
 LlamaGraph llama_graph(const LlamaConfig& config, int64_t batch, int64_t seq, bool training) {
   LlamaGraph out;
   out.graph = std::make_unique<Graph>();

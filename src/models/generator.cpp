@@ -1,0 +1,120 @@
+// Generator: prefill and decode as two programs of one session over shared weights and caches.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "meganeura/error.hpp"
+#include "meganeura/llama.hpp"
+
+namespace meganeura::models {
+
+namespace {
+
+// One path of the model (prefill or decode) over `seq` tokens: inputs <name>.ids [1, seq],
+// <name>.positions [seq], <name>.start [1], <name>.last [1] (the row whose logits come out);
+// output <name>.logits [1, 1, vocab].
+void add_path(Graph& g, const Llama& model, const std::vector<Llama::Cache>& caches, const std::string& name, int64_t seq) {
+  Tensor ids = g.input(name + ".ids", {1, seq}, i32);
+  Tensor positions = g.input(name + ".positions", {seq}, i32);
+  Tensor start = g.input(name + ".start", {1}, i32);
+  Tensor last = g.input(name + ".last", {1}, i32);
+  Tensor hidden = model.forward_cached(ids, positions, start, caches);
+  auto scope = g.scope("lm_head");
+  g.output(name + ".logits", model.head(gather(hidden, last, 1)));
+}
+
+}  // namespace
+
+Generator::Generator(const LlamaConfig& config, const GeneratorOptions& options)
+    : config_(config), options_(options), graph_(std::make_unique<Graph>()), session_([&] {
+        if (options.max_seq < 1 || options.prefill_chunk < 1)
+          throw Error("Generator: max_seq and prefill_chunk must be positive");
+        // Slack for the padded tail of the last prefill chunk; rope tables cover every slot.
+        const int64_t slots = options.max_seq + options.prefill_chunk;
+        LlamaConfig c = config;
+        c.max_position_embeddings = std::max(c.max_position_embeddings, slots);
+        Graph& g = *graph_;
+        Llama model(g, c);
+        std::vector<Llama::Cache> caches;
+        for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+          const Shape s{1, c.num_key_value_heads, slots, c.head_dim};
+          caches.push_back({g.state("cache.layers." + std::to_string(l) + ".k", s),
+                            g.state("cache.layers." + std::to_string(l) + ".v", s)});
+        }
+        add_path(g, model, caches, "prefill", options.prefill_chunk);
+        add_path(g, model, caches, "decode", 1);
+        SessionOptions so = options.session;
+        so.programs = {{"prefill.logits"}, {"decode.logits"}};
+        return build_inference_session(g, so);
+      }()) {}
+
+void Generator::load(const Checkpoint& checkpoint) { load_weights(session_, *graph_, checkpoint); }
+
+static HostTensor one_i32(int64_t v) { return HostTensor::i32s({1}, std::vector<int32_t>{static_cast<int32_t>(v)}); }
+
+std::vector<float> Generator::prefill(const std::vector<int32_t>& prompt) {
+  if (prompt.empty()) throw Error("Generator::prefill: the prompt is empty (start it with the BOS token, if any)");
+  if (static_cast<int64_t>(prompt.size()) > options_.max_seq)
+    throw Error("Generator::prefill: the prompt has " + std::to_string(prompt.size()) + " tokens, more than max_seq " +
+                std::to_string(options_.max_seq));
+  const int64_t chunk = options_.prefill_chunk;
+  // The decode inputs must be set before any program runs; they are rewritten by decode().
+  session_.set_input("decode.ids", HostTensor::i32s({1, 1}, std::vector<int32_t>{0}));
+  session_.set_input("decode.positions", one_i32(0));
+  session_.set_input("decode.start", one_i32(0));
+  session_.set_input("decode.last", one_i32(0));
+  std::vector<float> logits;
+  for (int64_t begin = 0; begin < static_cast<int64_t>(prompt.size()); begin += chunk) {
+    const int64_t n = std::min<int64_t>(chunk, static_cast<int64_t>(prompt.size()) - begin);
+    std::vector<int32_t> ids(static_cast<size_t>(chunk), 0), positions(static_cast<size_t>(chunk));
+    std::copy(prompt.begin() + begin, prompt.begin() + begin + n, ids.begin());
+    std::iota(positions.begin(), positions.end(), static_cast<int32_t>(begin));
+    session_.set_input("prefill.ids", HostTensor::i32s({1, chunk}, ids));
+    session_.set_input("prefill.positions", HostTensor::i32s({chunk}, positions));
+    session_.set_input("prefill.start", one_i32(begin));
+    session_.set_input("prefill.last", one_i32(n - 1));
+    session_.run(0);
+    position_ = begin + n;
+  }
+  return session_.read_output("prefill.logits").to_f32();
+}
+
+std::vector<float> Generator::decode(int32_t token) {
+  if (position_ == 0) throw Error("Generator::decode before prefill()");
+  if (position_ >= options_.max_seq)
+    throw Error("Generator::decode: the sequence is at max_seq (" + std::to_string(options_.max_seq) + " tokens)");
+  session_.set_input("decode.ids", HostTensor::i32s({1, 1}, std::vector<int32_t>{token}));
+  session_.set_input("decode.positions", one_i32(position_));
+  session_.set_input("decode.start", one_i32(position_));
+  session_.run(1);
+  ++position_;
+  return session_.read_output("decode.logits").to_f32();
+}
+
+int32_t sample_token(const std::vector<float>& logits, const SamplingOptions& o, std::mt19937_64& rng) {
+  if (logits.empty()) throw Error("sample_token: no logits");
+  if (o.temperature <= 0.0f)  // greedy: the first maximum, as torch.argmax
+    return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  std::vector<int32_t> order(logits.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
+  size_t keep = o.top_k > 0 ? std::min<size_t>(static_cast<size_t>(o.top_k), order.size()) : order.size();
+  std::vector<double> p(keep);
+  const double top = logits[static_cast<size_t>(order[0])];
+  double sum = 0;
+  for (size_t i = 0; i < keep; ++i) sum += p[i] = std::exp((logits[static_cast<size_t>(order[i])] - top) / o.temperature);
+  if (o.top_p < 1.0f) {  // the smallest prefix whose probability reaches top_p
+    double mass = 0;
+    size_t n = 0;
+    while (n < keep && mass < o.top_p * sum) mass += p[n++];
+    keep = std::max<size_t>(n, 1);
+    sum = mass;
+  }
+  std::uniform_real_distribution<double> u(0.0, sum);
+  double r = u(rng);
+  for (size_t i = 0; i < keep; ++i)
+    if ((r -= p[i]) < 0) return order[i];
+  return order[keep - 1];
+}
+
+}  // namespace meganeura::models
