@@ -8,6 +8,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "fake_hub.hpp"
+#include "meganeura/hub.hpp"
 #include "meganeura/meganeura.hpp"
 #include "test_util.hpp"
 
@@ -85,6 +87,39 @@ TEST(Generate, FromASnapshotDirectoryMatchesTheUncachedModel) {
   if (s.stopped_at_eos) generated.pop_back();  // the end-of-sequence token is not printed
   EXPECT_EQ(streamed, tok.decode(generated, /*skip_special_tokens=*/true));
   fs::remove_all(dir);
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// What `meganeura generate --model org/name` does: snapshot the repository from the Hub (here a
+// local server shaped like it; safetensors as LFS files) into a fresh cache, then generate.
+TEST(Generate, FromTheHubLikeTheSameFilesOnDisk) {
+  const fs::path dir = make_model_dir("hub");
+  mntest::FakeHub server;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    server.put("test-org/tiny-llama", name, read_file(entry.path()), name.ends_with(".safetensors"));
+  }
+  const fs::path cache = dir.string() + "-cache";
+  hub::HubOptions h;
+  h.endpoint = server.endpoint();
+  h.cache_dir = cache;
+  h.progress = false;
+  const fs::path snapshot = hub::snapshot("test-org/tiny-llama", {}, h);
+  EXPECT_TRUE(fs::exists(snapshot / "model-00002-of-00002.safetensors"));
+  models::GenerateOptions o;
+  o.max_tokens = 8;
+  std::string from_hub, from_disk;
+  models::generate(snapshot.string(), "The quick brown fox", o, [&](std::string_view t) { from_hub += t; });
+  models::generate(dir.string(), "The quick brown fox", o, [&](std::string_view t) { from_disk += t; });
+  EXPECT_FALSE(from_disk.empty());
+  EXPECT_EQ(from_hub, from_disk);
+  EXPECT_EQ(server.count("GET", ".safetensors"), 0) << "LFS bytes come from the CDN path";
+  fs::remove_all(dir);
+  fs::remove_all(cache);
 }
 
 TEST(Generate, LoadWeightsErrorsNameTheTensor) {
