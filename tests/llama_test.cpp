@@ -113,6 +113,29 @@ TEST(LlamaVsTransformers, TinyLogitsLossAndEveryGradient) {
   }
 }
 
+// Weights spread over many buffers (as a model past the device's largest allocation is): the same
+// logits.
+TEST(LlamaVsTransformers, TinyLogitsWithParametersInManyBuffers) {
+  const json f = fixture("tiny");
+  models::LlamaConfig c = models::LlamaConfig::parse(f["config"].dump(), "fixture config");
+  const int64_t batch = static_cast<int64_t>(f["input_ids"].size()), seq = static_cast<int64_t>(f["input_ids"][0].size());
+  models::LlamaGraph lg = models::llama_graph(c, batch, seq);
+  Session s = build_inference_session(*lg.graph, {.max_buffer_bytes = 16384});
+  EXPECT_GE(s.memory().parameter_buffers, 3u) << "the 70 KB of weights span several 16 KiB buffers";
+  set_weights(s, f);
+  s.set_input("input_ids", ids_tensor(f["input_ids"]));
+  s.set_input("positions", HostTensor::i32s({seq}, arange(seq)));
+  s.step();
+  const std::vector<float> logits = s.read_output("logits").to_f32();
+  const std::vector<double> ref = f["logits"].get<std::vector<double>>();
+  ASSERT_EQ(logits.size(), ref.size());
+  for (size_t i = 0; i < ref.size(); ++i) ASSERT_NEAR(logits[i], ref[i], 1e-4) << i;
+  // One tensor larger than the limit cannot be split: the error names it.
+  const std::string msg =
+      mntest::message_of<OutOfMemoryError>([&] { build_inference_session(*lg.graph, {.max_buffer_bytes = 4096}); });
+  EXPECT_NE(msg.find("bytes, more than the device's largest buffer"), std::string::npos) << msg;
+}
+
 TEST(LlamaVsTransformers, SmolLM2ShapedLogitsLossAndGradients) {
   const json f = fixture("smollm2_2layers");
   Model m = training_model(f);

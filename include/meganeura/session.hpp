@@ -31,6 +31,7 @@ struct HostTensor {
 
 struct MemoryStats {
   uint64_t parameters = 0;     // parameter and constant bytes
+  uint32_t parameter_buffers = 1;  // buffers they span (more when past the device's largest)
   uint64_t io = 0;             // input bytes on the device
   uint64_t arena = 0;          // peak bytes of intermediates and outputs (after reuse)
   uint64_t arena_unshared = 0; // what the arena would need with no reuse (sum of all tensors)
@@ -52,6 +53,9 @@ struct SessionOptions {
   // outputs need and downloading only them; Session::run(i) replays program i. A model's prefill
   // and decode steps, sharing its weights and KV cache, are two programs of one session.
   std::vector<std::vector<std::string>> programs{};
+  // Largest buffer to place parameters in (0: what the device allows); larger models span
+  // several buffers. Lowered only to test that split on small models.
+  uint64_t max_buffer_bytes = 0;
 };
 
 class Session {

@@ -11,14 +11,28 @@ using lower::Role;
 
 static uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
-// Persistent tensors (parameters, constants, inputs) are packed one after another.
-static void pack(std::vector<Slice>& where, const lower::Lowered& low, uint32_t buffer, uint64_t alignment,
-                 uint64_t& size, bool (*wanted)(Role)) {
+// Persistent tensors (parameters, constants, inputs) are packed one after another; when `more`
+// is given, a tensor that would push the buffer past max_bytes starts a new buffer (its index
+// and size appended to `more`), so a model larger than one allocation still fits.
+static void pack(std::vector<Slice>& where, const lower::Lowered& low, const Graph& g, uint32_t buffer, uint64_t alignment,
+                 uint64_t& size, bool (*wanted)(Role), uint64_t max_bytes = UINT64_MAX,
+                 std::vector<std::pair<uint32_t, uint64_t>>* more = nullptr) {
+  uint64_t* fill = &size;
   for (size_t t = 0; t < low.tensors.size(); ++t) {
     const lower::TensorDesc& d = low.tensors[t];
     if (d.alias_of >= 0 || !wanted(d.role)) continue;
-    where[t] = {buffer, size, d.bytes};
-    size = align_up(size + d.bytes, alignment);
+    if (d.bytes > max_bytes)
+      throw OutOfMemoryError("tensor \"" + (d.node >= 0 ? g.label(d.node) : std::string("packed weights")) + "\" needs " +
+                             std::to_string(d.bytes) + " bytes, more than the device's largest buffer (" +
+                             std::to_string(max_bytes) + " bytes)");
+    if (more && *fill > 0 && *fill + d.bytes > max_bytes) {
+      const uint32_t next = more->empty() ? kBufferCount : more->back().first + 1;
+      more->push_back({next, 0});
+      buffer = next;
+      fill = &more->back().second;
+    }
+    where[t] = {buffer, *fill, d.bytes};
+    *fill = align_up(*fill + d.bytes, alignment);
   }
 }
 
@@ -80,9 +94,11 @@ Planned plan_program(const lower::Lowered& low, const Graph& g, const PlanOption
   out.upload.assign(n, Slice{});
 
   uint64_t persistent = 0, inputs = 0, upload = 0, readback = 0, params = 0;
-  pack(out.tensor, low, kPersistentBuffer, opts.alignment, persistent,
-       [](Role r) { return r == Role::Parameter || r == Role::Constant || r == Role::State; });
-  pack(out.tensor, low, kInputBuffer, opts.alignment, inputs, [](Role r) { return r == Role::Input; });
+  std::vector<std::pair<uint32_t, uint64_t>> more_persistent;  // (buffer index, size)
+  pack(out.tensor, low, g, kPersistentBuffer, opts.alignment, persistent,
+       [](Role r) { return r == Role::Parameter || r == Role::Constant || r == Role::State; }, opts.max_buffer_bytes,
+       &more_persistent);
+  pack(out.tensor, low, g, kInputBuffer, opts.alignment, inputs, [](Role r) { return r == Role::Input; });
   uint64_t arena = place_arena(out.tensor, low, opts, out.arena_unshared);
   for (size_t t = 0; t < n; ++t)  // views share their root's bytes
     if (low.tensors[t].alias_of >= 0) {
@@ -177,6 +193,8 @@ Planned plan_program(const lower::Lowered& low, const Graph& g, const PlanOption
   p.buffers[kArenaBuffer] = {"activation arena", std::max<uint64_t>(arena, 256), Memory::DeviceLocal};
   p.buffers[kUploadBuffer] = {"input staging", std::max<uint64_t>(upload, 256), Memory::Upload};
   p.buffers[kReadbackBuffer] = {"output staging", std::max<uint64_t>(readback, 256), Memory::Readback};
+  for (const auto& [index, size] : more_persistent)
+    p.buffers.push_back({"parameters " + std::to_string(index - kBufferCount + 2), size, Memory::DeviceLocal});
   out.params_words.resize(p.buffers[kParamsBuffer].size / 4, 0);
   return out;
 }

@@ -18,6 +18,10 @@ enum : uint32_t { kParamsBuffer = 0, kStatusBuffer, kPersistentBuffer, kInputBuf
 struct PlanOptions {
   bool reuse_memory = true;
   uint64_t alignment = 256;  // >= every device's minStorageBufferOffsetAlignment
+  // The largest buffer the device takes (maxMemoryAllocationSize, maxStorageBufferRange):
+  // parameters beyond it go into further buffers ("parameters 2", ...), appended after
+  // kBufferCount; a single tensor above it is an error naming the tensor.
+  uint64_t max_buffer_bytes = UINT64_MAX;
 };
 
 struct Planned {

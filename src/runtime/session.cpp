@@ -47,8 +47,10 @@ Session make_session(std::unique_ptr<Session::Impl> impl) { return Session(std::
 std::unique_ptr<Session::Impl> Session::Impl::build(const Graph& g, const lower::Lowered& low, const SessionOptions& options) {
   auto impl = std::make_unique<Session::Impl>();
   impl->options = options;
-  impl->planned = plan::plan_program(low, g, {.reuse_memory = options.reuse_memory});
   impl->ctx = vk::Context::get();
+  const uint64_t largest = std::min<uint64_t>(impl->ctx->max_allocation_size(), impl->ctx->limits().maxStorageBufferRange);
+  const uint64_t split = options.max_buffer_bytes ? std::min(options.max_buffer_bytes, largest) : largest;
+  impl->planned = plan::plan_program(low, g, {.reuse_memory = options.reuse_memory, .max_buffer_bytes = split});
   impl->exe = std::make_unique<vk::Executable>(impl->ctx, impl->planned.program, vk::ExecutableOptions{.timestamps = options.profile});
 
   const plan::Planned& p = impl->planned;
@@ -195,6 +197,10 @@ MemoryStats Session::memory() const {
   const auto& b = impl_->planned.program.buffers;
   MemoryStats m;
   m.parameters = b[plan::kPersistentBuffer].size;
+  for (size_t i = plan::kBufferCount; i < b.size(); ++i) {  // further parameter buffers
+    m.parameters += b[i].size;
+    ++m.parameter_buffers;
+  }
   m.io = b[plan::kInputBuffer].size;
   m.arena = b[plan::kArenaBuffer].size;
   m.arena_unshared = impl_->planned.arena_unshared;
