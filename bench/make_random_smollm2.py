@@ -1,0 +1,36 @@
+#!/usr/bin/env python3
+"""A SmolLM2-135M-shaped model directory with random weights, for speed runs on the GPU machine
+(no internet there): config.json and model.safetensors from transformers, and a tokenizer.json
+(by default the repository's small trained test tokenizer, whose ids fit the vocabulary).
+
+    python3 bench/make_random_smollm2.py --out /tmp/smollm2-random [--layers 30] [--dtype bfloat16]
+"""
+import argparse
+import os
+import shutil
+
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--layers", type=int, default=30)
+    ap.add_argument("--dtype", default="bfloat16", choices=["float32", "bfloat16"])
+    ap.add_argument("--tokenizer", default=os.path.join(os.path.dirname(__file__), "..", "tests", "data", "tokenizer",
+                                                        "smollm2_like.tokenizer.json"))
+    a = ap.parse_args()
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=a.layers,
+                         num_attention_heads=9, num_key_value_heads=3, head_dim=64, max_position_embeddings=8192,
+                         rms_norm_eps=1e-5, rope_theta=100000.0, tie_word_embeddings=True, hidden_act="silu",
+                         bos_token_id=0, eos_token_id=0)
+    model = LlamaForCausalLM(config).to(getattr(torch, a.dtype))
+    model.save_pretrained(a.out, safe_serialization=True)
+    shutil.copy(a.tokenizer, os.path.join(a.out, "tokenizer.json"))
+    print(a.out, sorted(os.listdir(a.out)))
+
+
+if __name__ == "__main__":
+    main()
