@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """A SmolLM2-135M-shaped model directory with random weights, for speed runs on the GPU machine
 (no internet there): config.json and model.safetensors from transformers, and a tokenizer.json
-(by default the repository's small trained test tokenizer, whose ids fit the vocabulary).
+(the repository's small trained test tokenizer, its vocabulary padded with added tokens).
 
     python3 bench/make_random_smollm2.py --out /tmp/smollm2-random [--layers 30] [--dtype bfloat16]
 """
 import argparse
+import json
 import os
-import shutil
 
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
@@ -28,7 +28,15 @@ def main():
                          bos_token_id=0, eos_token_id=0)
     model = LlamaForCausalLM(config).to(getattr(torch, a.dtype))
     model.save_pretrained(a.out, safe_serialization=True)
-    shutil.copy(a.tokenizer, os.path.join(a.out, "tokenizer.json"))
+    # The test tokenizer knows ~2000 ids; the model samples from 49152. Ids past the tokenizer's
+    # vocabulary become added tokens "<uN>", so every sampled id decodes.
+    with open(a.tokenizer) as f:
+        tok = json.load(f)
+    known = len(tok["model"]["vocab"])
+    tok["added_tokens"] += [{"id": i, "content": f"<u{i}>", "single_word": False, "lstrip": False, "rstrip": False,
+                             "normalized": False, "special": False} for i in range(known, config.vocab_size)]
+    with open(os.path.join(a.out, "tokenizer.json"), "w") as f:
+        json.dump(tok, f)
     print(a.out, sorted(os.listdir(a.out)))
 
 
