@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
 
 #include "file_fixtures.hpp"
 #include "meganeura/io.hpp"
@@ -74,6 +75,31 @@ TEST(Safetensors, RoundTripsEveryDtypeMetadataEmptyAndScalar) {
   write_safetensors(dir / "m.safetensors", f);
   expect_same(f, read_safetensors(dir / "m.safetensors"));
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 1);
+}
+
+// write_checkpoint shards past the limit; Checkpoint reads every tensor back from the index,
+// converting bf16 to f32 on request; one small file when it fits.
+TEST(Checkpoint, ShardedWriteAndMappedRead) {
+  const std::string dir = ::testing::TempDir() + "meganeura_ckpt_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  TensorFile f;
+  for (int i = 0; i < 7; ++i) f.tensors["layer." + std::to_string(i)] = HostTensor::f32s({3, 100}, std::vector<float>(300, 0.5f * i));
+  f.tensors["half"] = HostTensor{{2}, bf16, {std::byte{0x80}, std::byte{0x3f}, std::byte{0x00}, std::byte{0xc0}}};  // 1, -2
+  write_checkpoint(dir, f, 2500);  // 1200 bytes a tensor: two per shard
+  EXPECT_TRUE(std::filesystem::exists(dir + "/model.safetensors.index.json"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/model-00004-of-00004.safetensors"));
+  const Checkpoint c = Checkpoint::open(dir);
+  EXPECT_EQ(c.names().size(), 8u);
+  for (int i = 0; i < 7; ++i) EXPECT_EQ(c.read("layer." + std::to_string(i), f32).bytes, f.tensors["layer." + std::to_string(i)].bytes);
+  EXPECT_EQ(c.read("half", f32).to_f32(), (std::vector<float>{1.0f, -2.0f}));
+  EXPECT_EQ(c.info("half").dtype, bf16);
+  EXPECT_THAT(c.info("layer.6").file, HasSubstr("model-00004-of-00004"));
+  EXPECT_THROW(c.read("missing", f32), NameError);
+  std::filesystem::remove_all(dir);
+  write_checkpoint(dir, f);  // fits: one file
+  EXPECT_TRUE(std::filesystem::exists(dir + "/model.safetensors"));
+  EXPECT_EQ(Checkpoint::open(dir).names().size(), 8u);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Safetensors, WrittenLayoutFollowsTheSpec) {

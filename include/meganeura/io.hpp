@@ -20,6 +20,12 @@ struct TensorFile {
 // overlapping, shape/size mismatch — throws Error naming the file and the tensor.
 TensorFile read_safetensors(const std::string& path);
 
+// A checkpoint directory as Hugging Face writes one: model.safetensors when it fits in
+// max_shard_bytes, else model-0000i-of-0000N.safetensors shards (tensors in name order, a new
+// shard when the next would pass the limit) and model.safetensors.index.json, written last.
+// Every file is written atomically (write_safetensors). Checkpoint::open reads either form.
+void write_checkpoint(const std::string& dir, const TensorFile& file, uint64_t max_shard_bytes = 5'000'000'000ULL);
+
 // Tensors by name from memory-mapped safetensors files, read on demand: one file, a sharded
 // checkpoint (model.safetensors.index.json and the shards its "weight_map" names), or a
 // directory holding model.safetensors or that index. Every header is checked when opened (as
