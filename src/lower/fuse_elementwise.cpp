@@ -39,18 +39,18 @@ class GroupBuilder {
     grp.root = root;
     std::vector<int> members{root};
     in_group_[static_cast<size_t>(root)] = true;
-    std::priority_queue<int> todo;
-    for (int in : g_.node(root).inputs) todo.push(in);
+    std::priority_queue<int> frontier;
+    for (int in : g_.node(root).inputs) frontier.push(in);
     int last = -1;
-    while (!todo.empty()) {
-      const int m = todo.top();
-      todo.pop();
+    while (!frontier.empty()) {
+      const int m = frontier.top();
+      frontier.pop();
       if (m == last) continue;  // pushed by several members
       last = m;
       if (!joins(m, root, members)) continue;
       members.push_back(m);
       in_group_[static_cast<size_t>(m)] = true;
-      for (int in : g_.node(m).inputs) todo.push(in);
+      for (int in : g_.node(m).inputs) frontier.push(in);
     }
     std::sort(members.begin(), members.end());
     grp.inputs = inputs_of(members);

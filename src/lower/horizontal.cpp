@@ -2,12 +2,12 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <map>
 #include <string>
 #include <tuple>
 
 #include "kernels/kernel_abi.hpp"
+#include "kernels/log_topic.hpp"
 
 namespace meganeura::lower {
 
@@ -69,7 +69,7 @@ std::vector<MatMulGroup> group_matmuls(const Graph& g, const std::vector<bool>& 
       for (int m : grp.members) group_of[static_cast<size_t>(m)] = static_cast<int>(groups.size());
       groups.push_back(std::move(grp));
     }
-  if (const char* log = std::getenv("MEGANEURA_LOG"); log && std::strstr(log, "optimize"))
+  if (kernels::log_topic("optimize"))
     for (const MatMulGroup& grp : groups) {  // e.g. "matmuls sharing %12: q_proj.weight, k_proj.weight"
       std::string names;
       for (int m : grp.members) names += (names.empty() ? "" : ", ") + g.node(g.node(m).inputs[1]).name;

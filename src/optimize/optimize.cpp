@@ -6,12 +6,10 @@
 #include <map>
 #include <sstream>
 
+#include "kernels/log_topic.hpp"
+
 namespace meganeura::optimize {
 
-static bool log_enabled() {
-  const char* v = std::getenv("MEGANEURA_LOG");
-  return v && std::strstr(v, "optimize");
-}
 
 bool enabled(bool option) {
   const char* v = std::getenv("MEGANEURA_OPTIMIZE");
@@ -60,7 +58,7 @@ std::unique_ptr<Graph> optimize(const Graph& g, Report* report, const std::vecto
   };
   for (Op op : {Op::Silu, Op::RmsNorm, Op::LayerNorm, Op::Gelu, Op::GeluTanh, Op::Softmax, Op::SwiGlu, Op::Linear, Op::Attention})
     if (int gained = count(*out, op) - count(g, op); gained > 0) r.fusions.emplace_back(std::string(op_name(op)), gained);
-  if (log_enabled()) std::fprintf(stderr, "meganeura: %s\n", r.to_string().c_str());
+  if (kernels::log_topic("optimize")) std::fprintf(stderr, "meganeura: %s\n", r.to_string().c_str());
   if (report) *report = std::move(r);
   return out;
 }
