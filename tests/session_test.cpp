@@ -184,5 +184,25 @@ TEST(Session, ProfileGivesOneEntryPerDispatch) {
   for (const auto& [label, ns] : prof) EXPECT_GE(ns, 0.0) << label;
 }
 
+// A program runs the calls of its own outputs and asks only for the inputs they read.
+TEST(Session, ProgramsRunWhatTheirOutputsNeed) {
+  Graph g;
+  Tensor a = g.input("a", {4}), b = g.input("b", {4});
+  g.output("twice_a", a * 2.0f);
+  g.output("b_plus_one", b + 1.0f);
+  Session s = build_inference_session(g, {.programs = {{"twice_a"}, {"b_plus_one"}}});
+  s.set_input("a", std::vector<float>{1, 2, 3, 4});
+  s.run(0);  // "b" is unset: program 0 does not read it
+  EXPECT_EQ(s.read_output("twice_a").to_f32(), (std::vector<float>{2, 4, 6, 8}));
+  try {
+    s.run(1);
+    FAIL() << "program 1 ran without its input";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("input \"b\""), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(s.run(2), Error);
+  EXPECT_THROW(build_inference_session(g, {.programs = {{"nope"}}}), NameError);
+}
+
 }  // namespace
 }  // namespace mntest

@@ -62,14 +62,19 @@ int Emitter::scratch(uint64_t bytes) {
 }
 
 // Marks every node some output depends on.
-static std::vector<bool> live_nodes(const Graph& g, const std::vector<int>& keep) {
+std::vector<bool> reaching(const Graph& g, const std::vector<int>& roots) {
   std::vector<bool> live(static_cast<size_t>(g.size()), false);
-  for (auto& [name, id] : g.outputs()) live[static_cast<size_t>(id)] = true;
-  for (int id : keep) live[static_cast<size_t>(id)] = true;
+  for (int id : roots) live[static_cast<size_t>(id)] = true;
   for (int id = g.size() - 1; id >= 0; --id)
     if (live[static_cast<size_t>(id)])
       for (int in : g.node(id).inputs) live[static_cast<size_t>(in)] = true;
   return live;
+}
+
+static std::vector<bool> live_nodes(const Graph& g, const std::vector<int>& keep) {
+  std::vector<int> roots = keep;
+  for (auto& [name, id] : g.outputs()) roots.push_back(id);
+  return reaching(g, roots);
 }
 
 // The elementwise groups that run as one generated kernel (none when fusion is off).

@@ -67,6 +67,9 @@ struct Lowered {
   }
 };
 
+// The nodes that `roots` depend on, roots included (nodes are in topological order).
+std::vector<bool> reaching(const Graph& g, const std::vector<int>& roots);
+
 struct LowerOptions {
   // Lowering's own fusions: chains of elementwise ops become one generated kernel
   // (fuse_elementwise.hpp), matmuls sharing an input one dispatch (horizontal.hpp). Sessions turn

@@ -58,11 +58,6 @@ std::vector<float> Generator::prefill(const std::vector<int32_t>& prompt) {
     throw Error("Generator::prefill: the prompt has " + std::to_string(prompt.size()) + " tokens, more than max_seq " +
                 std::to_string(options_.max_seq));
   const int64_t chunk = options_.prefill_chunk;
-  // The decode inputs must be set before any program runs; they are rewritten by decode().
-  session_.set_input("decode.ids", HostTensor::i32s({1, 1}, std::vector<int32_t>{0}));
-  session_.set_input("decode.positions", one_i32(0));
-  session_.set_input("decode.start", one_i32(0));
-  session_.set_input("decode.last", one_i32(0));
   std::vector<float> logits;
   for (int64_t begin = 0; begin < static_cast<int64_t>(prompt.size()); begin += chunk) {
     const int64_t n = std::min<int64_t>(chunk, static_cast<int64_t>(prompt.size()) - begin);
@@ -86,6 +81,7 @@ std::vector<float> Generator::decode(int32_t token) {
   session_.set_input("decode.ids", HostTensor::i32s({1, 1}, std::vector<int32_t>{token}));
   session_.set_input("decode.positions", one_i32(position_));
   session_.set_input("decode.start", one_i32(position_));
+  session_.set_input("decode.last", one_i32(0));
   session_.run(1);
   ++position_;
   return session_.read_output("decode.logits").to_f32();

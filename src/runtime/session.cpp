@@ -70,29 +70,29 @@ std::unique_ptr<Session::Impl> Session::Impl::build(const Graph& g, const lower:
       impl->exe->write(first_bytes(p.tensor[static_cast<size_t>(id)], n.constant.size()), n.constant);
   }
   for (auto& [name, id] : g.outputs()) impl->outputs.emplace_back(name, Session::Impl::Named{id, g.node(id).shape, g.node(id).dtype});
-  impl->programs = options.programs.size();
   return impl;
 }
 
 // Each program of the options becomes an extra command list: the calls of the nodes its outputs
-// depend on, downloading only those outputs.
-static void add_programs(const Graph& g, lower::Lowered& low, const SessionOptions& options) {
+// depend on, downloading only those outputs. Returns the inputs each program reads.
+static std::vector<std::vector<std::string>> add_programs(const Graph& g, lower::Lowered& low, const SessionOptions& options) {
+  std::vector<std::vector<std::string>> inputs;
   for (const std::vector<std::string>& program : options.programs) {
-    std::vector<bool> needed(static_cast<size_t>(g.size()), false);
     lower::Lowered::CommandList list;
     for (const std::string& name : program) {
       auto it = std::find_if(g.outputs().begin(), g.outputs().end(), [&](const auto& o) { return o.first == name; });
       if (it == g.outputs().end()) throw NameError("SessionOptions::programs names \"" + name + "\", which is not an output of the graph");
-      needed[static_cast<size_t>(it->second)] = true;
       list.outputs.push_back(it->second);
     }
-    for (int id = g.size() - 1; id >= 0; --id)
-      if (needed[static_cast<size_t>(id)])
-        for (int in : g.node(id).inputs) needed[static_cast<size_t>(in)] = true;
+    const std::vector<bool> needed = lower::reaching(g, list.outputs);
     for (size_t i = 0; i < low.calls.size(); ++i)
       if (low.calls[i].node >= 0 && needed[static_cast<size_t>(low.calls[i].node)]) list.calls.push_back(i);
     low.extra_lists.push_back(std::move(list));
+    inputs.emplace_back();
+    for (int id = 0; id < g.size(); ++id)
+      if (needed[static_cast<size_t>(id)] && g.node(id).op == Op::Input) inputs.back().push_back(g.node(id).name);
   }
+  return inputs;
 }
 
 Session build_inference_session(const Graph& g, const SessionOptions& options) {
@@ -100,8 +100,10 @@ Session build_inference_session(const Graph& g, const SessionOptions& options) {
   std::unique_ptr<Graph> opt = optimizing ? optimize::optimize(g) : nullptr;
   const Graph& graph = optimizing ? *opt : g;
   lower::Lowered low = lower::lower(graph, {}, {.fuse = optimizing});
-  add_programs(graph, low, options);
-  return Session(Session::Impl::build(graph, low, options));
+  std::vector<std::vector<std::string>> program_inputs = add_programs(graph, low, options);
+  std::unique_ptr<Session::Impl> impl = Session::Impl::build(graph, low, options);
+  impl->program_inputs = std::move(program_inputs);
+  return Session(std::move(impl));
 }
 
 void Session::set_input(std::string_view name, const HostTensor& value) {
@@ -131,19 +133,21 @@ void Session::set_parameter(std::string_view name, std::span<const float> values
                                                 reinterpret_cast<const std::byte*>(values.data() + values.size())}});
 }
 
-void Session::Impl::check_inputs_set() const {
+void Session::Impl::check_inputs_set(const std::vector<std::string>* only) const {
   std::string unset;
   for (auto* m : {&inputs, &parameters})
-    for (auto& [name, n] : *m)
-      if (!n.set) unset += (unset.empty() ? "" : ", ") + (std::string(m == &inputs ? "input" : "parameter") + " \"" + name + "\"");
+    for (auto& [name, n] : *m) {
+      const bool read = m != &inputs || !only || std::find(only->begin(), only->end(), name) != only->end();
+      if (read && !n.set) unset += (unset.empty() ? "" : ", ") + (std::string(m == &inputs ? "input" : "parameter") + " \"" + name + "\"");
+    }
   if (!unset.empty()) throw Error("step() before these were set: " + unset);
 }
 
 void Session::run(size_t program) {
-  if (program >= impl_->programs)
-    throw Error("run(" + std::to_string(program) + "): the session has " + std::to_string(impl_->programs) +
+  if (program >= impl_->program_inputs.size())
+    throw Error("run(" + std::to_string(program) + "): the session has " + std::to_string(impl_->program_inputs.size()) +
                 " programs (SessionOptions::programs)");
-  impl_->check_inputs_set();
+  impl_->check_inputs_set(&impl_->program_inputs[program]);  // only the inputs this program reads
   impl_->exe->run(1 + program);
   ++impl_->steps;
   impl_->check_status();

@@ -85,9 +85,10 @@ struct Session::Impl {
   static std::unique_ptr<Impl> build(const Graph& g, const lower::Lowered& low, const SessionOptions& options);
   // Throws the first failure a kernel reported in the status block (and clears it).
   void check_status();
-  // Throws naming every input and parameter that was never set.
-  void check_inputs_set() const;
-  size_t programs = 0;  // SessionOptions::programs: extra command lists 1..programs
+  // Throws naming every parameter, and every input (or every one in `only`), never set.
+  void check_inputs_set(const std::vector<std::string>* only = nullptr) const;
+  // Per SessionOptions::programs entry (extra command list 1 + i): the inputs it reads.
+  std::vector<std::vector<std::string>> program_inputs;
   void before_train_step();  // writes the per-step Hyper block (src/train/train_session.cpp)
   void after_train_step();
   bool evaluated = false;    // evaluate() ran: outputs are readable
