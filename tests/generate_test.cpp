@@ -11,6 +11,7 @@
 #include "fake_hub.hpp"
 #include "meganeura/hub.hpp"
 #include "meganeura/meganeura.hpp"
+#include "llama_util.hpp"
 #include "test_util.hpp"
 
 namespace {
@@ -67,22 +68,10 @@ TEST(Generate, FromASnapshotDirectoryMatchesTheUncachedModel) {
   std::vector<int32_t> ids = tok.encode(prompt);
   const models::LlamaConfig c = models::LlamaConfig::from_file((dir / "config.json").string());
   const int64_t total = static_cast<int64_t>(ids.size()) + s.generated_tokens;
-  models::LlamaGraph lg = models::llama_graph(c, 1, total);
-  Session plain = build_inference_session(*lg.graph);
-  models::load_weights(plain, *lg.graph, Checkpoint::open(dir.string()));
-  std::vector<int32_t> positions(static_cast<size_t>(total));
-  for (int64_t i = 0; i < total; ++i) positions[static_cast<size_t>(i)] = static_cast<int32_t>(i);
-  plain.set_input("positions", HostTensor::i32s({total}, positions));
   const size_t prompt_len = ids.size();
-  std::vector<int32_t> seq = ids;
-  seq.resize(static_cast<size_t>(total), 0);
-  for (size_t t = prompt_len; t < static_cast<size_t>(total); ++t) {
-    plain.set_input("input_ids", HostTensor::i32s({1, total}, seq));
-    plain.step();
-    const std::vector<float> logits = plain.read_output("logits").to_f32();
-    const float* row = logits.data() + (t - 1) * static_cast<size_t>(c.vocab_size);
-    seq[t] = static_cast<int32_t>(std::max_element(row, row + c.vocab_size) - row);
-  }
+  const Checkpoint checkpoint = Checkpoint::open(dir.string());
+  const std::vector<int32_t> seq = mntest::greedy_uncached(
+      c, ids, total, [&](Session& plain, const Graph& g) { models::load_weights(plain, g, checkpoint); });
   std::vector<int32_t> generated(seq.begin() + static_cast<std::ptrdiff_t>(prompt_len), seq.end());
   if (s.stopped_at_eos) generated.pop_back();  // the end-of-sequence token is not printed
   EXPECT_EQ(streamed, tok.decode(generated, /*skip_special_tokens=*/true));

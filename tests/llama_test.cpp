@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "meganeura/meganeura.hpp"
+#include "llama_util.hpp"
 #include "test_util.hpp"
 
 namespace {
@@ -175,31 +176,13 @@ TEST(LlamaVsTransformers, SmolLM2ShapedLogitsLossAndGradients) {
   }
 }
 
-// Greedy decoding without a KV cache, as transformers' generate(use_cache=False) does: the whole
-// sequence again for every new token (causal: the unfilled tail does not change earlier logits).
-std::vector<int32_t> greedy_without_cache(const json& f) {
-  models::LlamaConfig c = models::LlamaConfig::parse(f["config"].dump(), "fixture config");
-  const std::vector<int32_t> prompt = f["generate"]["prompt"].get<std::vector<int32_t>>();
-  const int64_t total = static_cast<int64_t>(prompt.size()) + 32;
-  models::LlamaGraph lg = models::llama_graph(c, 1, total);
-  Session s = build_inference_session(*lg.graph);
-  set_weights(s, f);
-  s.set_input("positions", HostTensor::i32s({total}, arange(total)));
-  std::vector<int32_t> ids = prompt;
-  ids.resize(static_cast<size_t>(total), 0);
-  for (size_t t = prompt.size(); t < static_cast<size_t>(total); ++t) {
-    s.set_input("input_ids", HostTensor::i32s({1, total}, ids));
-    s.step();
-    const std::vector<float> logits = s.read_output("logits").to_f32();
-    const float* row = logits.data() + (t - 1) * static_cast<size_t>(c.vocab_size);
-    ids[t] = static_cast<int32_t>(std::max_element(row, row + c.vocab_size) - row);
-  }
-  return ids;
-}
-
 TEST(LlamaVsTransformers, TinyGreedyTokensWithoutCache) {
   const json f = fixture("tiny");
-  EXPECT_EQ(greedy_without_cache(f), f["generate"]["no_cache"].get<std::vector<int32_t>>());
+  const std::vector<int32_t> prompt = f["generate"]["prompt"].get<std::vector<int32_t>>();
+  const std::vector<int32_t> ids = mntest::greedy_uncached(
+      models::LlamaConfig::parse(f["config"].dump(), "fixture config"), prompt, static_cast<int64_t>(prompt.size()) + 32,
+      [&](Session& s, const Graph&) { set_weights(s, f); });
+  EXPECT_EQ(ids, f["generate"]["no_cache"].get<std::vector<int32_t>>());
 }
 
 // Greedy decoding with the KV cache (transformers' generate(use_cache=True)): prefill in chunks
