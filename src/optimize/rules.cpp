@@ -262,37 +262,30 @@ std::vector<Rewrite> make_rules() {
   r.push_back({"linear-gelu-tanh", node(Op::GeluTanh, {lin3()}), no_act, linear_act<kLinearGeluTanh>});
   r.push_back({"linear-silu", node(Op::Silu, {lin3()}), no_act, linear_act<kLinearSilu>});
 
-  // linear(a, b, bias) + r (no residual yet)  ->  linear(a, b, bias, r): r broadcasts to the
-  // linear's output and the sum keeps that shape
-  auto lin_res_guard = [](const EGraph& g, const Match& m) {
-    auto lin = g.lookup(*m.nodes[1]);
-    if (!lin) return false;
-    const Shape& out = g.data(*lin).shape;
+  // product + r, the product (linear or matmul) being the match's node 1 (nodes: add product):
+  // r is f32, broadcasts to the product's output, and the sum keeps that shape
+  auto residual_guard = [](const EGraph& g, const Match& m) {
+    auto product = g.lookup(*m.nodes[1]);
+    if (!product) return false;
+    const Shape& out = g.data(*product).shape;
     const ClassData& rd = d(g, m, "r");
     Shape b;
     return rd.dtype == f32 && graph::broadcast_shapes(rd.shape, out, b) && b == out && g.data(m.root).shape == out;
   };
+  // linear(a, b, bias) + r (no residual yet)  ->  linear(a, b, bias, r)
   auto lin_res = [](EGraph& g, const Match& m) -> std::optional<ClassId> {
     return make(g, Op::Linear, {v(m, "a"), v(m, "b"), v(m, "bias"), v(m, "r")}, g.attrs(m.nodes[1]->attrs));
   };
-  r.push_back({"linear-residual", node(Op::Add, {lin3(), var("r")}), lin_res_guard, lin_res});
-  r.push_back({"linear-residual-swapped", node(Op::Add, {var("r"), lin3()}), lin_res_guard, lin_res});
+  r.push_back({"linear-residual", node(Op::Add, {lin3(), var("r")}), residual_guard, lin_res});
+  r.push_back({"linear-residual-swapped", node(Op::Add, {var("r"), lin3()}), residual_guard, lin_res});
 
-  // matmul(a, b) + r  ->  matmul_add(a, b, r): r broadcasts to the matmul's output and the sum
-  // keeps that shape (a residual block's output projection; gradient accumulation in backward)
-  auto mm_add_guard = [](const EGraph& g, const Match& m) {
-    auto mm = g.lookup(*m.nodes[1]);  // nodes: add matmul
-    if (!mm) return false;
-    const Shape& out = g.data(*mm).shape;
-    const ClassData& rd = d(g, m, "r");
-    Shape b;
-    return rd.dtype == f32 && graph::broadcast_shapes(rd.shape, out, b) && b == out && g.data(m.root).shape == out;
-  };
+  // matmul(a, b) + r  ->  matmul_add(a, b, r) (a residual block's output projection; gradient
+  // accumulation in backward)
   auto mm_add = [](EGraph& g, const Match& m) -> std::optional<ClassId> {
     return make(g, Op::MatMulAdd, {v(m, "a"), v(m, "b"), v(m, "r")}, g.attrs(m.nodes[1]->attrs));
   };
-  r.push_back({"matmul-add", node(Op::Add, {mm(), var("r")}), mm_add_guard, mm_add});
-  r.push_back({"matmul-add-swapped", node(Op::Add, {var("r"), mm()}), mm_add_guard, mm_add});
+  r.push_back({"matmul-add", node(Op::Add, {mm(), var("r")}), residual_guard, mm_add});
+  r.push_back({"matmul-add-swapped", node(Op::Add, {var("r"), mm()}), residual_guard, mm_add});
 
   add_attention_rules(r);
   return r;
