@@ -93,8 +93,11 @@ int32_t sample_token(const std::vector<float>& logits, const SamplingOptions& o,
     return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
   std::vector<int32_t> order(logits.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
+  // Most likely first, ties by id; with top_k only the first k need their order (a decode step
+  // over a 49152-token vocabulary should not sort it all).
+  auto likelier = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
   size_t keep = o.top_k > 0 ? std::min<size_t>(static_cast<size_t>(o.top_k), order.size()) : order.size();
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(keep), order.end(), likelier);
   std::vector<double> p(keep);
   const double top = logits[static_cast<size_t>(order[0])];
   double sum = 0;
