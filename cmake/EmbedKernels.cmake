@@ -13,25 +13,65 @@ find_program(MEGANEURA_SPIRV_VAL spirv-val)
 file(MAKE_DIRECTORY ${MEGANEURA_KERNEL_INCLUDE_DIR})
 
 set(MEGANEURA_KERNEL_SOURCES "")
-foreach(_comp IN LISTS _mn_kernel_comps)
-  get_filename_component(_name ${_comp} NAME_WE)
-  set(_hdr ${MEGANEURA_KERNEL_INCLUDE_DIR}/${_name}.spv.h)
-  set(_glslang ${Vulkan_GLSLANG_VALIDATOR_EXECUTABLE} --quiet -V --target-env vulkan1.1 -I${_mn_kernel_dir})
+set(MEGANEURA_KERNEL_DEFINITIONS "")  # MEGANEURA_KERNEL_<NAME>: optional variants that were built
+
+# Compiles SOURCE (a compute shader) with the macro definitions in ARGN into the embedded
+# array mn_spv_<name>.
+function(_mn_kernel name source)
+  set(_hdr ${MEGANEURA_KERNEL_INCLUDE_DIR}/${name}.spv.h)
+  set(_defines "")
+  foreach(_d IN LISTS ARGN)
+    list(APPEND _defines -D${_d})
+  endforeach()
+  set(_glslang ${Vulkan_GLSLANG_VALIDATOR_EXECUTABLE} --quiet -V --target-env vulkan1.1 -S comp ${_defines} -I${_mn_kernel_dir})
   set(_validate "")
   if(MEGANEURA_SPIRV_VAL)
-    set(_spv ${MEGANEURA_KERNEL_INCLUDE_DIR}/${_name}.spv)
+    set(_spv ${MEGANEURA_KERNEL_INCLUDE_DIR}/${name}.spv)
     set(_validate
-      COMMAND ${_glslang} -o ${_spv} ${_comp}
+      COMMAND ${_glslang} -o ${_spv} ${source}
       COMMAND ${MEGANEURA_SPIRV_VAL} --target-env vulkan1.1 ${_spv})
   endif()
   add_custom_command(
     OUTPUT ${_hdr}
-    COMMAND ${_glslang} --vn mn_spv_${_name} -o ${_hdr} ${_comp}
+    COMMAND ${_glslang} --vn mn_spv_${name} -o ${_hdr} ${source}
     ${_validate}
-    DEPENDS ${_comp} ${_mn_kernel_includes}
-    COMMENT "Compiling kernel ${_name}.comp to SPIR-V"
+    DEPENDS ${source} ${_mn_kernel_includes}
+    COMMENT "Compiling kernel ${name} to SPIR-V"
     VERBATIM)
-  list(APPEND MEGANEURA_KERNEL_SOURCES ${_hdr})
+  set(MEGANEURA_KERNEL_SOURCES ${MEGANEURA_KERNEL_SOURCES} ${_hdr} PARENT_SCOPE)
+endfunction()
+
+foreach(_comp IN LISTS _mn_kernel_comps)
+  get_filename_component(_name ${_comp} NAME_WE)
+  _mn_kernel(${_name} ${_comp})
+endforeach()
+
+# Tensor-core matmuls: one body, compiled per extension, staging type and tile. The NV variants
+# always build (Debian 12's glslang knows GL_NV_cooperative_matrix); a KHR variant builds where
+# this glslang compiles it (GL_KHR_cooperative_matrix arrived in glslang 13, bf16 later still),
+# and the library knows which through MEGANEURA_KERNEL_<NAME>.
+set(_mn_coop ${_mn_kernel_dir}/matmul_coop.glsl)
+_mn_kernel(matmul_coop_nv ${_mn_coop})
+_mn_kernel(matmul_coop_nv_large ${_mn_coop} TILE_L)
+foreach(_variant "khr;COOP_KHR" "khr_bf16;COOP_KHR;STAGE_BF16")
+  list(POP_FRONT _variant _suffix)
+  set(_defines "")
+  foreach(_d IN LISTS _variant)
+    list(APPEND _defines -D${_d})
+  endforeach()
+  execute_process(
+    COMMAND ${Vulkan_GLSLANG_VALIDATOR_EXECUTABLE} --quiet -V --target-env vulkan1.1 -S comp ${_defines}
+            -I${_mn_kernel_dir} -o ${CMAKE_CURRENT_BINARY_DIR}/coop_probe.spv ${_mn_coop}
+    RESULT_VARIABLE _status OUTPUT_QUIET ERROR_QUIET)
+  if(_status EQUAL 0)
+    _mn_kernel(matmul_coop_${_suffix} ${_mn_coop} ${_variant})
+    _mn_kernel(matmul_coop_${_suffix}_large ${_mn_coop} ${_variant} TILE_L)
+    string(TOUPPER "${_suffix}" _upper)
+    list(APPEND MEGANEURA_KERNEL_DEFINITIONS MEGANEURA_KERNEL_MATMUL_COOP_${_upper})
+    message(STATUS "meganeura: tensor-core matmul variant ${_suffix} built")
+  else()
+    message(STATUS "meganeura: this glslang cannot compile the tensor-core matmul variant ${_suffix}; skipped")
+  endif()
 endforeach()
 
 # The include files' text, for kernels generated and compiled at session build.

@@ -34,23 +34,6 @@ namespace {
 using namespace meganeura;
 namespace fs = std::filesystem;
 
-// Sets an environment variable for the scope, then restores it.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_) ::setenv(name_, old_->c_str(), 1);
-    else ::unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
 // A small fused kernel: exp(x) * y + pow(x, e). A fresh exponent gives a source no earlier
 // test (or process) has compiled.
 kernels::GeneratedKernel kernel_with_exponent(float e) {

@@ -4,7 +4,9 @@
 
 #include <cstdint>
 #include <exception>
+#include <cstdlib>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <typeinfo>
@@ -14,6 +16,32 @@
 #include "reference.hpp"
 
 namespace mntest {
+
+// Sets (or, given nullopt, unsets) an environment variable for the scope, then restores it.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    save();
+    ::setenv(name, value.c_str(), 1);
+  }
+  ScopedEnv(const char* name, std::nullopt_t) : name_(name) {
+    save();
+    ::unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (old_) ::setenv(name_, old_->c_str(), 1);
+    else ::unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  void save() {
+    if (const char* old = std::getenv(name_)) old_ = old;
+  }
+  const char* name_;
+  std::optional<std::string> old_;
+};
 
 // A seed for one test: MEGANEURA_TEST_SEED if set, else fresh from std::random_device.
 uint64_t test_seed();

@@ -50,6 +50,9 @@ int main(int argc, char** argv) {
   // Before any Vulkan instance exists. An explicit MEGANEURA_VALIDATION=0 in the environment is
   // kept, for debugging a binary by hand; ctest always sets it to 1.
   setenv("MEGANEURA_VALIDATION", "1", 0);
+  // The tests compare with double references at f32 tolerances: no tensor cores unless a test
+  // asks (matmul_tiers_test.cpp checks each tier at its own tolerance).
+  setenv("MEGANEURA_MATMUL_PRECISION", "f32", 0);
   ::testing::InitGoogleMock(&argc, argv);
   ::testing::AddGlobalTestEnvironment(new ValidationEnvironment);
   ::testing::UnitTest::GetInstance()->listeners().Append(new ValidationListener);

@@ -16,7 +16,14 @@ namespace meganeura::kernels {
 enum class Kernel : uint8_t {
   Elementwise,        // unary/binary/compare/where/convert/copy with strided, broadcast access
   Cast16,             // f32 <-> f16/bf16 (two 16-bit elements per 32-bit word)
-  MatMul,             // batched C = A·B, strided A and B (transposes are strides)
+  MatMul,             // batched C = A·B, strided A and B (transposes are strides); f32 register tiles
+  MatMulGemv,         // the same contract for a few rows (decode), exact f32
+  MatMulSplitSum,     // split-K's second pass: adds the partial sums, applies the epilogue
+  // The same contract on tensor cores (matmul_coop.glsl), 64x64 and 128x128 tiles. The KHR
+  // variants exist where the build's glslang compiled them (kernel_built).
+  MatMulCoopNV, MatMulCoopNVLarge,
+  MatMulCoopKHR, MatMulCoopKHRLarge,          // f16 staging
+  MatMulCoopKHRBf16, MatMulCoopKHRBf16Large,  // bf16 staging
   Reduce,             // sum/max/argmax over a set of axes, optional map of one or two inputs
   Softmax,            // softmax or log-softmax along one axis
   Norm,               // rms_norm / layer_norm over the last axis
@@ -114,14 +121,18 @@ struct Cast16Params { uint32_t n; };
 // B_g(k,n) = B[b_offset[g] + b_batch + k*b_row_stride[g] + n*b_col_stride[g]], where x_batch =
 // sum over batch dims of idx*x_batch_stride; C_g is contiguous: C[c_offset[g] + b*M*N[g] + m*N[g] + n].
 // Column tiles are numbered across groups: group g owns tiles tile0[g] .. tile0[g+1]-1.
-// Dispatch: x = tile0[groups], y = ceil(M/TILE_M), z = min(batch, 65535) (loops over the rest).
-// TILE_M = TILE_N = 64 (see kMatMulTile).
+// Dispatch: x = tile0[groups], y = ceil(M/TILE_M) * splits, z = min(batch, 65535) (loops over
+// the rest). The tile depends on the kernel (lower/matmul_tiers.cpp): 64x64 for MatMul and the
+// small tensor-core tile, 128x128 for the large one, 4 rows x 8 or 64 columns for MatMulGemv.
+// Split-K (splits > 1, one group): row job y covers K range y % splits of k_chunk elements and
+// spec 4 SPLIT_PARTIAL writes raw sums to binding 4 (scratch) at split * split_stride; then
+// MatMulSplitSum (binding 2: that scratch) adds them and applies the epilogue. Spec 5 of
+// MatMulGemv: K_CONTIG (B(k, n) contiguous along k).
 // Linear's epilogue (one group only): spec 1 HAS_BIAS, spec 2 ACT (LIN_ACT_*), spec 3 HAS_RESIDUAL; bindings
 // 5: bias [N] at bias_offset, 6: residual R(b,m,n) = R[r_offset + r_batch + m*r_row_stride
 // + n*r_col_stride] (broadcast strides may be 0). Every call binds five tensors: a plain matmul
 // binds A and B again at 5 and 6 (never C), and its spec constants are all 0.
 // C = act(A·B + bias) + R.
-inline constexpr uint32_t kMatMulTile = 64;
 inline constexpr uint32_t kMatMulMaxGroups = 4;
 enum : uint32_t { LIN_ACT_NONE = 0, LIN_ACT_RELU, LIN_ACT_GELU, LIN_ACT_GELU_TANH, LIN_ACT_SILU };
 struct MatMulParams {
@@ -129,7 +140,7 @@ struct MatMulParams {
   uint32_t a_offset, a_row_stride, a_col_stride, groups;
   uint32_t batch_shape[4], a_batch_stride[4], b_batch_stride[4];
   uint32_t bias_offset, r_offset, r_row_stride, r_col_stride, r_batch_stride[4];
-  uint32_t N[kMatMulMaxGroups], tile0[kMatMulMaxGroups + 1], pad[3];
+  uint32_t N[kMatMulMaxGroups], tile0[kMatMulMaxGroups + 1], k_chunk, splits, split_stride;
   uint32_t b_offset[kMatMulMaxGroups], c_offset[kMatMulMaxGroups];
   uint32_t b_row_stride[kMatMulMaxGroups], b_col_stride[kMatMulMaxGroups];
 };

@@ -17,6 +17,24 @@
 #include "elementwise.spv.h"
 #include "gather.spv.h"
 #include "matmul.spv.h"
+#include "matmul_coop_nv.spv.h"
+#include "matmul_coop_nv_large.spv.h"
+#include "matmul_gemv.spv.h"
+#include "matmul_split_sum.spv.h"
+#if defined(MEGANEURA_KERNEL_MATMUL_COOP_KHR)
+#include "matmul_coop_khr.spv.h"
+#include "matmul_coop_khr_large.spv.h"
+#define MN_KHR(name) name
+#else
+#define MN_KHR(name) std::span<const uint32_t>{}
+#endif
+#if defined(MEGANEURA_KERNEL_MATMUL_COOP_KHR_BF16)
+#include "matmul_coop_khr_bf16.spv.h"
+#include "matmul_coop_khr_bf16_large.spv.h"
+#define MN_KHR_BF16(name) name
+#else
+#define MN_KHR_BF16(name) std::span<const uint32_t>{}
+#endif
 #include "norm.spv.h"
 #include "norm_backward.spv.h"
 #include "norm_row_stats.spv.h"
@@ -45,6 +63,15 @@ constexpr Entry entry(Kernel k) {
     case Kernel::Elementwise: return {"elementwise", mn_spv_elementwise};
     case Kernel::Cast16: return {"cast16", mn_spv_cast16};
     case Kernel::MatMul: return {"matmul", mn_spv_matmul};
+    case Kernel::MatMulGemv: return {"matmul_gemv", mn_spv_matmul_gemv};
+    case Kernel::MatMulSplitSum: return {"matmul_split_sum", mn_spv_matmul_split_sum};
+    case Kernel::MatMulCoopNV: return {"matmul_coop_nv", mn_spv_matmul_coop_nv};
+    case Kernel::MatMulCoopNVLarge: return {"matmul_coop_nv_large", mn_spv_matmul_coop_nv_large};
+    case Kernel::MatMulCoopKHR: return {"matmul_coop_khr", MN_KHR(mn_spv_matmul_coop_khr)};
+    case Kernel::MatMulCoopKHRLarge: return {"matmul_coop_khr_large", MN_KHR(mn_spv_matmul_coop_khr_large)};
+    case Kernel::MatMulCoopKHRBf16: return {"matmul_coop_khr_bf16", MN_KHR_BF16(mn_spv_matmul_coop_khr_bf16)};
+    case Kernel::MatMulCoopKHRBf16Large:
+      return {"matmul_coop_khr_bf16_large", MN_KHR_BF16(mn_spv_matmul_coop_khr_bf16_large)};
     case Kernel::Reduce: return {"reduce", mn_spv_reduce};
     case Kernel::Softmax: return {"softmax", mn_spv_softmax};
     case Kernel::Norm: return {"norm", mn_spv_norm};
@@ -70,9 +97,16 @@ constexpr Entry entry(Kernel k) {
 }
 #pragma GCC diagnostic pop
 
+constexpr bool optional_kernel(Kernel k) {
+  return k == Kernel::MatMulCoopKHR || k == Kernel::MatMulCoopKHRLarge || k == Kernel::MatMulCoopKHRBf16 ||
+         k == Kernel::MatMulCoopKHRBf16Large;
+}
+
 constexpr bool every_kernel_embedded() {
-  for (size_t i = 0; i < size_t(Kernel::Count); ++i)
-    if (entry(Kernel(i)).name.empty() || entry(Kernel(i)).code.size() < 5) return false;  // 5-word SPIR-V header
+  for (size_t i = 0; i < size_t(Kernel::Count); ++i) {
+    if (entry(Kernel(i)).name.empty()) return false;
+    if (entry(Kernel(i)).code.size() < 5 && !optional_kernel(Kernel(i))) return false;  // 5-word SPIR-V header
+  }
   return true;
 }
 static_assert(every_kernel_embedded(), "every Kernel needs a .comp file and a case in entry()");
@@ -81,5 +115,6 @@ static_assert(every_kernel_embedded(), "every Kernel needs a .comp file and a ca
 
 std::span<const uint32_t> spirv(Kernel k) { return entry(k).code; }
 std::string_view kernel_name(Kernel k) { return entry(k).name; }
+bool kernel_built(Kernel k) { return !entry(k).code.empty(); }
 
 }  // namespace meganeura::kernels

@@ -28,8 +28,9 @@ struct Operand {
 
 class Emitter {
  public:
-  Emitter(const Graph& g, Lowered& out) : g_(g), out_(out) {}
+  Emitter(const Graph& g, Lowered& out, const LowerOptions& options) : g_(g), out_(out), options_(options) {}
   const Graph& graph() const { return g_; }
+  const LowerOptions& options() const { return options_; }
   const Node& node(int id) const { return g_.node(id); }
 
   KernelCall& call(kernels::Kernel k, int node, std::string what);
@@ -51,6 +52,7 @@ class Emitter {
  private:
   const Graph& g_;
   Lowered& out_;
+  const LowerOptions& options_;
 };
 
 uint32_t ew_op(Op op);  // the EW_* code of an elementwise op

@@ -29,13 +29,14 @@ void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weig
   for (size_t g = 0; g < products.size(); ++g) {
     const int64_t N = e.node(products[g]).shape.back();
     p.N[g] = u32(N, "matmul N");
-    p.tile0[g + 1] = p.tile0[g] + u32((N + kMatMulTile - 1) / kMatMulTile, "matmul column tiles");
     p.b_row_stride[g] = tb ? 1 : u32(N, "stride");
     p.b_col_stride[g] = tb ? u32(K, "stride") : 1;
     p.b_offset[g] = b_offsets[g];
     p.c_offset[g] = c_offsets[g];
     if (products.size() > 1) what += (g ? ", %" : "with %") + std::to_string(products[g]);
   }
+  uint64_t n_total = 0;
+  for (size_t g = 0; g < products.size(); ++g) n_total += p.N[g];
   Shape batch(n.shape.begin(), n.shape.end() - 2);
   auto batch_strides = [&](const Shape& x) {  // broadcast strides of x's batch dims, in elements
     Shape xb(x.begin(), x.end() - 2);
@@ -66,17 +67,46 @@ void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weig
     p.b_batch_stride[d] = u32(st[1][d], "batch stride");
     if (has_res) p.r_batch_stride[d] = u32(st[3][d], "batch stride");
   }
-  KernelCall& c = e.call(Kernel::MatMul, id, what);
+  const MatMulPlan plan = plan_matmul(e.options().matmul, p.M, n_total, p.K, p.batch, p.groups,
+                                      /*b_k_contiguous=*/tb && K > 1);
+  for (size_t g = 0; g < products.size(); ++g)
+    p.tile0[g + 1] = p.tile0[g] + u32((p.N[g] + plan.tile_n - 1) / plan.tile_n, "matmul column tiles");
+  p.splits = plan.splits;
+  p.k_chunk = plan.k_chunk;
+  const uint64_t row_jobs = (M + plan.tile_m - 1) / plan.tile_m * plan.splits;
+  if (row_jobs > kMaxGroups)
+    throw ShapeError("matmul %" + std::to_string(id) + ": " + std::to_string(M) + " rows are too many for one dispatch");
+
   // Bindings 5 and 6 (bias, residual) read A and B again when there is no epilogue.
   int bias = n.op == Op::Linear ? n.inputs[2] : n.inputs[0];
   int res = has_res ? n.inputs[static_cast<size_t>(res_input)] : n.inputs[1];
-  c.tensors = {{n.inputs[0], false}, {weights, false}, {outputs, true}, {bias, false}, {res, false}};
-  c.spec = {n.op == Op::Linear ? 1u : 0u, n.op == Op::Linear ? static_cast<uint32_t>(n.attrs.count) : LIN_ACT_NONE,
-            has_res ? 1u : 0u};
-  c.groups = {std::min(p.tile0[p.groups], kMaxGroups), groups_for(M, kMatMulTile), std::min<uint32_t>(p.batch, 65535)};
-  if ((M + kMatMulTile - 1) / kMatMulTile > 65535)
-    throw ShapeError("matmul %" + std::to_string(id) + ": " + std::to_string(M) + " rows are too many for one dispatch");
-  Emitter::set_params(c, p);
+  const std::vector<uint32_t> epilogue = {n.op == Op::Linear ? 1u : 0u,
+                                          n.op == Op::Linear ? static_cast<uint32_t>(n.attrs.count) : LIN_ACT_NONE,
+                                          has_res ? 1u : 0u};
+  const std::array<uint32_t, 3> groups = {std::min(p.tile0[p.groups], kMaxGroups), static_cast<uint32_t>(row_jobs),
+                                          std::min<uint32_t>(p.batch, 65535)};
+  if (plan.splits == 1) {
+    KernelCall& c = e.call(plan.kernel, id, what);
+    c.tensors = {{n.inputs[0], false}, {weights, false}, {outputs, true}, {bias, false}, {res, false}};
+    c.spec = epilogue;
+    if (plan.kernel == Kernel::MatMulGemv) c.spec.insert(c.spec.end(), {0u, plan.k_contiguous});
+    c.groups = groups;
+    Emitter::set_params(c, p);
+    return;
+  }
+  // Split-K: partial sums of each K range into scratch, then one pass adds them (one product).
+  p.split_stride = u32(uint64_t{p.batch} * p.M * p.N[0], "split-K partial size");
+  const int partials = e.scratch(uint64_t{p.split_stride} * plan.splits * 4);
+  KernelCall& part = e.call(plan.kernel, id, what + (what.empty() ? "" : " ") + "split-K x" + std::to_string(plan.splits));
+  part.tensors = {{n.inputs[0], false}, {weights, false}, {partials, true}, {bias, false}, {res, false}};
+  part.spec = {0u, LIN_ACT_NONE, 0u, 1u};  // SPLIT_PARTIAL
+  part.groups = groups;
+  Emitter::set_params(part, p);
+  KernelCall& sum = e.call(Kernel::MatMulSplitSum, id, "split-K sum");
+  sum.tensors = {{partials, false}, {weights, false}, {outputs, true}, {bias, false}, {res, false}};
+  sum.spec = epilogue;
+  sum.groups = {groups_for(p.split_stride), 1, 1};
+  Emitter::set_params(sum, p);
 }
 
 void emit_matmul(Emitter& e, int id) { emit_matmul_products(e, {id}, e.node(id).inputs[1], id, {0}, {0}); }

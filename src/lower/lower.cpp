@@ -122,7 +122,7 @@ Lowered lower(const Graph& g, const std::vector<int>& keep, const LowerOptions& 
   std::vector<MatMulGroup> groups;
   if (options.fuse && horizontal_fusion_enabled()) groups = group_matmuls(g, live, out, group_of);
   const Fusion fused = fusion(g, keep, live, options.fuse);
-  Emitter e(g, out);
+  Emitter e(g, out, options);
   for (int id = 0; id < g.size(); ++id) {
     const Node& n = g.node(id);
     if (!live[static_cast<size_t>(id)] || op_kind(n.op) == OpKind::Leaf || n.op == Op::Reshape) continue;

@@ -8,6 +8,7 @@
 
 #include "kernels/generated_kernel.hpp"
 #include "kernels/kernel_abi.hpp"
+#include "lower/matmul_tiers.hpp"
 #include "meganeura/graph.hpp"
 
 namespace meganeura::lower {
@@ -76,6 +77,9 @@ struct LowerOptions {
   // them on with the optimizer, so that a graph without it runs exactly as written;
   // MEGANEURA_FUSE_ELEMENTWISE=0 and MEGANEURA_HORIZONTAL_FUSION=0 turn each off everywhere.
   bool fuse = false;
+  // Which matmul kernels the device offers (sessions fill it from the device and environment);
+  // the default is the exact f32 tiers.
+  MatMulTiers matmul;
 };
 
 // Lowers every node that an output or one of `keep` depends on (inputs and parameters always

@@ -61,7 +61,8 @@ void append_optimizer_calls(const Graph& g, lower::Lowered& low, const std::vect
   const TrainConfig& cfg = tr.config;
   const int accumulate = std::max(cfg.accumulation_steps, 1);
   tr.hyper = add_tensor(low, sizeof(Hyper), lower::Role::Input);
-  lower::Emitter e(g, low);
+  const lower::LowerOptions no_matmuls;  // the optimizer emits elementwise calls only
+  lower::Emitter e(g, low, no_matmuls);
   const std::vector<uint32_t> f32s = {DT_F32, DT_F32, DT_F32};
 
   // The gradient each update reads: this step's, or the sum over the accumulation window.

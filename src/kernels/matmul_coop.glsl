@@ -1,0 +1,146 @@
+#version 450
+// MatMul on tensor cores (cooperative matrices), the contract of matmul_common.glsl. Built once
+// per variant by cmake/EmbedKernels.cmake: COOP_KHR selects GL_KHR_cooperative_matrix (else
+// GL_NV_cooperative_matrix), STAGE_BF16 stages bf16 (KHR only; else f16), TILE_L the 128x128
+// tile (else 64x64).
+//
+// f32 operands are rounded to f16/bf16 on their way into shared memory; products accumulate in
+// f32. A workgroup is 8 subgroups of 32 (the host checks the subgroup size), laid out
+// WARPS_M x WARPS_N, each owning FRAG_M x FRAG_N 16x16 accumulators. K steps by 32; the next
+// step's global loads are issued before this step's multiplies, so they overlap. The epilogue
+// goes through a 16x16 f32 staging fragment per subgroup and store_c (bounds, bias, activation,
+// residual, split-K partials), so any M, N, K and strides work.
+#extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#if defined(COOP_KHR)
+#extension GL_KHR_cooperative_matrix : require
+#if defined(STAGE_BF16)
+#extension GL_EXT_bfloat16 : require
+#define STAGE_T bfloat16_t
+#else
+#define STAGE_T float16_t
+#endif
+#define FRAG_A coopmat<STAGE_T, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA>
+#define FRAG_B coopmat<STAGE_T, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB>
+#define FRAG_C coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>
+#define FRAG_LOAD(m, arr, off, stride) coopMatLoad(m, arr, off, stride, gl_CooperativeMatrixLayoutRowMajor)
+#define FRAG_STORE(m, arr, off, stride) coopMatStore(m, arr, off, stride, gl_CooperativeMatrixLayoutRowMajor)
+#define FRAG_MMA(a, b, c) coopMatMulAdd(a, b, c)
+#else
+#extension GL_NV_cooperative_matrix : require
+#define STAGE_T float16_t
+#define FRAG_A fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
+#define FRAG_B fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
+#define FRAG_C fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
+#define FRAG_LOAD(m, arr, off, stride) coopMatLoadNV(m, arr, off, stride, false)
+#define FRAG_STORE(m, arr, off, stride) coopMatStoreNV(m, arr, off, stride, false)
+#define FRAG_MMA(a, b, c) coopMatMulAddNV(a, b, c)
+#endif
+#include "common.glsl"
+
+#include "matmul_common.glsl"
+
+#if defined(TILE_L)
+const uint WARPS_M = 2u, WARPS_N = 4u, FRAG_M = 4u, FRAG_N = 2u;  // 128 x 128
+#else
+const uint WARPS_M = 4u, WARPS_N = 2u, FRAG_M = 1u, FRAG_N = 2u;  // 64 x 64
+#endif
+const uint BM = WARPS_M * FRAG_M * 16u, BN = WARPS_N * FRAG_N * 16u, BK = 32u;
+// Rows padded by 16 bytes: spreads the banks and keeps every fragment 16-byte aligned.
+const uint A_STRIDE = BK + 8u, B_STRIDE = BN + 8u;
+const uint A_LOADS = BM * BK / 256u, B_LOADS = BK * BN / 256u;  // per invocation
+shared STAGE_T As[BM * A_STRIDE];  // As[m][k]
+shared STAGE_T Bs[BK * B_STRIDE];  // Bs[k][n]
+shared float Cs[8u * 256u];        // one 16x16 fragment per subgroup, on its way to store_c
+
+void main() {
+  uint tid = gl_LocalInvocationID.x;
+  uint warp = gl_SubgroupID, lane = gl_SubgroupInvocationID;
+  uint wm = warp / WARPS_N, wn = warp % WARPS_N;
+  bool a_k_contig = p.a_col_stride == 1u;  // A row-major: consecutive invocations walk k
+  uint tiles = p.tile0[p.groups];
+  uint row_jobs = ((p.M + BM - 1u) / BM) * p.splits;
+
+  for (uint bt = gl_WorkGroupID.z; bt < p.batch; bt += gl_NumWorkGroups.z) {
+    uint a_base, b_batch;
+    STRIDED_OFFSET(a_base, bt, p.batch_rank, p.batch_shape, p.a_batch_stride)
+    STRIDED_OFFSET(b_batch, bt, p.batch_rank, p.batch_shape, p.b_batch_stride)
+    a_base += p.a_offset;
+
+    for (uint job = gl_WorkGroupID.y; job < row_jobs; job += gl_NumWorkGroups.y) {
+      uint m0 = (job / p.splits) * BM, split = job % p.splits;
+      uint k_begin = split * p.k_chunk, k_end = min(p.K, k_begin + p.k_chunk);
+      for (uint tile = gl_WorkGroupID.x; tile < tiles; tile += gl_NumWorkGroups.x) {
+        uint g = group_of(tile);
+        uint N = p.N[g], n0 = (tile - p.tile0[g]) * BN;
+        uint b_base = b_batch + p.b_offset[g];
+        uint b_row = p.b_row_stride[g], b_col = p.b_col_stride[g];
+        bool b_n_contig = b_col == 1u || b_row != 1u;
+
+        FRAG_C acc[FRAG_M * FRAG_N];
+        for (uint i = 0u; i < FRAG_M * FRAG_N; ++i) acc[i] = FRAG_C(0.0);
+        float ra[A_LOADS], rb[B_LOADS];  // the next K step, in flight while this one multiplies
+
+#define LOAD_STEP(k0)                                                                          \
+  for (uint l = 0u; l < A_LOADS; ++l) {                                                        \
+    uint e = tid + 256u * l;                                                                   \
+    uint am = a_k_contig ? e / BK : e % BM, ak = a_k_contig ? e % BK : e / BM;                 \
+    uint gm = m0 + am, gk = (k0) + ak;                                                         \
+    ra[l] = (gm < p.M && gk < k_end)                                                           \
+        ? uintBitsToFloat(a_data[a_base + gm * p.a_row_stride + gk * p.a_col_stride]) : 0.0f;  \
+  }                                                                                            \
+  for (uint l = 0u; l < B_LOADS; ++l) {                                                        \
+    uint e = tid + 256u * l;                                                                   \
+    uint bn = b_n_contig ? e % BN : e / BK, bk = b_n_contig ? e / BN : e % BK;                 \
+    uint gn = n0 + bn, gk = (k0) + bk;                                                         \
+    rb[l] = (gn < N && gk < k_end) ? uintBitsToFloat(b_data[b_base + gk * b_row + gn * b_col]) : 0.0f; \
+  }
+
+        LOAD_STEP(k_begin)
+        for (uint k0 = k_begin; k0 < k_end; k0 += BK) {
+          for (uint l = 0u; l < A_LOADS; ++l) {
+            uint e = tid + 256u * l;
+            uint am = a_k_contig ? e / BK : e % BM, ak = a_k_contig ? e % BK : e / BM;
+            As[am * A_STRIDE + ak] = STAGE_T(ra[l]);
+          }
+          for (uint l = 0u; l < B_LOADS; ++l) {
+            uint e = tid + 256u * l;
+            uint bn = b_n_contig ? e % BN : e / BK, bk = b_n_contig ? e / BN : e % BK;
+            Bs[bk * B_STRIDE + bn] = STAGE_T(rb[l]);
+          }
+          barrier();
+          if (k0 + BK < k_end) { LOAD_STEP(k0 + BK) }
+          for (uint kk = 0u; kk < BK; kk += 16u) {
+            FRAG_A fa[FRAG_M];
+            FRAG_B fb[FRAG_N];
+            for (uint i = 0u; i < FRAG_M; ++i)
+              FRAG_LOAD(fa[i], As, ((wm * FRAG_M + i) * 16u) * A_STRIDE + kk, A_STRIDE);
+            for (uint j = 0u; j < FRAG_N; ++j)
+              FRAG_LOAD(fb[j], Bs, kk * B_STRIDE + (wn * FRAG_N + j) * 16u, B_STRIDE);
+            for (uint i = 0u; i < FRAG_M; ++i)
+              for (uint j = 0u; j < FRAG_N; ++j) acc[i * FRAG_N + j] = FRAG_MMA(fa[i], fb[j], acc[i * FRAG_N + j]);
+          }
+          barrier();
+        }
+#undef LOAD_STEP
+
+        for (uint i = 0u; i < FRAG_M; ++i) {
+          for (uint j = 0u; j < FRAG_N; ++j) {
+            FRAG_STORE(acc[i * FRAG_N + j], Cs, warp * 256u, 16u);
+            subgroupMemoryBarrierShared();
+            subgroupBarrier();
+            uint fm = m0 + (wm * FRAG_M + i) * 16u, fn = n0 + (wn * FRAG_N + j) * 16u;
+            for (uint e = lane; e < 256u; e += gl_SubgroupSize) {
+              uint gm = fm + e / 16u, gn = fn + e % 16u;
+              if (gm < p.M && gn < N) store_c(g, bt, gm, gn, Cs[warp * 256u + e], split);
+            }
+            subgroupMemoryBarrierShared();
+            subgroupBarrier();
+          }
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,65 @@
+#version 450
+// MatMul for a few rows (single-token decode: M = 1), the contract of matmul_common.glsl, exact
+// f32. Memory-bound: the job is to stream B once at full bandwidth. A team of T invocations
+// computes one column for up to ROWS rows, splitting K among them; the team's partial sums meet
+// in shared memory. The layout of B picks the team shape (spec 5, K_CONTIG):
+//   1: B(k, n) contiguous along k (a [N, K] weight, transpose_b): T = 32 invocations walk k
+//      side by side, 8 columns per workgroup;
+//   0: otherwise: T = 4 slices of k, 64 columns per workgroup, consecutive invocations on
+//      consecutive columns.
+// Column tiles (tile0) are 8 or 64 wide to match. Dispatch: x = column tiles, y = row blocks of
+// ROWS, z = batch. No split-K: the team already splits K.
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+#include "matmul_common.glsl"
+
+layout(constant_id = 5) const uint K_CONTIG = 1u;
+const uint T = K_CONTIG != 0u ? 32u : 4u;  // invocations per column
+const uint COLS = 256u / T;                // columns per workgroup
+const uint ROWS = 4u;
+shared float partial[ROWS][256];
+
+void main() {
+  uint tid = gl_LocalInvocationID.x;
+  uint lane = K_CONTIG != 0u ? tid % T : tid / COLS;
+  uint col = K_CONTIG != 0u ? tid / T : tid % COLS;
+  uint tiles = p.tile0[p.groups];
+  uint row_blocks = (p.M + ROWS - 1u) / ROWS;
+
+  for (uint bt = gl_WorkGroupID.z; bt < p.batch; bt += gl_NumWorkGroups.z) {
+    uint a_base, b_batch;
+    STRIDED_OFFSET(a_base, bt, p.batch_rank, p.batch_shape, p.a_batch_stride)
+    STRIDED_OFFSET(b_batch, bt, p.batch_rank, p.batch_shape, p.b_batch_stride)
+    a_base += p.a_offset;
+    for (uint rb = gl_WorkGroupID.y; rb < row_blocks; rb += gl_NumWorkGroups.y) {
+      uint m0 = rb * ROWS, rows = min(ROWS, p.M - m0);
+      for (uint tile = gl_WorkGroupID.x; tile < tiles; tile += gl_NumWorkGroups.x) {
+        uint g = group_of(tile);
+        uint N = p.N[g], n = (tile - p.tile0[g]) * COLS + col;
+        uint b_at = b_batch + p.b_offset[g] + n * p.b_col_stride[g];
+        uint b_row = p.b_row_stride[g];
+        float acc[ROWS];
+        for (uint r = 0u; r < ROWS; ++r) acc[r] = 0.0f;
+        if (n < N) {
+          for (uint k = lane; k < p.K; k += T) {
+            float b = uintBitsToFloat(b_data[b_at + k * b_row]);
+            uint a_at = a_base + m0 * p.a_row_stride + k * p.a_col_stride;
+            for (uint r = 0u; r < rows; ++r) acc[r] += uintBitsToFloat(a_data[a_at + r * p.a_row_stride]) * b;
+          }
+        }
+        for (uint r = 0u; r < ROWS; ++r) partial[r][col * T + lane] = acc[r];
+        barrier();
+        if (tid < COLS * ROWS) {  // one invocation per (column, row) adds the team's partials
+          uint c = tid % COLS, r = tid / COLS, nn = (tile - p.tile0[g]) * COLS + c;
+          if (r < rows && nn < N) {
+            float sum = 0.0f;
+            for (uint l = 0u; l < T; ++l) sum += partial[r][c * T + l];
+            store_c(g, bt, m0 + r, nn, sum, 0u);
+          }
+        }
+        barrier();
+      }
+    }
+  }
+}

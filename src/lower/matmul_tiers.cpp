@@ -1,0 +1,106 @@
+#include "lower/matmul_tiers.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "kernels/spirv.hpp"
+#include "meganeura/error.hpp"
+
+namespace meganeura::lower {
+
+using kernels::Kernel;
+
+namespace {
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : std::string();
+}
+
+bool offers(const DeviceInfo& d, const std::string& shape) {
+  return std::find(d.coopmat_shapes.begin(), d.coopmat_shapes.end(), shape) != d.coopmat_shapes.end();
+}
+
+// The kernels take 8 subgroups of 32 (their fragment layout) and 16x16x16 fragments.
+MatMulTiers::Coop coop_of(const DeviceInfo& d, bool bf16) {
+  if (d.subgroup_size != 32) return MatMulTiers::Coop::None;
+  if (bf16) {
+    return d.coopmat_khr && d.bf16 && kernels::kernel_built(Kernel::MatMulCoopKHRBf16) &&
+                   offers(d, "16x16x16 bf16*bf16->f32")
+               ? MatMulTiers::Coop::KHR
+               : MatMulTiers::Coop::None;
+  }
+  if (!d.fp16 || !offers(d, "16x16x16 f16*f16->f32")) return MatMulTiers::Coop::None;
+  if (d.coopmat_nv) return MatMulTiers::Coop::NV;
+  if (d.coopmat_khr && kernels::kernel_built(Kernel::MatMulCoopKHR)) return MatMulTiers::Coop::KHR;
+  return MatMulTiers::Coop::None;
+}
+
+uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+MatMulTiers matmul_tiers(const DeviceInfo& device) {
+  MatMulTiers t;
+  const std::string precision = env("MEGANEURA_MATMUL_PRECISION");
+  if (!precision.empty() && precision != "f16" && precision != "bf16" && precision != "f32")
+    throw Error("MEGANEURA_MATMUL_PRECISION=" + precision + ": expected f16, bf16 or f32");
+  t.bf16 = precision == "bf16";
+  if (precision != "f32" && env("MEGANEURA_COOPMAT") != "0") t.coop = coop_of(device, t.bf16);
+  t.gemv = env("MEGANEURA_GEMV") != "0";
+  if (const std::string s = env("MEGANEURA_SPLIT_K"); !s.empty()) {
+    char* end = nullptr;
+    const long n = std::strtol(s.c_str(), &end, 10);
+    if (end == s.c_str() || *end != '\0' || n < 0 || n > 64)
+      throw Error("MEGANEURA_SPLIT_K=" + s + ": expected 0 (off) or a number of splits up to 64");
+    t.split_k = static_cast<int>(n);
+  }
+  t.force = env("MEGANEURA_MATMUL");
+  if (!t.force.empty() && t.force != "tiled" && t.force != "gemv" && t.force != "coopmat")
+    throw Error("MEGANEURA_MATMUL=" + t.force + ": expected tiled, gemv or coopmat");
+  if (t.force == "coopmat" && t.coop == MatMulTiers::Coop::None)
+    throw Error("MEGANEURA_MATMUL=coopmat: " + device.name + " has no usable tensor-core matmul (" +
+                (precision == "f32" ? "MEGANEURA_MATMUL_PRECISION=f32" : "needs cooperative matrices with 16x16x16 " +
+                 std::string(t.bf16 ? "bf16" : "f16") + " fragments and subgroups of 32") + ")");
+  return t;
+}
+
+MatMulPlan plan_matmul(const MatMulTiers& t, uint64_t M, uint64_t N, uint64_t K, uint64_t batch, uint32_t groups,
+                       bool b_k_contiguous) {
+  MatMulPlan plan;
+  const bool coop = t.coop != MatMulTiers::Coop::None;
+  std::string tier = t.force;
+  if (tier.empty()) tier = t.gemv && M <= 4 ? "gemv" : coop ? "coopmat" : "tiled";
+  if (tier == "gemv") {
+    plan.kernel = Kernel::MatMulGemv;
+    plan.k_contiguous = b_k_contiguous ? 1 : 0;
+    plan.tile_m = 4;
+    plan.tile_n = b_k_contiguous ? 8 : 64;
+    return plan;  // its invocations already split K
+  }
+  if (tier == "coopmat") {
+    // 128x128 tiles once they fill two waves of a large GPU; 64x64 below.
+    const bool large = ceil_div(M, 128) * ceil_div(N, 128) * batch >= 256;
+    plan.tile_m = plan.tile_n = large ? 128 : 64;
+    using C = MatMulTiers::Coop;
+    if (t.coop == C::NV) plan.kernel = large ? Kernel::MatMulCoopNVLarge : Kernel::MatMulCoopNV;
+    else if (t.bf16) plan.kernel = large ? Kernel::MatMulCoopKHRBf16Large : Kernel::MatMulCoopKHRBf16;
+    else plan.kernel = large ? Kernel::MatMulCoopKHRLarge : Kernel::MatMulCoopKHR;
+  }
+  // Split-K (one product only: the second pass applies one epilogue): where the output tiles
+  // would leave most of a large GPU idle and K is long enough to share out.
+  uint32_t splits = 1;
+  const uint64_t tiles = ceil_div(M, plan.tile_m) * ceil_div(N, plan.tile_n) * batch;
+  if (groups == 1 && t.split_k > 0) splits = static_cast<uint32_t>(t.split_k);
+  else if (groups == 1 && t.split_k < 0 && tiles < 64 && K >= 1024)
+    splits = static_cast<uint32_t>(std::min<uint64_t>({ceil_div(128, tiles), K / 256, 16}));
+  plan.k_chunk = static_cast<uint32_t>(ceil_div(ceil_div(K, std::max<uint32_t>(splits, 1)), 32) * 32);
+  plan.splits = plan.k_chunk ? static_cast<uint32_t>(ceil_div(K, plan.k_chunk)) : 1;
+  if (plan.splits <= 1) {
+    plan.splits = 1;
+    plan.k_chunk = static_cast<uint32_t>(K);
+  }
+  return plan;
+}
+
+}  // namespace meganeura::lower

@@ -1,0 +1,40 @@
+// Which kernel runs a matmul: the tiers a device offers, the environment switches that turn
+// each off, and the choice for one product's shape (docs/performance.md, "Matmul tiers").
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "kernels/kernel_abi.hpp"
+#include "meganeura/device.hpp"
+
+namespace meganeura::lower {
+
+struct MatMulTiers {
+  enum class Coop : uint8_t { None, NV, KHR };
+  Coop coop = Coop::None;  // tensor cores, f32 operands staged to f16 (or bf16)
+  bool bf16 = false;       // stage as bf16 (KHR only)
+  bool gemv = true;        // a few rows: stream B once (exact f32)
+  int split_k = -1;        // -1: where tiles would leave the GPU idle; 0: never; n: n splits
+  std::string force;       // "", "tiled", "gemv" or "coopmat": every matmul on that tier
+};
+
+// The tiers of `device` as the environment allows:
+//   MEGANEURA_MATMUL_PRECISION  f16 (default), bf16 (KHR tensor cores only) or f32 (exact: no
+//                               tensor cores)
+//   MEGANEURA_COOPMAT=0, MEGANEURA_GEMV=0   turn that tier off
+//   MEGANEURA_SPLIT_K           0 (off), or a number of splits to force
+//   MEGANEURA_MATMUL            tiled | gemv | coopmat: force one tier (tests, benchmarks)
+// Throws Error on a value it does not know, or on a forced tier the device lacks.
+MatMulTiers matmul_tiers(const DeviceInfo& device);
+
+// How one product runs.
+struct MatMulPlan {
+  kernels::Kernel kernel = kernels::Kernel::MatMul;
+  uint32_t tile_m = 64, tile_n = 64;
+  uint32_t splits = 1, k_chunk = 0;  // split-K: K ranges of k_chunk, summed by a second pass
+  uint32_t k_contiguous = 0;         // gemv: B walks k contiguously (spec 5)
+};
+MatMulPlan plan_matmul(const MatMulTiers& tiers, uint64_t M, uint64_t N, uint64_t K, uint64_t batch, uint32_t groups,
+                       bool b_k_contiguous);
+
+}  // namespace meganeura::lower

@@ -1,0 +1,100 @@
+// Every matmul tier (lower/matmul_tiers.hpp) forced in turn on every matmul, linear and
+// matmul_add case of the op table, against the double reference at the tier's tolerance. The
+// tensor-core tiers skip where the device has none (lavapipe); run them on a GPU.
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+
+#include "op_case.hpp"
+
+namespace mntest {
+namespace {
+
+using namespace meganeura;
+
+struct Tier {
+  std::string name;
+  std::string matmul;     // MEGANEURA_MATMUL
+  std::string precision;  // MEGANEURA_MATMUL_PRECISION
+  std::string split_k;    // MEGANEURA_SPLIT_K
+  // |got - want| <= rtol * max(|want|, scale): f32 tiers as the op table; f16/bf16 staging
+  // rounds each operand to 11/8 significant bits, so the error grows with the sum of |a*b|
+  // (inputs are O(1), K up to a few hundred): a wrong or missing block is still off by O(1).
+  double rtol, scale;
+};
+
+const Tier kTiers[] = {
+    {"tiled", "tiled", "f32", "0", 1e-5, 1},
+    {"tiled_split_k3", "tiled", "f32", "3", 1e-5, 1},
+    {"gemv", "gemv", "f32", "0", 1e-5, 1},
+    {"coopmat_f16", "coopmat", "f16", "0", 1e-2, 4},
+    {"coopmat_f16_split_k3", "coopmat", "f16", "3", 1e-2, 4},
+    {"coopmat_bf16", "coopmat", "bf16", "0", 6e-2, 4},
+};
+
+std::vector<size_t> matmul_case_indices() {
+  std::vector<size_t> idx;
+  for (size_t i = 0; i < op_cases().size(); ++i) {
+    Op op = op_cases()[i].op;
+    if (op == Op::MatMul || op == Op::Linear || op == Op::MatMulAdd) idx.push_back(i);
+  }
+  return idx;
+}
+
+// Why the device cannot run the tier the environment forces (building a session throws), if so.
+std::optional<std::string> unavailable() {
+  Graph g;
+  g.output("y", matmul(g.input("a", {2, 3}), g.input("b", {3, 2})));
+  try {
+    build_inference_session(g);
+    return std::nullopt;
+  } catch (const Error& e) {
+    return e.what();
+  }
+}
+
+class MatMulTiers : public ::testing::TestWithParam<std::tuple<size_t, size_t>> {};
+
+TEST_P(MatMulTiers, MatchesReference) {
+  const Tier& tier = kTiers[std::get<0>(GetParam())];
+  ScopedEnv force("MEGANEURA_MATMUL", tier.matmul), precision("MEGANEURA_MATMUL_PRECISION", tier.precision),
+      split("MEGANEURA_SPLIT_K", tier.split_k);
+  if (auto why = unavailable()) GTEST_SKIP() << *why;
+  const OpCase& c = op_cases().at(matmul_case_indices().at(std::get<1>(GetParam())));
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  SCOPED_TRACE(tier.name + " / " + std::string(op_name(c.op)) + " / " + c.name);
+  CaseBuilder b(rng);
+  c.build(b);
+  b.rtol = tier.rtol;
+  b.scale = std::max(b.scale, tier.scale);
+  run_case(b);
+}
+
+std::string tier_case_name(const ::testing::TestParamInfo<std::tuple<size_t, size_t>>& info) {
+  const OpCase& c = op_cases().at(matmul_case_indices().at(std::get<1>(info.param)));
+  std::string s = kTiers[std::get<0>(info.param)].name + "_" + std::string(op_name(c.op)) + "_" + c.name;
+  for (char& ch : s)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return s;
+}
+
+INSTANTIATE_TEST_SUITE_P(Tiers, MatMulTiers,
+                         ::testing::Combine(::testing::Range<size_t>(0, std::size(kTiers)),
+                                            ::testing::Range<size_t>(0, matmul_case_indices().size())),
+                         tier_case_name);
+
+TEST(MatMulTierSwitches, BadValuesNameTheVariable) {
+  for (auto [name, value] : {std::pair{"MEGANEURA_MATMUL", "fast"}, {"MEGANEURA_MATMUL_PRECISION", "tf32"},
+                             {"MEGANEURA_SPLIT_K", "many"}}) {
+    ScopedEnv env(name, value);
+    Graph g;
+    g.output("y", matmul(g.input("a", {2, 3}), g.input("b", {3, 2})));
+    std::string msg = message_of<Error>([&] { build_inference_session(g); });
+    EXPECT_NE(msg.find(std::string(name) + "=" + value), std::string::npos) << msg;
+  }
+}
+
+}  // namespace
+}  // namespace mntest
