@@ -4,6 +4,8 @@
 (the repository's small trained test tokenizer, its vocabulary padded with added tokens).
 
     python3 bench/make_random_smollm2.py --out /tmp/smollm2-random [--layers 30] [--dtype bfloat16]
+
+Smaller shapes for smoke runs: --hidden 64 --intermediate 128 --heads 4 --kv-heads 2 --vocab 512.
 """
 import argparse
 import json
@@ -18,12 +20,18 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--layers", type=int, default=30)
     ap.add_argument("--dtype", default="bfloat16", choices=["float32", "bfloat16"])
+    ap.add_argument("--hidden", type=int, default=576)
+    ap.add_argument("--intermediate", type=int, default=1536)
+    ap.add_argument("--heads", type=int, default=9)
+    ap.add_argument("--kv-heads", type=int, default=3)
+    ap.add_argument("--vocab", type=int, default=49152)
     ap.add_argument("--tokenizer", default=os.path.join(os.path.dirname(__file__), "..", "tests", "data", "tokenizer",
                                                         "smollm2_like.tokenizer.json"))
     a = ap.parse_args()
     torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=a.layers,
-                         num_attention_heads=9, num_key_value_heads=3, head_dim=64, max_position_embeddings=8192,
+    config = LlamaConfig(vocab_size=a.vocab, hidden_size=a.hidden, intermediate_size=a.intermediate,
+                         num_hidden_layers=a.layers, num_attention_heads=a.heads, num_key_value_heads=a.kv_heads,
+                         head_dim=a.hidden // a.heads, max_position_embeddings=8192,
                          rms_norm_eps=1e-5, rope_theta=100000.0, tie_word_embeddings=True, hidden_act="silu",
                          bos_token_id=0, eos_token_id=0)
     model = LlamaForCausalLM(config).to(getattr(torch, a.dtype))

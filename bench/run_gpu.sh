@@ -5,18 +5,7 @@
 # Writes $OUT/ops.json (Google Benchmark JSON) and prints a markdown table last.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-build=${MEGANEURA_BUILD_DIR:-build-gpu}
-out=${OUT:-out}
-mkdir -p "$out"
-
-# vk-env.sh unpacks the Vulkan loader into / and points it at the NVIDIA driver: only there.
-if [[ -d /usr/local/nvidia ]]; then
-  source .gl/vk-env.sh || { echo "run_gpu: carry .gl (../shared/device/prepare-vulkan.sh fills it)" >&2; exit 1; }
-else
-  echo "run_gpu: no NVIDIA driver here; using the system's Vulkan drivers" >&2
-fi
-# Shared libraries the GPU machine lacks (libbenchmark.so.1debian, ...) go in $build/lib.
-export LD_LIBRARY_PATH="$PWD/$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+source bench/gpu_env.sh
 
 cli=$build/tools/meganeura
 [[ -x $cli ]] || cli=$build/meganeura

@@ -1,0 +1,393 @@
+// meganeura-bench-model: a Llama model (a Hugging Face directory: config.json + safetensors) timed
+// on the device at batch 1 in three modes, one JSON line per mode on stdout, progress on stderr:
+//   inference  the forward over --seq tokens (logits of every position)
+//   decode     the Generator's KV-cache decode after a --seq-token prefill, per token
+//   train      one step: forward, next-token cross-entropy, backward, SGD
+// bench/model_torch.py prints the same lines for PyTorch on the same weights and tokens, and
+// bench/model_table.py joins them (bench/run_models.sh runs all three on the GPU machine).
+//
+//   meganeura-bench-model --model DIR [--name NAME] [--seq 128] [--runs 30] [--warmup 5]
+//                         [--modes inference,decode,train] [--optimize on|off] [--lr 1e-4]
+//
+// wall: Session::step() (host submit, every dispatch, fence wait) in a session without timestamps.
+// gpu: the sum of the per-dispatch timestamps (SessionOptions::profile) in a second session of the
+// same graph, so the timestamps never slow the wall-clock runs. compile_s: building the first
+// session (optimize, autodiff, lower, plan, pipelines, recording); weights load after it.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "meganeura/device.hpp"
+#include "meganeura/error.hpp"
+#include "meganeura/io.hpp"
+#include "meganeura/llama.hpp"
+#include "meganeura/ops.hpp"
+#include "meganeura/train.hpp"
+
+namespace mn = meganeura;
+using mn::HostTensor;
+using mn::Session;
+using mn::Tensor;
+using mn::models::LlamaConfig;
+
+namespace {
+
+struct Options {
+  std::string model_dir, name;
+  int64_t seq = 128;
+  int runs = 30, warmup = 5;
+  std::vector<std::string> modes{"inference", "decode", "train"};
+  bool optimize = true;
+  float lr = 1e-4f;
+};
+
+struct Bench {
+  Options opt;
+  LlamaConfig config;
+  mn::Checkpoint weights;
+};
+
+// The token at position i, the same in bench/model_torch.py.
+int32_t token(int64_t i, int64_t vocab) { return static_cast<int32_t>((i * 7919 + 13) % vocab); }
+
+std::vector<int32_t> iota_from(int64_t start, int64_t n) {
+  std::vector<int32_t> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<int32_t>(start + i);
+  return v;
+}
+
+HostTensor one_i32(int64_t v) { return HostTensor::i32s({1}, std::vector<int32_t>{static_cast<int32_t>(v)}); }
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+struct Stats {
+  double median = NAN, min = NAN;
+};
+Stats stats(std::vector<double> v) {
+  if (v.empty()) return {};
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return {n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2, v.front()};
+}
+
+// Runs f warmup times, then runs times; returns the wall-clock ms of each timed run.
+std::vector<double> wall_ms(const Options& o, const std::function<void()>& f) {
+  for (int i = 0; i < o.warmup; ++i) f();
+  std::vector<double> ms;
+  for (int i = 0; i < o.runs; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    ms.push_back(seconds_since(t0) * 1e3);
+  }
+  return ms;
+}
+
+// Likewise, the GPU ms of each timed run: the sum of the profiled session's dispatch times.
+std::vector<double> gpu_ms(const Options& o, const Session& s, const std::function<void()>& f) {
+  for (int i = 0; i < o.warmup; ++i) f();
+  std::vector<double> ms;
+  for (int i = 0; i < o.runs; ++i) {
+    f();
+    double ns = 0;
+    for (const auto& [label, t] : s.profile()) ns += t;
+    ms.push_back(ns / 1e6);
+  }
+  return ms;
+}
+
+// One JSON object, its fields in insertion order; NaN and infinities print as null.
+class Json {
+ public:
+  Json& num(const std::string& key, double v) { return raw(key, number(v)); }
+  Json& str(const std::string& key, const std::string& v) { return raw(key, quote(v)); }
+  Json& flag(const std::string& key, bool v) { return raw(key, v ? "true" : "false"); }
+  Json& nums(const std::string& key, const std::vector<float>& v) {
+    std::string s = "[";
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + number(v[i]);
+    return raw(key, s + "]");
+  }
+  Json& times(const std::string& key, const Stats& s) {  // key_ms (median) and key_min_ms
+    return num(key + "_ms", s.median).num(key + "_min_ms", s.min);
+  }
+  std::string text() const { return "{" + body_ + "}"; }
+
+ private:
+  static std::string number(double v) {
+    if (!std::isfinite(v)) return "null";
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.7g", v);
+    return buf;
+  }
+  static std::string quote(const std::string& s) {
+    std::string q = "\"";
+    for (char c : s) {
+      if (c == '"' || c == '\\') q += '\\';
+      if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+      q += c;
+    }
+    return q + "\"";
+  }
+  Json& raw(const std::string& key, const std::string& value) {
+    body_ += (body_.empty() ? "" : ",") + quote(key) + ":" + value;
+    return *this;
+  }
+  std::string body_;
+};
+
+std::vector<float> first(const std::vector<float>& v, size_t n) { return {v.begin(), v.begin() + std::min(n, v.size())}; }
+
+double abs_sum(const std::vector<float>& v) {
+  double s = 0;
+  for (float x : v) s += std::abs(x);
+  return s;
+}
+
+double sum(const std::vector<float>& v) {
+  double s = 0;
+  for (float x : v) s += x;
+  return s;
+}
+
+// --- inference: all positions' logits, reduced on the device to what the host reads (the last
+// row, and each row's sum and sum of |x|) so no 25 MB download enters the timing; the PyTorch
+// twin computes the same three reductions inside its timed call.
+std::unique_ptr<mn::Graph> inference_graph(const LlamaConfig& c, int64_t seq) {
+  auto g = std::make_unique<mn::Graph>();
+  Tensor ids = g->input("input_ids", {1, seq}, mn::i32);
+  Tensor positions = g->input("positions", {seq}, mn::i32);
+  Tensor logits = mn::models::Llama(*g, c)(ids, positions);
+  g->output("last", mn::slice(logits, 1, seq - 1, seq));
+  g->output("row_sum", mn::sum(logits, {-1}));
+  g->output("row_abs_sum", mn::sum(mn::abs(logits), {-1}));
+  return g;
+}
+
+void set_tokens(Session& s, const Bench& b) {
+  std::vector<int32_t> ids(static_cast<size_t>(b.opt.seq));
+  for (int64_t i = 0; i < b.opt.seq; ++i) ids[static_cast<size_t>(i)] = token(i, b.config.vocab_size);
+  s.set_input("input_ids", HostTensor::i32s({1, b.opt.seq}, ids));
+  s.set_input("positions", HostTensor::i32s({b.opt.seq}, iota_from(0, b.opt.seq)));
+}
+
+Json inference(const Bench& b) {
+  auto g = inference_graph(b.config, b.opt.seq);
+  Json j;
+  auto t0 = std::chrono::steady_clock::now();
+  Session s = mn::build_inference_session(*g, {.optimize = b.opt.optimize});
+  j.num("compile_s", seconds_since(t0));
+  t0 = std::chrono::steady_clock::now();
+  mn::models::load_weights(s, *g, b.weights);
+  j.num("load_s", seconds_since(t0));
+  set_tokens(s, b);
+  j.times("wall", stats(wall_ms(b.opt, [&] { s.step(); })));
+
+  Session p = mn::build_inference_session(*g, {.profile = true, .optimize = b.opt.optimize});
+  mn::models::load_weights(p, *g, b.weights);
+  set_tokens(p, b);
+  j.times("gpu", stats(gpu_ms(b.opt, p, [&] { p.step(); })));
+  j.num("dispatches", s.stats().dispatches);
+  j.nums("sample", first(s.read_output("last").to_f32(), 4));
+  j.num("checksum", sum(s.read_output("row_abs_sum").to_f32()));
+  j.num("sum", sum(s.read_output("row_sum").to_f32()));
+  j.str("note", "sample: logits[0, -1, :4]; checksum: sum |logits| over all positions");
+  return j;
+}
+
+// --- decode: the Generator (prefill and decode programs of one session). Session::run(program)
+// records no timestamps, so the GPU time comes from a session of the decode path alone (the
+// same graph as the Generator's decode program) at the same cache positions.
+std::unique_ptr<mn::Graph> decode_graph(LlamaConfig c, int64_t slots) {
+  auto g = std::make_unique<mn::Graph>();
+  c.max_position_embeddings = std::max(c.max_position_embeddings, slots);
+  mn::models::Llama model(*g, c);
+  std::vector<mn::models::Llama::Cache> caches;
+  const mn::Shape cache_shape{1, c.num_key_value_heads, slots, c.head_dim};
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l)
+    caches.push_back({g->state("k" + std::to_string(l), cache_shape), g->state("v" + std::to_string(l), cache_shape)});
+  Tensor ids = g->input("ids", {1, 1}, mn::i32);
+  Tensor hidden = model.forward_cached(ids, g->input("positions", {1}, mn::i32), g->input("start", {1}, mn::i32), caches);
+  g->output("logits", model.head(mn::gather(hidden, g->input("last", {1}, mn::i32), 1)));
+  return g;
+}
+
+Json decode(const Bench& b) {
+  const int64_t vocab = b.config.vocab_size, seq = b.opt.seq;
+  mn::models::GeneratorOptions go;
+  go.max_seq = seq + b.opt.warmup + b.opt.runs + 1;
+  go.prefill_chunk = seq;  // the prompt is one prefill run
+  go.session.optimize = b.opt.optimize;
+  Json j;
+  auto t0 = std::chrono::steady_clock::now();
+  mn::models::Generator gen(b.config, go);
+  j.num("compile_s", seconds_since(t0));
+  t0 = std::chrono::steady_clock::now();
+  gen.load(b.weights);
+  j.num("load_s", seconds_since(t0));
+  std::vector<int32_t> prompt(static_cast<size_t>(seq));
+  for (int64_t i = 0; i < seq; ++i) prompt[static_cast<size_t>(i)] = token(i, vocab);
+  const Stats prefill = stats(wall_ms(b.opt, [&] { gen.prefill(prompt); }));
+  gen.prefill(prompt);
+  std::vector<float> logits;
+  j.times("wall", stats(wall_ms(b.opt, [&] { logits = gen.decode(token(gen.position(), vocab)); })));
+
+  auto g = decode_graph(b.config, go.max_seq + go.prefill_chunk);
+  Session p = mn::build_inference_session(*g, {.profile = true, .optimize = b.opt.optimize});
+  mn::models::load_weights(p, *g, b.weights);
+  int64_t position = seq;
+  j.times("gpu", stats(gpu_ms(b.opt, p, [&] {
+            p.set_input("ids", HostTensor::i32s({1, 1}, std::vector<int32_t>{token(position, vocab)}));
+            p.set_input("positions", one_i32(position));
+            p.set_input("start", one_i32(position));
+            p.set_input("last", one_i32(0));
+            p.step();
+            ++position;
+          })));
+  j.num("dispatches", p.stats().dispatches);
+  j.times("prefill", prefill);
+  j.nums("sample", first(logits, 4));
+  j.num("checksum", abs_sum(logits));
+  j.num("position", static_cast<double>(gen.position() - 1));
+  j.str("note", "ms per token (Generator::decode: inputs, run, logits to the host); sample: the last decode's "
+                "logits[:4], checksum: sum |logits| of it; prefill: Generator::prefill of the prompt; gpu: a "
+                "decode-only session with timestamps");
+  return j;
+}
+
+// --- train: next-token cross-entropy (labels = the tokens shifted left, the last ignored, as
+// Hugging Face's labels=input_ids); only the loss comes back to the host.
+Json train(const Bench& b) {
+  const int64_t seq = b.opt.seq;
+  auto g = std::make_unique<mn::Graph>();
+  Tensor ids = g->input("input_ids", {1, seq}, mn::i32);
+  Tensor positions = g->input("positions", {seq}, mn::i32);
+  Tensor labels = g->input("labels", {1, seq}, mn::i32);
+  Tensor loss = mn::cross_entropy(mn::models::Llama(*g, b.config)(ids, positions), labels);
+  std::vector<int32_t> next(static_cast<size_t>(seq), -100);
+  for (int64_t i = 0; i + 1 < seq; ++i) next[static_cast<size_t>(i)] = token(i + 1, b.config.vocab_size);
+  auto prepare = [&](Session& s) {
+    mn::models::load_weights(s, *g, b.weights);
+    set_tokens(s, b);
+    s.set_input("labels", HostTensor::i32s({1, seq}, next));
+  };
+  mn::TrainConfig cfg;
+  cfg.optimizer = mn::SGD{.lr = b.opt.lr};
+  cfg.optimize = b.opt.optimize;
+  Json j;
+  auto t0 = std::chrono::steady_clock::now();
+  Session s = mn::build_session(*g, loss, cfg);
+  j.num("compile_s", seconds_since(t0));
+  t0 = std::chrono::steady_clock::now();
+  prepare(s);
+  j.num("load_s", seconds_since(t0));
+  s.step();  // the first step sees the checkpoint's weights, as PyTorch's first step does
+  const float first_loss = s.read_loss();
+  const std::vector<float> grad = s.read_grad("model.norm.weight").to_f32();
+  j.times("wall", stats(wall_ms(b.opt, [&] { s.step(); })));
+
+  cfg.profile = true;
+  Session p = mn::build_session(*g, loss, cfg);
+  prepare(p);
+  j.times("gpu", stats(gpu_ms(b.opt, p, [&] { p.step(); })));
+  j.num("dispatches", s.stats().dispatches);
+  j.num("loss", first_loss);
+  j.num("loss_last", s.read_loss());
+  j.nums("sample", first(grad, 4));
+  j.num("checksum", abs_sum(grad));
+  j.num("lr", b.opt.lr);
+  j.str("note", "SGD; loss: step 1 (the checkpoint's weights); sample: grad of model.norm.weight[:4] at step 1, "
+                "checksum: sum |that grad|");
+  return j;
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw mn::Error(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--model") o.model_dir = value();
+    else if (a == "--name") o.name = value();
+    else if (a == "--seq") o.seq = std::stoll(value());
+    else if (a == "--runs") o.runs = std::stoi(value());
+    else if (a == "--warmup") o.warmup = std::stoi(value());
+    else if (a == "--modes") o.modes = split(value());
+    else if (a == "--optimize") o.optimize = value() != "off";
+    else if (a == "--lr") o.lr = std::stof(value());
+    else throw mn::Error("unknown option '" + a + "'");
+  }
+  if (o.model_dir.empty()) throw mn::Error("--model DIR (config.json + model.safetensors) is required");
+  if (o.seq < 2 || o.runs < 1 || o.warmup < 0) throw mn::Error("--seq must be at least 2, --runs at least 1");
+  if (o.name.empty()) {
+    std::string dir = o.model_dir;
+    while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+    o.name = dir.substr(dir.find_last_of('/') + 1);
+  }
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  try {
+    o = parse(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "meganeura-bench-model: %s\nusage: meganeura-bench-model --model DIR [--name NAME] [--seq 128] "
+                         "[--runs 30] [--warmup 5] [--modes inference,decode,train] [--optimize on|off] [--lr 1e-4]\n",
+                 e.what());
+    return 2;
+  }
+  std::string device;
+  std::unique_ptr<Bench> bench;
+  try {
+    device = mn::default_device_info().name;
+    bench.reset(new Bench{o, LlamaConfig::from_file(o.model_dir + "/config.json"), mn::Checkpoint::open(o.model_dir)});
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "meganeura-bench-model: %s\n", e.what());
+    return 1;
+  }
+  std::fprintf(stderr, "meganeura-bench-model: %s on %s\n", o.model_dir.c_str(), device.c_str());
+  const Bench& b = *bench;
+  const std::vector<std::pair<std::string, std::function<Json(const Bench&)>>> modes = {
+      {"inference", inference}, {"decode", decode}, {"train", train}};
+  int failures = 0;
+  for (const std::string& mode : o.modes) {
+    Json head;
+    head.str("impl", "meganeura").str("model", o.name).str("mode", mode).str("device", device);
+    head.num("batch", 1).num("seq", static_cast<double>(o.seq)).num("runs", o.runs).flag("optimize", o.optimize);
+    std::string line;
+    try {
+      auto it = std::find_if(modes.begin(), modes.end(), [&](const auto& m) { return m.first == mode; });
+      if (it == modes.end()) throw mn::Error("unknown mode '" + mode + "' (inference, decode, train)");
+      std::fprintf(stderr, "meganeura-bench-model: %s ...\n", mode.c_str());
+      const std::string fields = it->second(b).text();
+      line = head.text();
+      line = line.substr(0, line.size() - 1) + "," + fields.substr(1);
+    } catch (const std::exception& e) {
+      ++failures;
+      line = head.str("error", e.what()).text();
+    }
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+  }
+  return failures ? 1 : 0;
+}
