@@ -5,6 +5,7 @@
 
 #include "meganeura/error.hpp"
 #include "meganeura/llama.hpp"
+#include "trace/trace.hpp"
 
 namespace meganeura::models {
 
@@ -58,6 +59,7 @@ std::vector<float> Generator::prefill(const std::vector<int32_t>& prompt) {
     throw Error("Generator::prefill: the prompt has " + std::to_string(prompt.size()) + " tokens, more than max_seq " +
                 std::to_string(options_.max_seq));
   const int64_t chunk = options_.prefill_chunk;
+  trace::Scope scope("Generator prefill", {{"tokens", static_cast<int64_t>(prompt.size())}}, true);
   std::vector<float> logits;
   for (int64_t begin = 0; begin < static_cast<int64_t>(prompt.size()); begin += chunk) {
     const int64_t n = std::min<int64_t>(chunk, static_cast<int64_t>(prompt.size()) - begin);
@@ -78,6 +80,7 @@ std::vector<float> Generator::decode(int32_t token) {
   if (position_ == 0) throw Error("Generator::decode before prefill()");
   if (position_ >= options_.max_seq)
     throw Error("Generator::decode: the sequence is at max_seq (" + std::to_string(options_.max_seq) + " tokens)");
+  trace::Scope scope("Generator decode", {{"position", position_}}, true);
   session_.set_input("decode.ids", HostTensor::i32s({1, 1}, std::vector<int32_t>{token}));
   session_.set_input("decode.positions", one_i32(position_));
   session_.set_input("decode.start", one_i32(position_));

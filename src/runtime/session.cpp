@@ -48,10 +48,18 @@ std::unique_ptr<Session::Impl> Session::Impl::build(const Graph& g, const lower:
   auto impl = std::make_unique<Session::Impl>();
   impl->options = options;
   impl->ctx = vk::Context::get();
+  impl->trace_hold = std::make_unique<trace::SessionHold>(impl->ctx->info().name);
   const uint64_t largest = std::min<uint64_t>(impl->ctx->max_allocation_size(), impl->ctx->limits().maxStorageBufferRange);
   const uint64_t split = options.max_buffer_bytes ? std::min(options.max_buffer_bytes, largest) : largest;
-  impl->planned = plan::plan_program(low, g, {.reuse_memory = options.reuse_memory, .max_buffer_bytes = split});
-  impl->exe = std::make_unique<vk::Executable>(impl->ctx, impl->planned.program, vk::ExecutableOptions{.timestamps = options.profile});
+  {
+    trace::Scope phase("plan");
+    impl->planned = plan::plan_program(low, g, {.reuse_memory = options.reuse_memory, .max_buffer_bytes = split});
+  }
+  {
+    trace::Scope phase("pipelines", {{"dispatches", static_cast<int64_t>(impl->planned.dispatches)}});
+    const bool timestamps = options.profile || trace::global();  // a trace shows every dispatch's GPU time
+    impl->exe = std::make_unique<vk::Executable>(impl->ctx, impl->planned.program, vk::ExecutableOptions{.timestamps = timestamps});
+  }
 
   const plan::Planned& p = impl->planned;
   const auto& words = p.params_words;
@@ -96,11 +104,21 @@ static std::vector<std::vector<std::string>> add_programs(const Graph& g, lower:
 }
 
 Session build_inference_session(const Graph& g, const SessionOptions& options) {
+  trace::Scope build("build inference session", {{"nodes", static_cast<int64_t>(g.size())}});
   const bool optimizing = optimize::enabled(options.optimize);
-  std::unique_ptr<Graph> opt = optimizing ? optimize::optimize(g) : nullptr;
+  std::unique_ptr<Graph> opt;
+  if (optimizing) {
+    trace::Scope phase("optimize");
+    opt = optimize::optimize(g);
+  }
   const Graph& graph = optimizing ? *opt : g;
-  lower::Lowered low = lower::lower(graph, {}, {.fuse = optimizing});
-  std::vector<std::vector<std::string>> program_inputs = add_programs(graph, low, options);
+  lower::Lowered low;
+  std::vector<std::vector<std::string>> program_inputs;
+  {
+    trace::Scope phase("lower");
+    low = lower::lower(graph, {}, {.fuse = optimizing});
+    program_inputs = add_programs(graph, low, options);
+  }
   std::unique_ptr<Session::Impl> impl = Session::Impl::build(graph, low, options);
   impl->program_inputs = std::move(program_inputs);
   return Session(std::move(impl));
@@ -148,7 +166,7 @@ void Session::run(size_t program) {
     throw Error("run(" + std::to_string(program) + "): the session has " + std::to_string(impl_->program_inputs.size()) +
                 " programs (SessionOptions::programs)");
   impl_->check_inputs_set(&impl_->program_inputs[program]);  // only the inputs this program reads
-  impl_->exe->run(1 + program);
+  impl_->run_list(1 + program);
   ++impl_->steps;
   impl_->check_status();
 }
@@ -156,7 +174,7 @@ void Session::run(size_t program) {
 void Session::step() {
   impl_->check_inputs_set();
   if (impl_->train) impl_->before_train_step();
-  impl_->exe->run();
+  impl_->run_list(0);
   ++impl_->steps;
   if (impl_->train) impl_->after_train_step();
   impl_->check_status();

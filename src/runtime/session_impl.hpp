@@ -12,6 +12,7 @@
 #include "meganeura/session.hpp"
 #include "meganeura/train.hpp"
 #include "plan/planner.hpp"
+#include "trace/trace.hpp"
 #include "vulkan/executable.hpp"
 
 namespace meganeura {
@@ -38,6 +39,7 @@ struct Session::Impl {
   std::unique_ptr<vk::Executable> exe;
   SessionOptions options;
   uint64_t steps = 0;
+  std::unique_ptr<trace::SessionHold> trace_hold;  // MEGANEURA_TRACE: this session's number
 
   static std::string known(const std::map<std::string, Named, std::less<>>& m) {
     std::string s;
@@ -89,6 +91,9 @@ struct Session::Impl {
   void check_inputs_set(const std::vector<std::string>* only = nullptr) const;
   // Per SessionOptions::programs entry (extra command list 1 + i): the inputs it reads.
   std::vector<std::vector<std::string>> program_inputs;
+  // Runs command list `list` (0: the step; 1 + i: extra list i) and, with MEGANEURA_TRACE, traces
+  // it: a CPU slice around submit and wait, a GPU slice per dispatch (src/runtime/session_trace.cpp).
+  void run_list(size_t list);
   void before_train_step();  // writes the per-step Hyper block (src/train/train_session.cpp)
   void after_train_step();
   bool evaluated = false;    // evaluate() ran: outputs are readable

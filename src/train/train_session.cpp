@@ -16,23 +16,27 @@
 namespace meganeura {
 
 Session build_session(const Graph& user_graph, Tensor loss, const TrainConfig& config) {
+  trace::Scope build("build training session", {{"nodes", static_cast<int64_t>(user_graph.size())}});
   train::TrainingGraph tg = train::build_training_graph(user_graph, loss, config);
   const Graph& g = *tg.graph;
-  // Lowering's fusions belong to the optimizer: off with it.
-  lower::Lowered low = lower::lower(g, tg.grads, {.fuse = optimize::enabled(config.optimize)});
-  size_t forward_calls = 0;
-  while (forward_calls < low.calls.size() && low.calls[forward_calls].node < tg.forward_end) ++forward_calls;
-  lower::Lowered::CommandList forward;
-  for (size_t i = 0; i < forward_calls; ++i) forward.calls.push_back(i);
-  low.extra_lists = {std::move(forward)};
-
+  lower::Lowered low;
   Session::Impl::Training tr;
-  tr.config = config;
-  std::vector<train::ParamGrad> pg;
-  for (size_t i = 0; i < tg.params.size(); ++i) pg.push_back({tg.params[i], tg.grads[i]});
-  train::append_optimizer_calls(g, low, pg, tr);
-  tr.loss_output = g.outputs().size() - 1;
+  {
+    trace::Scope phase("lower");
+    // Lowering's fusions belong to the optimizer: off with it.
+    low = lower::lower(g, tg.grads, {.fuse = optimize::enabled(config.optimize)});
+    size_t forward_calls = 0;
+    while (forward_calls < low.calls.size() && low.calls[forward_calls].node < tg.forward_end) ++forward_calls;
+    lower::Lowered::CommandList forward;
+    for (size_t i = 0; i < forward_calls; ++i) forward.calls.push_back(i);
+    low.extra_lists = {std::move(forward)};
 
+    tr.config = config;
+    std::vector<train::ParamGrad> pg;
+    for (size_t i = 0; i < tg.params.size(); ++i) pg.push_back({tg.params[i], tg.grads[i]});
+    train::append_optimizer_calls(g, low, pg, tr);
+    tr.loss_output = g.outputs().size() - 1;
+  }
   auto impl = Session::Impl::build(g, low, {.reuse_memory = config.reuse_memory, .profile = config.profile});
   impl->train = std::move(tr);
   return make_session(std::move(impl));
@@ -69,7 +73,7 @@ void Session::Impl::after_train_step() {
 void Session::evaluate() {
   if (!impl_->train) throw Error("evaluate() is for training sessions; an inference session's step() is already forward-only");
   impl_->check_inputs_set();
-  impl_->exe->run(1);
+  impl_->run_list(1);
   impl_->evaluated = true;
   impl_->check_status();
 }

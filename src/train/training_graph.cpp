@@ -4,6 +4,7 @@
 
 #include "meganeura/autodiff.hpp"
 #include "meganeura/error.hpp"
+#include "trace/trace.hpp"
 
 namespace meganeura::train {
 
@@ -21,6 +22,7 @@ TrainingGraph build_training_graph(const Graph& user_graph, Tensor loss, const T
   int loss_id = loss.id();
   std::unique_ptr<Graph> g;
   if (optimizing) {
+    trace::Scope phase("optimize forward");
     std::vector<int> kept;
     g = optimize::optimize(user_graph, &out.forward_report, {loss_id}, &kept, limits);
     loss_id = kept[0];
@@ -64,7 +66,10 @@ TrainingGraph build_training_graph(const Graph& user_graph, Tensor loss, const T
       }
 
   Tensor l{g.get(), loss_id};
-  std::vector<Tensor> grads = gradients(l, trainable);
+  std::vector<Tensor> grads = [&] {
+    trace::Scope phase("autodiff", {{"parameters", static_cast<int64_t>(trainable.size())}});
+    return gradients(l, trainable);
+  }();
   g->output(kTrainingLossOutput, l);
   std::vector<int> grad_ids;
   for (const Tensor& t : grads) grad_ids.push_back(t.id());
@@ -74,6 +79,7 @@ TrainingGraph build_training_graph(const Graph& user_graph, Tensor loss, const T
   if (optimizing) {
     // Then the whole training graph, forward and backward, goes through the e-graph again. Its nodes are
     // renumbered: the outputs' nodes come first, so they still end the forward pass.
+    trace::Scope phase("optimize");
     std::vector<int> kept;
     std::unique_ptr<Graph> opt = optimize::optimize(*g, &out.report, grad_ids, &kept, limits);
     forward_end = 0;

@@ -23,9 +23,10 @@ struct Executable::Impl {
   VkFence fence = VK_NULL_HANDLE;
   VkQueryPool queries = VK_NULL_HANDLE;  // two timestamps per dispatch, when asked and supported
   uint64_t timestamp_mask = 0;
-  uint32_t dispatches = 0;
+  std::vector<uint32_t> dispatches;   // per command list
+  std::vector<uint32_t> first_query;  // per command list: its range of `queries`
+  std::vector<bool> ran;              // per command list
   uint64_t recordings = 0;
-  bool ran = false;
 
   ~Impl() {
     if (!device) return;
@@ -65,22 +66,25 @@ struct Executable::Impl {
   }
 
   void create_pools(const plan::Program& program, bool timestamps);
-  // Records one command list; the step (list 0) also gets the timestamps.
-  void record(VkCommandBuffer cb, const std::vector<plan::Command>& commands, uint32_t status_buffer, bool timed);
+  // Records command list `list` (0: the step) into cbs[list].
+  void record(size_t list, const std::vector<plan::Command>& commands, uint32_t status_buffer);
 };
 
 void Executable::Impl::create_pools(const plan::Program& program, bool timestamps) {
   uint32_t descriptors = 0, sets = 0;
-  auto count = [&](const std::vector<plan::Command>& list, bool step) {
+  auto count = [&](const std::vector<plan::Command>& list) {
+    first_query.push_back(sets * 2);
+    dispatches.push_back(0);
     for (const auto& c : list)
       if (auto* d = std::get_if<plan::Dispatch>(&c)) {
-        dispatches += step ? 1 : 0;
+        ++dispatches.back();
         ++sets;
         descriptors += 2 + static_cast<uint32_t>(d->tensors.size());
       }
   };
-  count(program.commands, true);
-  for (const auto& list : program.extra) count(list, false);
+  count(program.commands);
+  for (const auto& list : program.extra) count(list);
+  ran.assign(dispatches.size(), false);
   if (sets) {
     VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptors};
     auto info = init<VkDescriptorPoolCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO);
@@ -108,11 +112,11 @@ void Executable::Impl::create_pools(const plan::Program& program, bool timestamp
   std::vector<VkQueueFamilyProperties> families(n);
   vkGetPhysicalDeviceQueueFamilyProperties(ctx->physical(), &n, families.data());
   const uint32_t bits = families.at(ctx->queue_family()).timestampValidBits;
-  if (timestamps && dispatches && bits) {
+  if (timestamps && sets && bits) {
     timestamp_mask = bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
     auto info = init<VkQueryPoolCreateInfo>(VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO);
     info.queryType = VK_QUERY_TYPE_TIMESTAMP;
-    info.queryCount = 2 * dispatches;
+    info.queryCount = 2 * sets;  // one pair per dispatch of every list
     check(vkCreateQueryPool(device, &info, nullptr, &queries), "vkCreateQueryPool");
   }
 }
@@ -141,14 +145,14 @@ BarrierScopes scopes(plan::Barrier::Kind kind) {
 
 }  // namespace
 
-void Executable::Impl::record(VkCommandBuffer cb, const std::vector<plan::Command>& commands, uint32_t status_buffer,
-                              bool timed) {
+void Executable::Impl::record(size_t list, const std::vector<plan::Command>& commands, uint32_t status_buffer) {
+  const VkCommandBuffer cb = cbs[list];
   auto begin = init<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
   check(vkBeginCommandBuffer(cb, &begin), "vkBeginCommandBuffer");
   ++recordings;
   leading_barrier(cb);
-  const VkQueryPool queries = timed ? this->queries : VK_NULL_HANDLE;
-  if (queries) vkCmdResetQueryPool(cb, queries, 0, 2 * dispatches);
+  const uint32_t first = first_query[list];
+  if (queries && dispatches[list]) vkCmdResetQueryPool(cb, queries, first, 2 * dispatches[list]);
 
   const plan::Slice status{status_buffer, 0, descs.at(status_buffer).size};
   uint32_t index = 0;  // of the dispatch
@@ -198,9 +202,9 @@ void Executable::Impl::record(VkCommandBuffer cb, const std::vector<plan::Comman
       vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
       // Both timestamps at the compute stage: the first waits for earlier dispatches, so each
       // interval covers one dispatch.
-      if (queries) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries, 2 * index);
+      if (queries) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries, first + 2 * index);
       vkCmdDispatch(cb, d.groups[0], d.groups[1], d.groups[2]);
-      if (queries) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries, 2 * index + 1);
+      if (queries) vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries, first + 2 * index + 1);
       ++index;
     }
   }
@@ -232,8 +236,8 @@ Executable::Executable(std::shared_ptr<Context> ctx, const plan::Program& progra
       b.flush();
     }
   m.create_pools(program, opts.timestamps);
-  m.record(m.cbs[0], program.commands, program.status_buffer, true);
-  for (size_t i = 0; i < program.extra.size(); ++i) m.record(m.cbs[1 + i], program.extra[i], program.status_buffer, false);
+  m.record(0, program.commands, program.status_buffer);
+  for (size_t i = 0; i < program.extra.size(); ++i) m.record(1 + i, program.extra[i], program.status_buffer);
   m.ctx->save_pipeline_cache();  // the next process starts with this session's pipelines compiled
 }
 
@@ -243,7 +247,7 @@ void Executable::run(size_t list) {
   if (list >= impl_->cbs.size())
     throw Error("program error: command list " + std::to_string(list) + " of " + std::to_string(impl_->cbs.size()));
   impl_->ctx->submit(impl_->cbs[list], impl_->fence, list == 0 ? "a step" : "an evaluation pass");
-  impl_->ran = impl_->ran || list == 0;
+  impl_->ran[list] = true;
   for (const auto& b : impl_->buffers) b.invalidate();  // non-coherent host-visible memory only
 }
 
@@ -302,17 +306,25 @@ void Executable::read(plan::Slice src, std::span<std::byte> bytes) {
 
 uint64_t Executable::recordings() const { return impl_->recordings; }
 
-std::vector<double> Executable::dispatch_times_ns() const {
+std::vector<DispatchTime> Executable::dispatch_intervals_ns(size_t list) const {
   const Impl& m = *impl_;
-  if (!m.queries || !m.ran) return {};
-  std::vector<uint64_t> ticks(2 * m.dispatches);
-  check(vkGetQueryPoolResults(m.device, m.queries, 0, 2 * m.dispatches, ticks.size() * sizeof(uint64_t), ticks.data(),
+  if (!m.queries || list >= m.ran.size() || !m.ran[list] || !m.dispatches[list]) return {};
+  const uint32_t n = m.dispatches[list];
+  std::vector<uint64_t> ticks(2 * n);
+  check(vkGetQueryPoolResults(m.device, m.queries, m.first_query[list], 2 * n, ticks.size() * sizeof(uint64_t), ticks.data(),
                               sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
         "vkGetQueryPoolResults");
   const double period = m.ctx->limits().timestampPeriod;
-  std::vector<double> ns(m.dispatches);
-  for (uint32_t i = 0; i < m.dispatches; ++i)
-    ns[i] = static_cast<double>(((ticks[2 * i + 1] - ticks[2 * i]) & m.timestamp_mask)) * period;
+  // Relative to the first tick, through the valid bits: a counter that wrapped stays right.
+  auto since_first = [&](uint64_t t) { return static_cast<double>((t - ticks[0]) & m.timestamp_mask) * period; };
+  std::vector<DispatchTime> out(n);
+  for (uint32_t i = 0; i < n; ++i) out[i] = {since_first(ticks[2 * i]), since_first(ticks[2 * i + 1])};
+  return out;
+}
+
+std::vector<double> Executable::dispatch_times_ns() const {
+  std::vector<double> ns;
+  for (const DispatchTime& t : dispatch_intervals_ns(0)) ns.push_back(t.end_ns - t.begin_ns);
   return ns;
 }
 

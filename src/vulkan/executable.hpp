@@ -12,7 +12,12 @@
 namespace meganeura::vk {
 
 struct ExecutableOptions {
-  bool timestamps = false;  // a timestamp query before and after every dispatch
+  bool timestamps = false;  // a timestamp query before and after every dispatch, in every list
+};
+
+// When one dispatch ran on the GPU, in ns after the start of its list's first dispatch.
+struct DispatchTime {
+  double begin_ns = 0, end_ns = 0;
 };
 
 class Executable {
@@ -37,6 +42,9 @@ class Executable {
   // GPU time of each dispatch of the last run, in nanoseconds, in command order (timestamps on).
   // Empty before the first run, with timestamps off, or where the queue has no timestamps.
   std::vector<double> dispatch_times_ns() const;
+  // Begin and end of each dispatch of the last run of command list `list` (as run() numbers
+  // them), in command order; empty as dispatch_times_ns() is.
+  std::vector<DispatchTime> dispatch_intervals_ns(size_t list) const;
   uint64_t device_bytes() const;  // total bytes of device-local buffers
 
  private:
