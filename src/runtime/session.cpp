@@ -116,7 +116,7 @@ Session build_inference_session(const Graph& g, const SessionOptions& options) {
   std::vector<std::vector<std::string>> program_inputs;
   {
     trace::Scope phase("lower");
-    low = lower::lower(graph, {}, {.fuse = optimizing});
+    low = lower::lower(graph, {}, {.fuse = optimizing, .matmul = lower::matmul_tiers(vk::Context::get()->info())});
     program_inputs = add_programs(graph, low, options);
   }
   std::unique_ptr<Session::Impl> impl = Session::Impl::build(graph, low, options);

@@ -24,7 +24,8 @@ Session build_session(const Graph& user_graph, Tensor loss, const TrainConfig& c
   {
     trace::Scope phase("lower");
     // Lowering's fusions belong to the optimizer: off with it.
-    low = lower::lower(g, tg.grads, {.fuse = optimize::enabled(config.optimize)});
+    low = lower::lower(g, tg.grads, {.fuse = optimize::enabled(config.optimize),
+                                      .matmul = lower::matmul_tiers(vk::Context::get()->info())});
     size_t forward_calls = 0;
     while (forward_calls < low.calls.size() && low.calls[forward_calls].node < tg.forward_end) ++forward_calls;
     lower::Lowered::CommandList forward;
