@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <exception>
 #include <functional>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -46,6 +47,7 @@ struct Options {
   std::vector<std::string> modes{"inference", "decode", "train"};
   bool optimize = true;
   float lr = 1e-4f;
+  int breakdown = 0;  // print the N kinds of dispatch that take the most GPU time (stderr)
 };
 
 struct Bench {
@@ -91,6 +93,25 @@ std::vector<double> wall_ms(const Options& o, const std::function<void()>& f) {
   return ms;
 }
 
+// Where a step's GPU time goes: dispatches grouped by their label's first word (the op or kernel,
+// "matmul", "attention", "fused"), the `top` largest groups.
+void print_breakdown(const std::vector<std::pair<std::string, double>>& profile, int top) {
+  std::map<std::string, std::pair<int, double>> by_kind;
+  double total = 0;
+  for (const auto& [label, ns] : profile) {
+    auto& [count, sum] = by_kind[label.substr(0, label.find(' '))];
+    ++count;
+    sum += ns;
+    total += ns;
+  }
+  std::vector<std::pair<std::string, std::pair<int, double>>> rows(by_kind.begin(), by_kind.end());
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.second > b.second.second; });
+  std::fprintf(stderr, "  %-28s %6s %10s %6s\n", "dispatch kind", "count", "GPU ms", "share");
+  for (size_t i = 0; i < rows.size() && i < static_cast<size_t>(top); ++i)
+    std::fprintf(stderr, "  %-28s %6d %10.3f %5.1f%%\n", rows[i].first.c_str(), rows[i].second.first,
+                 rows[i].second.second / 1e6, 100 * rows[i].second.second / total);
+}
+
 // Likewise, the GPU ms of each timed run: the sum of the profiled session's dispatch times.
 std::vector<double> gpu_ms(const Options& o, const Session& s, const std::function<void()>& f) {
   for (int i = 0; i < o.warmup; ++i) f();
@@ -101,6 +122,7 @@ std::vector<double> gpu_ms(const Options& o, const Session& s, const std::functi
     for (const auto& [label, t] : s.profile()) ns += t;
     ms.push_back(ns / 1e6);
   }
+  if (o.breakdown > 0) print_breakdown(s.profile(), o.breakdown);
   return ms;
 }
 
@@ -332,6 +354,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--modes") o.modes = split(value());
     else if (a == "--optimize") o.optimize = value() != "off";
     else if (a == "--lr") o.lr = std::stof(value());
+    else if (a == "--breakdown") o.breakdown = std::stoi(value());
     else throw mn::Error("unknown option '" + a + "'");
   }
   if (o.model_dir.empty()) throw mn::Error("--model DIR (config.json + model.safetensors) is required");
@@ -352,7 +375,7 @@ int main(int argc, char** argv) {
     o = parse(argc, argv);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "meganeura-bench-model: %s\nusage: meganeura-bench-model --model DIR [--name NAME] [--seq 128] "
-                         "[--runs 30] [--warmup 5] [--modes inference,decode,train] [--optimize on|off] [--lr 1e-4]\n",
+                         "[--runs 30] [--warmup 5] [--modes inference,decode,train] [--optimize on|off] [--lr 1e-4] [--breakdown N]\n",
                  e.what());
     return 2;
   }

@@ -30,6 +30,9 @@ std::vector<OpCase> matmul_cases() {
       mm("transpose_a_k65_m63", {3, 65, 63}, {3, 65, 1}, true, false),
       mm("transpose_b_n63_k130", {7, 130}, {63, 130}, false, true),
       mm("transpose_both_bcast", {2, 1, 17, 33}, {3, 7, 17}, true, true),
+      // Rows whose length is a multiple of 4: the kernels' 16-byte vector loads.
+      mm("aligned_transpose_b_m3_k132_n67", {3, 132}, {67, 132}, false, true),
+      mm("aligned_m65_k64_n132", {2, 65, 64}, {64, 132}),
       // Few output tiles and a long K: split-K on its own (lower/matmul_tiers.cpp).
       mm("m5_k2100_n70_split_k", {5, 2100}, {2100, 70}),
       // Enough 128x128 tiles for the large tensor-core tile.

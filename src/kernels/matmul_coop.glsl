@@ -5,7 +5,9 @@
 // tile (else 64x64).
 //
 // f32 operands are rounded to f16/bf16 on their way into shared memory; products accumulate in
-// f32. A workgroup is 8 subgroups of 32 (the host checks the subgroup size), laid out
+// f32. Shared memory keeps each operand's contiguous axis (B_KCONTIG: a [N, K] weight is stored
+// [n][k] and read as column-major fragments), and VEC4_A/VEC4_B load 16-byte vectors where the
+// host found the operand's rows aligned (spec constants 6-8). A workgroup is 8 subgroups of 32 (the host checks the subgroup size), laid out
 // WARPS_M x WARPS_N, each owning FRAG_M x FRAG_N 16x16 accumulators. K steps by 32; the next
 // step's global loads are issued before this step's multiplies, so they overlap. The epilogue
 // goes through a 16x16 f32 staging fragment per subgroup and store_c (bounds, bias, activation,
@@ -26,6 +28,7 @@
 #define FRAG_B coopmat<STAGE_T, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB>
 #define FRAG_C coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>
 #define FRAG_LOAD(m, arr, off, stride) coopMatLoad(m, arr, off, stride, gl_CooperativeMatrixLayoutRowMajor)
+#define FRAG_LOAD_COLUMNS(m, arr, off, stride) coopMatLoad(m, arr, off, stride, gl_CooperativeMatrixLayoutColumnMajor)
 #define FRAG_STORE(m, arr, off, stride) coopMatStore(m, arr, off, stride, gl_CooperativeMatrixLayoutRowMajor)
 #define FRAG_MMA(a, b, c) coopMatMulAdd(a, b, c)
 #else
@@ -35,6 +38,7 @@
 #define FRAG_B fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
 #define FRAG_C fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
 #define FRAG_LOAD(m, arr, off, stride) coopMatLoadNV(m, arr, off, stride, false)
+#define FRAG_LOAD_COLUMNS(m, arr, off, stride) coopMatLoadNV(m, arr, off, stride, true)
 #define FRAG_STORE(m, arr, off, stride) coopMatStoreNV(m, arr, off, stride, false)
 #define FRAG_MMA(a, b, c) coopMatMulAddNV(a, b, c)
 #endif
@@ -47,12 +51,19 @@ const uint WARPS_M = 2u, WARPS_N = 4u, FRAG_M = 4u, FRAG_N = 2u;  // 128 x 128
 #else
 const uint WARPS_M = 4u, WARPS_N = 2u, FRAG_M = 1u, FRAG_N = 2u;  // 64 x 64
 #endif
+layout(constant_id = 6) const uint VEC4_A = 0u;     // A k-contiguous, rows 16-byte aligned, K % 4 == 0
+layout(constant_id = 7) const uint B_KCONTIG = 0u;  // B(k, n) contiguous along k (transpose_b)
+layout(constant_id = 8) const uint VEC4_B = 0u;     // B's contiguous axis in aligned 16-byte vectors
+layout(std430, set = 0, binding = 2) readonly buffer A4 { vec4 a4[]; };
+layout(std430, set = 0, binding = 3) readonly buffer B4 { vec4 b4[]; };
+
 const uint BM = WARPS_M * FRAG_M * 16u, BN = WARPS_N * FRAG_N * 16u, BK = 32u;
 // Rows padded by 16 bytes: spreads the banks and keeps every fragment 16-byte aligned.
-const uint A_STRIDE = BK + 8u, B_STRIDE = BN + 8u;
-const uint A_LOADS = BM * BK / 256u, B_LOADS = BK * BN / 256u;  // per invocation
-shared STAGE_T As[BM * A_STRIDE];  // As[m][k]
-shared STAGE_T Bs[BK * B_STRIDE];  // Bs[k][n]
+const uint A_STRIDE = BK + 8u;
+const uint B_STRIDE = B_KCONTIG != 0u ? BK + 8u : BN + 8u;
+const uint A_LOADS = BM * BK / 256u, B_LOADS = BK * BN / 256u;  // elements per invocation
+shared STAGE_T As[BM * A_STRIDE];                    // As[m][k]
+shared STAGE_T Bs[BN * (BK + 8u) + BK * (BN + 8u)];  // Bs[n][k] (B_KCONTIG) or Bs[k][n]
 shared float Cs[8u * 256u];        // one 16x16 fragment per subgroup, on its way to store_c
 
 void main() {
@@ -83,32 +94,63 @@ void main() {
         for (uint i = 0u; i < FRAG_M * FRAG_N; ++i) acc[i] = FRAG_C(0.0);
         float ra[A_LOADS], rb[B_LOADS];  // the next K step, in flight while this one multiplies
 
+        // Element l of this invocation's share of a K step: A (am, ak), B (bk, bn), numbered so
+        // that consecutive invocations walk the operand's contiguous axis (4 at a time with vec4).
+#define A_ELEM(l, am, ak)                                                      \
+  uint am, ak;                                                                 \
+  {                                                                            \
+    uint e_ = VEC4_A != 0u ? (tid + 256u * ((l) / 4u)) * 4u + (l) % 4u : tid + 256u * (l); \
+    am = a_k_contig ? e_ / BK : e_ % BM;                                       \
+    ak = a_k_contig ? e_ % BK : e_ / BM;                                       \
+  }
+#define B_ELEM(l, bk, bn)                                                      \
+  uint bk, bn;                                                                 \
+  {                                                                            \
+    uint e_ = VEC4_B != 0u ? (tid + 256u * ((l) / 4u)) * 4u + (l) % 4u : tid + 256u * (l); \
+    bool along_k_ = B_KCONTIG != 0u || !b_n_contig;                            \
+    bn = along_k_ ? e_ / BK : e_ % BN;                                         \
+    bk = along_k_ ? e_ % BK : e_ / BN;                                         \
+  }
 #define LOAD_STEP(k0)                                                                          \
-  for (uint l = 0u; l < A_LOADS; ++l) {                                                        \
-    uint e = tid + 256u * l;                                                                   \
-    uint am = a_k_contig ? e / BK : e % BM, ak = a_k_contig ? e % BK : e / BM;                 \
-    uint gm = m0 + am, gk = (k0) + ak;                                                         \
-    ra[l] = (gm < p.M && gk < k_end)                                                           \
-        ? uintBitsToFloat(a_data[a_base + gm * p.a_row_stride + gk * p.a_col_stride]) : 0.0f;  \
+  if (VEC4_A != 0u) {                                                                          \
+    for (uint l = 0u; l < A_LOADS; l += 4u) {                                                  \
+      A_ELEM(l, am, ak)                                                                        \
+      uint gm = m0 + am, gk = (k0) + ak;                                                       \
+      vec4 v = (gm < p.M && gk < k_end) ? a4[(a_base + gm * p.a_row_stride + gk) / 4u] : vec4(0.0f); \
+      ra[l] = v.x; ra[l + 1u] = v.y; ra[l + 2u] = v.z; ra[l + 3u] = v.w;                       \
+    }                                                                                          \
+  } else {                                                                                     \
+    for (uint l = 0u; l < A_LOADS; ++l) {                                                      \
+      A_ELEM(l, am, ak)                                                                        \
+      uint gm = m0 + am, gk = (k0) + ak;                                                       \
+      ra[l] = (gm < p.M && gk < k_end)                                                         \
+          ? uintBitsToFloat(a_data[a_base + gm * p.a_row_stride + gk * p.a_col_stride]) : 0.0f; \
+    }                                                                                          \
   }                                                                                            \
-  for (uint l = 0u; l < B_LOADS; ++l) {                                                        \
-    uint e = tid + 256u * l;                                                                   \
-    uint bn = b_n_contig ? e % BN : e / BK, bk = b_n_contig ? e / BN : e % BK;                 \
-    uint gn = n0 + bn, gk = (k0) + bk;                                                         \
-    rb[l] = (gn < N && gk < k_end) ? uintBitsToFloat(b_data[b_base + gk * b_row + gn * b_col]) : 0.0f; \
+  if (VEC4_B != 0u) {                                                                          \
+    for (uint l = 0u; l < B_LOADS; l += 4u) {                                                  \
+      B_ELEM(l, bk, bn)                                                                        \
+      uint gn = n0 + bn, gk = (k0) + bk;                                                       \
+      vec4 v = (gn < N && gk < k_end) ? b4[(b_base + gk * b_row + gn * b_col) / 4u] : vec4(0.0f); \
+      rb[l] = v.x; rb[l + 1u] = v.y; rb[l + 2u] = v.z; rb[l + 3u] = v.w;                       \
+    }                                                                                          \
+  } else {                                                                                     \
+    for (uint l = 0u; l < B_LOADS; ++l) {                                                      \
+      B_ELEM(l, bk, bn)                                                                        \
+      uint gn = n0 + bn, gk = (k0) + bk;                                                       \
+      rb[l] = (gn < N && gk < k_end) ? uintBitsToFloat(b_data[b_base + gk * b_row + gn * b_col]) : 0.0f; \
+    }                                                                                          \
   }
 
         LOAD_STEP(k_begin)
         for (uint k0 = k_begin; k0 < k_end; k0 += BK) {
           for (uint l = 0u; l < A_LOADS; ++l) {
-            uint e = tid + 256u * l;
-            uint am = a_k_contig ? e / BK : e % BM, ak = a_k_contig ? e % BK : e / BM;
+            A_ELEM(l, am, ak)
             As[am * A_STRIDE + ak] = STAGE_T(ra[l]);
           }
           for (uint l = 0u; l < B_LOADS; ++l) {
-            uint e = tid + 256u * l;
-            uint bn = b_n_contig ? e % BN : e / BK, bk = b_n_contig ? e / BN : e % BK;
-            Bs[bk * B_STRIDE + bn] = STAGE_T(rb[l]);
+            B_ELEM(l, bk, bn)
+            Bs[B_KCONTIG != 0u ? bn * B_STRIDE + bk : bk * B_STRIDE + bn] = STAGE_T(rb[l]);
           }
           barrier();
           if (k0 + BK < k_end) { LOAD_STEP(k0 + BK) }
@@ -117,14 +159,19 @@ void main() {
             FRAG_B fb[FRAG_N];
             for (uint i = 0u; i < FRAG_M; ++i)
               FRAG_LOAD(fa[i], As, ((wm * FRAG_M + i) * 16u) * A_STRIDE + kk, A_STRIDE);
-            for (uint j = 0u; j < FRAG_N; ++j)
-              FRAG_LOAD(fb[j], Bs, kk * B_STRIDE + (wn * FRAG_N + j) * 16u, B_STRIDE);
+            for (uint j = 0u; j < FRAG_N; ++j) {
+              uint n_frag = (wn * FRAG_N + j) * 16u;
+              if (B_KCONTIG != 0u) FRAG_LOAD_COLUMNS(fb[j], Bs, n_frag * B_STRIDE + kk, B_STRIDE);
+              else FRAG_LOAD(fb[j], Bs, kk * B_STRIDE + n_frag, B_STRIDE);
+            }
             for (uint i = 0u; i < FRAG_M; ++i)
               for (uint j = 0u; j < FRAG_N; ++j) acc[i * FRAG_N + j] = FRAG_MMA(fa[i], fb[j], acc[i * FRAG_N + j]);
           }
           barrier();
         }
 #undef LOAD_STEP
+#undef A_ELEM
+#undef B_ELEM
 
         for (uint i = 0u; i < FRAG_M; ++i) {
           for (uint j = 0u; j < FRAG_N; ++j) {

@@ -11,6 +11,11 @@ using namespace kernels;
 // One dispatch for `products` (matmuls or one linear) that share A, M, K and batch: product g
 // reads B at element b_offsets[g] of tensor `weights` and writes C at c_offsets[g] of `outputs`
 // (a single product: its own B and output, offsets 0).
+static bool is_coop(Kernel k) {
+  return k == Kernel::MatMulCoopNV || k == Kernel::MatMulCoopNVLarge || k == Kernel::MatMulCoopKHR ||
+         k == Kernel::MatMulCoopKHRLarge || k == Kernel::MatMulCoopKHRBf16 || k == Kernel::MatMulCoopKHRBf16Large;
+}
+
 void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weights, int outputs,
                           const std::vector<uint32_t>& b_offsets, const std::vector<uint32_t>& c_offsets) {
   const int id = products[0];
@@ -85,11 +90,22 @@ void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weig
                                           has_res ? 1u : 0u};
   const std::array<uint32_t, 3> groups = {std::min(p.tile0[p.groups], kMaxGroups), static_cast<uint32_t>(row_jobs),
                                           std::min<uint32_t>(p.batch, 65535)};
+  // Specialization constants after the epilogue's: 4 SPLIT_PARTIAL, 5 K_CONTIG (gemv), 6-8 the
+  // tensor-core kernels' operand layouts (B_KCONTIG, and 16-byte vector loads where every row
+  // of the operand starts 16-byte aligned: bindings are placed 256-byte aligned).
+  std::vector<uint32_t> layout;
+  auto aligned = [](const uint32_t* v, size_t n) { return std::all_of(v, v + n, [](uint32_t x) { return x % 4 == 0; }); };
+  const bool vec_a = !ta && p.K % 4 == 0 && p.a_offset % 4 == 0 && aligned(p.a_batch_stride, p.batch_rank);
+  const bool vec_b = aligned(p.b_offset, p.groups) && aligned(p.b_batch_stride, p.batch_rank) &&
+                     (tb ? p.K % 4 == 0 : aligned(p.N, p.groups));
+  if (plan.kernel == Kernel::MatMulGemv) layout = {plan.k_contiguous, plan.k_contiguous && vec_a && vec_b ? 1u : 0u};
+  if (is_coop(plan.kernel)) layout = {0u, vec_a ? 1u : 0u, tb ? 1u : 0u, vec_b ? 1u : 0u};
   if (plan.splits == 1) {
     KernelCall& c = e.call(plan.kernel, id, what);
     c.tensors = {{n.inputs[0], false}, {weights, false}, {outputs, true}, {bias, false}, {res, false}};
     c.spec = epilogue;
-    if (plan.kernel == Kernel::MatMulGemv) c.spec.insert(c.spec.end(), {0u, plan.k_contiguous});
+    if (!layout.empty()) c.spec.push_back(0u);  // SPLIT_PARTIAL
+    c.spec.insert(c.spec.end(), layout.begin(), layout.end());
     c.groups = groups;
     Emitter::set_params(c, p);
     return;
@@ -100,6 +116,7 @@ void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weig
   KernelCall& part = e.call(plan.kernel, id, what + (what.empty() ? "" : " ") + "split-K x" + std::to_string(plan.splits));
   part.tensors = {{n.inputs[0], false}, {weights, false}, {partials, true}, {bias, false}, {res, false}};
   part.spec = {0u, LIN_ACT_NONE, 0u, 1u};  // SPLIT_PARTIAL
+  part.spec.insert(part.spec.end(), layout.begin(), layout.end());
   part.groups = groups;
   Emitter::set_params(part, p);
   KernelCall& sum = e.call(Kernel::MatMulSplitSum, id, "split-K sum");
