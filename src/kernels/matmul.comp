@@ -2,7 +2,8 @@
 // MatMul: batched C = A·B, f32, exact path. Each workgroup (256 invocations) computes a 64x64
 // tile of C as 16x16 threads x a 4x4 register block, stepping K by 16 through shared memory
 // (2 x 16 x 68 floats = 8.5 KiB). Arbitrary strides: transposes are strides; tile loads are
-// mapped so that consecutive invocations read consecutive addresses whichever stride is 1.
+// mapped so that consecutive invocations read consecutive addresses whichever stride is 1, as
+// one 16-byte vector each where the rows are aligned (spec 6 and 8, as the tensor-core kernel).
 // Linear's epilogue (specialization constants; all off for a plain matmul) is applied in the
 // store: c = act(acc + bias[n]) + residual[b, m, n]. Up to 4 products sharing A run as one
 // dispatch (horizontal fusion): the column tiles are numbered across them.
@@ -10,6 +11,11 @@
 #include "common.glsl"
 
 #include "matmul_common.glsl"
+
+layout(constant_id = 6) const uint VEC4_A = 0u;  // A rows k-contiguous, 16-byte aligned, K % 4 == 0
+layout(constant_id = 8) const uint VEC4_B = 0u;  // B's contiguous axis (n, or k) in aligned vec4s
+layout(std430, set = 0, binding = 2) readonly buffer A4 { vec4 a4[]; };
+layout(std430, set = 0, binding = 3) readonly buffer B4 { vec4 b4[]; };
 
 const uint TM = 64u, TN = 64u, TK = 16u;
 const uint PAD = 4u;  // row padding: keeps float4-aligned rows, spreads banks on the transposed stores
@@ -43,18 +49,38 @@ void main() {
           for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;
 
         for (uint k0 = k_begin; k0 < k_end; k0 += TK) {
-          // 1024 elements per tile, 4 per invocation; out-of-range elements load as zero.
-          for (uint l = 0u; l < 4u; ++l) {
-            uint e = tid + 256u * l;
-            uint am = a_k_contig ? e / TK : e % TM;
-            uint ak = a_k_contig ? e % TK : e / TM;
-            uint gm = m0 + am, gk = k0 + ak;
-            As[ak][am] = (gm < p.M && gk < k_end)
-                ? uintBitsToFloat(a_data[a_base + gm * p.a_row_stride + gk * p.a_col_stride]) : 0.0f;
-            uint bn = b_n_contig ? e % TN : e / TK;
-            uint bk = b_n_contig ? e / TN : e % TK;
-            uint gn = n0 + bn, gk2 = k0 + bk;
-            Bs[bk][bn] = (gn < N && gk2 < k_end) ? uintBitsToFloat(b_data[b_base + gk2 * b_row + gn * b_col]) : 0.0f;
+          // 1024 elements per tile, 4 per invocation (one vec4 where rows are aligned: spec 6
+          // and 8); out-of-range elements load as zero.
+          if (VEC4_A != 0u) {
+            uint am = tid / 4u, ak = (tid % 4u) * 4u, gm = m0 + am, gk = k0 + ak;
+            vec4 v = (gm < p.M && gk < k_end) ? a4[(a_base + gm * p.a_row_stride + gk) / 4u] : vec4(0.0f);
+            As[ak][am] = v.x; As[ak + 1u][am] = v.y; As[ak + 2u][am] = v.z; As[ak + 3u][am] = v.w;
+          } else {
+            for (uint l = 0u; l < 4u; ++l) {
+              uint e = tid + 256u * l;
+              uint am = a_k_contig ? e / TK : e % TM;
+              uint ak = a_k_contig ? e % TK : e / TM;
+              uint gm = m0 + am, gk = k0 + ak;
+              As[ak][am] = (gm < p.M && gk < k_end)
+                  ? uintBitsToFloat(a_data[a_base + gm * p.a_row_stride + gk * p.a_col_stride]) : 0.0f;
+            }
+          }
+          if (VEC4_B != 0u && b_n_contig) {
+            uint bn = (tid % 16u) * 4u, bk = tid / 16u, gn = n0 + bn, gk = k0 + bk;
+            vec4 v = (gn < N && gk < k_end) ? b4[(b_base + gk * b_row + gn) / 4u] : vec4(0.0f);
+            Bs[bk][bn] = v.x; Bs[bk][bn + 1u] = v.y; Bs[bk][bn + 2u] = v.z; Bs[bk][bn + 3u] = v.w;
+          } else if (VEC4_B != 0u) {
+            uint bn = tid / 4u, bk = (tid % 4u) * 4u, gn = n0 + bn, gk = k0 + bk;
+            vec4 v = (gn < N && gk < k_end) ? b4[(b_base + gk + gn * b_col) / 4u] : vec4(0.0f);
+            Bs[bk][bn] = v.x; Bs[bk + 1u][bn] = v.y; Bs[bk + 2u][bn] = v.z; Bs[bk + 3u][bn] = v.w;
+          } else {
+            for (uint l = 0u; l < 4u; ++l) {
+              uint e = tid + 256u * l;
+              uint bn = b_n_contig ? e % TN : e / TK;
+              uint bk = b_n_contig ? e / TN : e % TK;
+              uint gn = n0 + bn, gk = k0 + bk;
+              Bs[bk][bn] = (gn < N && gk < k_end) ? uintBitsToFloat(b_data[b_base + gk * b_row + gn * b_col]) : 0.0f;
+            }
           }
           barrier();
           for (uint k = 0u; k < TK; ++k) {

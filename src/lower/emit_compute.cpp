@@ -99,7 +99,7 @@ void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weig
   const bool vec_b = aligned(p.b_offset, p.groups) && aligned(p.b_batch_stride, p.batch_rank) &&
                      (tb ? p.K % 4 == 0 : aligned(p.N, p.groups));
   if (plan.kernel == Kernel::MatMulGemv) layout = {plan.k_contiguous, plan.k_contiguous && vec_a && vec_b ? 1u : 0u};
-  if (is_coop(plan.kernel)) layout = {0u, vec_a ? 1u : 0u, tb ? 1u : 0u, vec_b ? 1u : 0u};
+  if (is_coop(plan.kernel) || plan.kernel == Kernel::MatMul) layout = {0u, vec_a ? 1u : 0u, tb ? 1u : 0u, vec_b ? 1u : 0u};
   if (plan.splits == 1) {
     KernelCall& c = e.call(plan.kernel, id, what);
     c.tensors = {{n.inputs[0], false}, {weights, false}, {outputs, true}, {bias, false}, {res, false}};
