@@ -205,7 +205,20 @@ std::vector<GradCase> matmul_add_cases() {
   };
 }
 
+// rotary w.r.t. x (the transposed rotation), cos and sin (broadcast tables summed back).
+std::vector<GradCase> rotary_cases() {
+  return {
+      {Op::Rotary, "x_cos_sin_rank4_tables", [](GradBuilder& b) {
+         b.out = rotary(b.param("x", {2, 3, 5, 6}), b.param("cos", {5, 6}), b.param("sin", {5, 6}));
+       }},
+      {Op::Rotary, "x_only_unequal_sin_halves", [](GradBuilder& b) {
+         b.out = rotary(b.param("x", {4, 7, 8}), b.input("cos", {7, 8}), b.input("sin", {1, 8}));
+       }},
+  };
+}
+
 RegisterGrad reg_matmul{matmul_cases()};
+RegisterGrad reg_rotary{rotary_cases()};
 RegisterGrad reg_matmul_add{matmul_add_cases()};
 RegisterGrad reg_attention{attention_cases()};
 RegisterGrad reg_linear{linear_cases()};

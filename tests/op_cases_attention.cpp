@@ -73,7 +73,32 @@ std::vector<OpCase> attention_cases() {
   return cases;
 }
 
+// rotary: rank 4 with [seq, head_dim] tables, cos/sin of different broadcast shapes, the
+// transpose (the gradient's form), and a head_dim of 2.
+std::vector<OpCase> rotary_cases() {
+  auto transposed = [](Tensor x, Tensor c, Tensor s) {
+    Attrs a;
+    a.count = 1;
+    return x.graph().add(Op::Rotary, {x, c, s}, a);
+  };
+  return {
+      {Op::Rotary, "rank4_tables", [](CaseBuilder& b) {
+         b.output("y", rotary(b.input("x", {2, 3, 5, 8}), b.input("cos", {5, 8}), b.input("sin", {5, 8})));
+       }},
+      {Op::Rotary, "broadcast_cos_over_heads_sin_row", [](CaseBuilder& b) {
+         b.output("y", rotary(b.input("x", {3, 7, 6}), b.input("cos", {1, 7, 6}), b.input("sin", {6})));
+       }},
+      {Op::Rotary, "transposed_rank4", [transposed](CaseBuilder& b) {
+         b.output("y", transposed(b.input("x", {2, 3, 5, 8}), b.input("cos", {5, 8}), b.input("sin", {5, 8})));
+       }},
+      {Op::Rotary, "head_dim_2_full_shape", [](CaseBuilder& b) {
+         b.output("y", rotary(b.input("x", {9, 2}), b.input("cos", {9, 2}), b.input("sin", {9, 2})));
+       }},
+  };
+}
+
 Register reg{attention_cases()};
+Register reg_rotary{rotary_cases()};
 
 }  // namespace
 }  // namespace mntest

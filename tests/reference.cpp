@@ -401,6 +401,23 @@ RefTensor eval_node(const meganeura::Graph& g, const Node& n, const std::vector<
       }
       return out;
     }
+    case Op::Rotary: {  // x*cos + rotate_half(x)*sin, or the transpose x*cos + rotate_halfᵀ(x*sin)
+      const auto& x = in(0);
+      const auto& c = in(1);
+      const auto& s = in(2);
+      const auto sc = broadcast_strides(c.shape, n.shape), ss = broadcast_strides(s.shape, n.shape);
+      const int64_t D = n.shape.back(), h = D / 2;
+      for_each_index(n.shape, [&](int64_t i, const std::vector<int64_t>& idx) {
+        const int64_t j = idx.back(), partner = j < h ? i + h : i - h;
+        std::vector<int64_t> pidx = idx;
+        pidx.back() = j < h ? j + h : j - h;
+        double rot;
+        if (A.count == 0) rot = (j < h ? -x.v[partner] : x.v[partner]) * s.v[dot(idx, ss)];
+        else rot = (j < h ? 1.0 : -1.0) * x.v[partner] * s.v[dot(pidx, ss)];
+        out.v[i] = x.v[i] * c.v[dot(idx, sc)] + rot;
+      });
+      return out;
+    }
     case Op::Reshape: {
       out.v = in(0).v;
       if (static_cast<int64_t>(out.v.size()) != count(n.shape)) throw ReferenceError("reference: bad reshape");

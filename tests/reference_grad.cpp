@@ -194,6 +194,25 @@ std::vector<std::optional<RefTensor>> reference_vjp(const Node& n, const std::ve
       r[1] = unbroadcast(gb, in(1).shape);
       return r;
     }
+    case Op::Rotary: {  // y_j = x_j c_j + R(x)_j s_j, R(x)_j = -x_{j+h} (j < h), x_{j-h}: scatter each term back
+      if (A.count != 0) break;
+      const Bcast c(in(1), y.shape), s(in(2), y.shape);
+      const int64_t h = y.shape.back() / 2;
+      RefTensor gx = zeros(y.shape), gc = zeros(y.shape), gs = zeros(y.shape);
+      for_each_index(y.shape, [&](int64_t i, const std::vector<int64_t>& idx) {
+        const bool lo = idx.back() < h;
+        const int64_t partner = lo ? i + h : i - h;
+        const double sign = lo ? -1.0 : 1.0, gi = g.v[i];
+        gx.v[i] += gi * c.at(idx);
+        gx.v[partner] += gi * s.at(idx) * sign;
+        gc.v[i] = gi * in(0).v[i];
+        gs.v[i] = gi * sign * in(0).v[partner];
+      });
+      r[0] = gx;
+      if (carries_gradient(in(1).dtype)) r[1] = unbroadcast(gc, in(1).shape);
+      if (carries_gradient(in(2).dtype)) r[2] = unbroadcast(gs, in(2).shape);
+      return r;
+    }
     case Op::Where: {
       const Bcast c(in(0), y.shape);
       RefTensor ga = zeros(y.shape), gb = zeros(y.shape);

@@ -67,6 +67,10 @@
   X(LogSoftmax,   "log_softmax",   Row,       1, 1, infer_softmax, grad_log_softmax)           \
   X(RmsNorm,      "rms_norm",      Row,       1, 2, infer_norm, grad_rms_norm)              \
   X(LayerNorm,    "layer_norm",    Row,       1, 3, infer_norm, grad_layer_norm)              \
+  /* rotary position embedding, half-split: x*cos + rotate_half(x)*sin, rotate_half(x) = */ \
+  /* cat(-x2, x1) over the last axis; cos/sin broadcast to x. attrs.count = 1: the transpose */ \
+  /* (x*cos + rotate_halfᵀ(x*sin), the gradient of x) */ \
+  X(Rotary,       "rotary",        Row,       3, 3, infer_rotary, grad_rotary)              \
   /* data movement (reshape is a view: it aliases its input) */              \
   X(Reshape,      "reshape",       Movement,  1, 1, infer_reshape, grad_reshape)           \
   X(Permute,      "permute",       Movement,  1, 1, infer_permute, grad_permute)           \

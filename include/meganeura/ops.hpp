@@ -40,7 +40,10 @@ Tensor lt(Tensor a, Tensor b);
 Tensor le(Tensor a, Tensor b);
 Tensor gt(Tensor a, Tensor b);
 Tensor ge(Tensor a, Tensor b);
-Tensor where(Tensor cond, Tensor a, Tensor b);  // cond: u32/i32/f32, nonzero selects a
+Tensor where(Tensor cond, Tensor a, Tensor b);
+// Rotary position embedding (Llama's half-split form): x*cos + cat(-x2, x1)*sin, x2/x1 the halves
+// of x's last axis; cos and sin broadcast to x ([seq, head_dim] against [..., seq, head_dim]).
+Tensor rotary(Tensor x, Tensor cos, Tensor sin);  // cond: u32/i32/f32, nonzero selects a
 Tensor cast(Tensor x, DType to);
 
 Tensor operator+(Tensor a, Tensor b);

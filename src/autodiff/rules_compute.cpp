@@ -152,4 +152,23 @@ void grad_attention(GradContext& c) {
   }
 }
 
+// rotary is linear in x: its gradient is the transposed rotation (attrs.count flips). cos and
+// sin (usually constants) get dy*x and dy*rotate_half(x).
+void grad_rotary(GradContext& c) {
+  const bool transposed = c.attrs().count != 0;
+  Tensor dy = c.dy(), x = c.in(0);
+  if (c.needs(0)) {
+    Attrs a;
+    a.count = transposed ? 0 : 1;
+    c.add(0, c.graph().add(Op::Rotary, {dy, c.in(1), c.in(2)}, a));
+  }
+  if ((c.needs(1) || c.needs(2)) && transposed)
+    throw Error("no gradient of rotary's transpose with respect to cos/sin (second derivatives are not supported yet)");
+  if (c.needs(1)) c.add(1, dy * x);
+  if (c.needs(2)) {
+    const int64_t d = x.dim(-1);
+    c.add(2, dy * concat({-slice(x, -1, d / 2, d), slice(x, -1, 0, d / 2)}, -1));
+  }
+}
+
 }  // namespace meganeura::autodiff

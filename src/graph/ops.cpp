@@ -63,6 +63,7 @@ Tensor le(Tensor a, Tensor b) { return binary(Op::LessEqual, a, b); }
 Tensor gt(Tensor a, Tensor b) { return binary(Op::Greater, a, b); }
 Tensor ge(Tensor a, Tensor b) { return binary(Op::GreaterEqual, a, b); }
 Tensor where(Tensor cond, Tensor a, Tensor b) { return cond.graph().add(Op::Where, {cond, a, b}); }
+Tensor rotary(Tensor x, Tensor cos, Tensor sin) { return x.graph().add(Op::Rotary, {x, cos, sin}); }
 
 Tensor cast(Tensor x, DType to) {
   if (x.dtype() == to) return x;

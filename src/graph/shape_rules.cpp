@@ -202,6 +202,18 @@ OutType infer_softmax(InferContext& c) {
   return {c.shape(0), f32};
 }
 
+OutType infer_rotary(InferContext& c) {
+  for (size_t i = 0; i < 3; ++i) c.require_dtype(i, {f32}, i == 0 ? "x" : i == 1 ? "cos" : "sin");
+  const Shape& x = c.shape(0);
+  if (x.empty() || x.back() % 2 != 0)
+    c.shape_error("x " + shape_str(x) + " needs an even last dimension (its two halves rotate together)");
+  for (size_t i = 1; i < 3; ++i)
+    if (broadcast_or_throw(c, x, c.shape(i)) != x)
+      c.shape_error(std::string(i == 1 ? "cos " : "sin ") + shape_str(c.shape(i)) + " does not broadcast to x " +
+                    shape_str(x));
+  return {x, f32};
+}
+
 OutType infer_norm(InferContext& c) {
   c.require_dtype(0, {f32}, "input");
   if (c.rank(0) == 0) c.shape_error("normalisation needs rank >= 1");

@@ -80,7 +80,8 @@ enum : uint32_t {
   EW_GELU_GRAD, EW_GELU_TANH_GRAD, EW_SILU_GRAD,
   EW_FILL,  // arity 1 (input bound, not read): writes `scalar` (as f32 bits) to every output element
   EW_SWIGLU,  // binary (a = g, b = u): silu(g) * u
-  EW_ERF      // unary (appended: the GLSL side numbers the ops)
+  EW_ERF,     // unary (appended: the GLSL side numbers the ops)
+  EW_ROTARY   // (x, cos, sin) along the last axis, which is never collapsed; scalar 1: the transpose
 };
 struct ElementwiseParams {
   uint32_t n, rank, out_offset, in_offset[3];

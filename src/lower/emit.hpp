@@ -46,8 +46,10 @@ class Emitter {
   }
 
   // out[...] = OP(inputs[...]) over `shape`, every operand addressed by its own strides.
+  // keep_last_axis: dimensions are merged where every operand allows, except the last (rotary
+  // pairs elements across its halves).
   void elementwise(int node, uint32_t op, const Shape& shape, std::vector<Operand> inputs, Operand out,
-                   std::vector<uint32_t> dtypes, float scalar = 0, std::string what = "");
+                   std::vector<uint32_t> dtypes, float scalar = 0, std::string what = "", bool keep_last_axis = false);
 
  private:
   const Graph& g_;
@@ -60,6 +62,7 @@ uint32_t ew_op(Op op);  // the EW_* code of an elementwise op
 // Per-archetype emitters (one file each).
 void emit_elementwise(Emitter& e, int node);  // unary, binary, compare, where, cast
 void emit_movement(Emitter& e, int node);     // permute, slice, concat, broadcast_to
+void emit_rotary(Emitter& e, int node);       // rotary (and its transpose) along the last axis
 void emit_matmul(Emitter& e, int node);
 // Several matmuls sharing A in one dispatch (see horizontal.hpp); offsets in elements.
 void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weights, int outputs,

@@ -8,12 +8,25 @@ namespace meganeura::lower {
 using namespace kernels;
 
 void Emitter::elementwise(int node, uint32_t op, const Shape& shape, std::vector<Operand> inputs, Operand out,
-                          std::vector<uint32_t> dtypes, float scalar, std::string what) {
+                          std::vector<uint32_t> dtypes, float scalar, std::string what, bool keep_last_axis) {
   Shape s = shape;
   std::vector<Strides> st;
   for (auto& in : inputs) st.push_back(in.strides);
   st.push_back(out.strides);
-  collapse(s, st);
+  if (keep_last_axis && !s.empty()) {
+    const int64_t last = s.back();
+    std::vector<int64_t> last_strides;
+    s.pop_back();
+    for (auto& x : st) {
+      last_strides.push_back(x.back());
+      x.pop_back();
+    }
+    collapse(s, st);
+    s.push_back(last);
+    for (size_t k = 0; k < st.size(); ++k) st[k].push_back(last_strides[k]);
+  } else {
+    collapse(s, st);
+  }
   if (s.size() > kMaxKernelRank) throw ShapeError("internal: elementwise rank " + std::to_string(s.size()) + " after collapsing");
   ElementwiseParams p{};
   p.n = u32(numel(s), "elementwise element count");
@@ -109,6 +122,14 @@ void emit_elementwise(Emitter& e, int id) {
   else if (dtypes.size() < 3) { dtypes.resize(2, DT_F32); dtypes.push_back(dtype_code(n.dtype)); }
   e.elementwise(id, ew_op(n.op), n.shape, std::move(ins), {id, 0, contiguous_strides(n.shape)}, dtypes,
                 static_cast<float>(n.attrs.scalar));
+}
+
+void emit_rotary(Emitter& e, int id) {
+  const Node& n = e.node(id);
+  std::vector<Operand> ins;
+  for (int in : n.inputs) ins.push_back({in, 0, broadcast_strides(e.node(in).shape, n.shape)});
+  e.elementwise(id, EW_ROTARY, n.shape, std::move(ins), {id, 0, contiguous_strides(n.shape)}, {DT_F32, DT_F32, DT_F32},
+                n.attrs.count ? 1.0f : 0.0f, n.attrs.count ? "transposed" : "", /*keep_last_axis=*/true);
 }
 
 void emit_movement(Emitter& e, int id) {

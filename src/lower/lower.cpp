@@ -151,6 +151,9 @@ Lowered lower(const Graph& g, const std::vector<int>& keep, const LowerOptions& 
       case Op::Attention: case Op::AttentionBackward:
         emit_attention(e, id);
         continue;
+      case Op::Rotary:
+        emit_rotary(e, id);
+        continue;
       default: break;
     }
     switch (op_kind(n.op)) {

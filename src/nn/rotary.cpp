@@ -34,8 +34,7 @@ Tensor Rotary::operator()(Tensor x, Tensor positions) const {
   if (x.dim(-1) != d)
     throw ShapeError("nn::Rotary: the last dim of " + shape_str(x.shape()) + " is not head_dim " + std::to_string(d));
   Tensor cos_t = gather(cos_table, positions, 0), sin_t = gather(sin_table, positions, 0);  // [S, d]
-  Tensor rotated = concat({-slice(x, -1, d / 2, d), slice(x, -1, 0, d / 2)}, -1);
-  return x * cos_t + rotated * sin_t;
+  return rotary(x, cos_t, sin_t);  // x*cos + cat(-x2, x1)*sin in one dispatch
 }
 
 }  // namespace meganeura::nn
