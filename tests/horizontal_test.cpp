@@ -64,6 +64,21 @@ TEST(HorizontalFusion, InferenceGroupsAndKeepsValues) {
   for (const char* p : {"wq", "wk", "wv", "gate", "up", "w2", "w3"}) expect_equal(fused.read_parameter(p), feeds.at(p), p, 0);
 }
 
+// Split-K on grouped products: the summing pass adds the partials over the packed outputs.
+TEST(HorizontalFusion, GroupedProductsSplitAlongK) {
+  Model m;
+  mntest::ScopedEnv split("MEGANEURA_SPLIT_K", "3");
+  Session fused = build_inference_session(m.g);
+  EXPECT_EQ(grouped_calls(fused), 2) << fused.listing();
+  EXPECT_NE(fused.listing().find("split-K"), std::string::npos) << fused.listing();
+  mntest::ScopedEnv no_split("MEGANEURA_SPLIT_K", "0");
+  Session plain = build_inference_session(m.g, {.optimize = false});
+  Rng rng;
+  mntest::step_both(fused, plain, m.g, rng, -1, 1);
+  for (const char* out : {"a", "b"}) expect_equal(fused.read_output(out), plain.read_output(out), out, 1e-5);
+  expect_equal(fused.read_output("loss"), plain.read_output("loss"), "loss", 1e-5);
+}
+
 TEST(HorizontalFusion, TrainingUpdatesEachWeightUnderItsName) {
   Model m;
   TrainConfig cfg;

@@ -72,8 +72,7 @@ void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weig
     p.b_batch_stride[d] = u32(st[1][d], "batch stride");
     if (has_res) p.r_batch_stride[d] = u32(st[3][d], "batch stride");
   }
-  const MatMulPlan plan = plan_matmul(e.options().matmul, p.M, n_total, p.K, p.batch, p.groups,
-                                      /*b_k_contiguous=*/tb && K > 1);
+  const MatMulPlan plan = plan_matmul(e.options().matmul, p.M, n_total, p.K, p.batch, /*b_k_contiguous=*/tb && K > 1);
   for (size_t g = 0; g < products.size(); ++g)
     p.tile0[g + 1] = p.tile0[g] + u32((p.N[g] + plan.tile_n - 1) / plan.tile_n, "matmul column tiles");
   p.splits = plan.splits;
@@ -110,8 +109,12 @@ void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weig
     Emitter::set_params(c, p);
     return;
   }
-  // Split-K: partial sums of each K range into scratch, then one pass adds them (one product).
-  p.split_stride = u32(uint64_t{p.batch} * p.M * p.N[0], "split-K partial size");
+  // Split-K: partial sums of each K range into scratch, then one pass adds them (and applies
+  // the epilogue, which only a single product has) over the whole of C's extent.
+  uint64_t c_extent = 0;
+  for (uint32_t g = 0; g < p.groups; ++g)
+    c_extent = std::max<uint64_t>(c_extent, uint64_t{p.c_offset[g]} + uint64_t{p.batch} * p.M * p.N[g]);
+  p.split_stride = u32(c_extent, "split-K partial size");
   const int partials = e.scratch(uint64_t{p.split_stride} * plan.splits * 4);
   KernelCall& part = e.call(plan.kernel, id, what + (what.empty() ? "" : " ") + "split-K x" + std::to_string(plan.splits));
   part.tensors = {{n.inputs[0], false}, {weights, false}, {partials, true}, {bias, false}, {res, false}};

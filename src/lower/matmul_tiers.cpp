@@ -65,8 +65,7 @@ MatMulTiers matmul_tiers(const DeviceInfo& device) {
   return t;
 }
 
-MatMulPlan plan_matmul(const MatMulTiers& t, uint64_t M, uint64_t N, uint64_t K, uint64_t batch, uint32_t groups,
-                       bool b_k_contiguous) {
+MatMulPlan plan_matmul(const MatMulTiers& t, uint64_t M, uint64_t N, uint64_t K, uint64_t batch, bool b_k_contiguous) {
   MatMulPlan plan;
   const bool coop = t.coop != MatMulTiers::Coop::None;
   std::string tier = t.force;
@@ -87,13 +86,13 @@ MatMulPlan plan_matmul(const MatMulTiers& t, uint64_t M, uint64_t N, uint64_t K,
     else if (t.bf16) plan.kernel = large ? Kernel::MatMulCoopKHRBf16Large : Kernel::MatMulCoopKHRBf16;
     else plan.kernel = large ? Kernel::MatMulCoopKHRLarge : Kernel::MatMulCoopKHR;
   }
-  // Split-K (one product only: the second pass applies one epilogue): where the output tiles
-  // would leave most of a large GPU idle and K is long enough to share out.
+  // Split-K where the output tiles would leave most of a large GPU (~100+ SMs) idle and K is long
+  // enough to share out (at least 128 per split): about 128 workgroups in all.
   uint32_t splits = 1;
   const uint64_t tiles = ceil_div(M, plan.tile_m) * ceil_div(N, plan.tile_n) * batch;
-  if (groups == 1 && t.split_k > 0) splits = static_cast<uint32_t>(t.split_k);
-  else if (groups == 1 && t.split_k < 0 && tiles < 64 && K >= 1024)
-    splits = static_cast<uint32_t>(std::min<uint64_t>({ceil_div(128, tiles), K / 256, 16}));
+  if (t.split_k > 0) splits = static_cast<uint32_t>(t.split_k);
+  else if (t.split_k < 0 && tiles < 96 && K >= 256)
+    splits = static_cast<uint32_t>(std::min<uint64_t>({ceil_div(128, tiles), K / 128, 16}));
   plan.k_chunk = static_cast<uint32_t>(ceil_div(ceil_div(K, std::max<uint32_t>(splits, 1)), 32) * 32);
   plan.splits = plan.k_chunk ? static_cast<uint32_t>(ceil_div(K, plan.k_chunk)) : 1;
   if (plan.splits <= 1) {

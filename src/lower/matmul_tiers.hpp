@@ -34,7 +34,7 @@ struct MatMulPlan {
   uint32_t splits = 1, k_chunk = 0;  // split-K: K ranges of k_chunk, summed by a second pass
   uint32_t k_contiguous = 0;         // gemv: B walks k contiguously (spec 5)
 };
-MatMulPlan plan_matmul(const MatMulTiers& tiers, uint64_t M, uint64_t N, uint64_t K, uint64_t batch, uint32_t groups,
-                       bool b_k_contiguous);
+// N: the columns of every product of the dispatch together.
+MatMulPlan plan_matmul(const MatMulTiers& tiers, uint64_t M, uint64_t N, uint64_t K, uint64_t batch, bool b_k_contiguous);
 
 }  // namespace meganeura::lower
