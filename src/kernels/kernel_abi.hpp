@@ -241,8 +241,8 @@ struct IndexParams { uint32_t outer, len, inner, n_idx, node, pad[3]; };
 // NormRowStats: bindings 2: x, 3: stats [2*rows] f32 (stats[2r] = mean, stats[2r+1] = rstd).
 //   One workgroup per row.
 // NormWeightGrad: bindings 2: x, 3: dy, 4: stats, 5: dw [dim]: dw[d] = sum_r dy[r,d] * xhat[r,d].
-//   Each invocation owns one column d (grid-stride over dim; dispatch ceil(dim/256) groups) and
-//   loops over the rows.
+//   Each workgroup owns 16 columns (grid-stride over dim; dispatch ceil(dim/16) groups); its
+//   invocations split the rows and add their sums in shared memory.
 
 // ---- CrossEntropyCount / CrossEntropyBackward (CrossEntropyParams) ---------------------------
 // Count (one workgroup): bindings 2: labels [rows] i32, 3: count [1] f32 = number of labels

@@ -49,7 +49,7 @@ static void emit_norm_weight_grad(Emitter& e, int id) {
   Emitter::set_params(s, p);
   KernelCall& c = e.call(Kernel::NormWeightGrad, id, "column sums");
   c.tensors = {{x, false}, {n.inputs[1], false}, {stats, false}, {id, true}};
-  c.groups = {groups_for(p.dim), 1, 1};
+  c.groups = {groups_for(p.dim, 16), 1, 1};  // 16 columns per workgroup (norm_weight_grad.comp)
   Emitter::set_params(c, p);
 }
 
