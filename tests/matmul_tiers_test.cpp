@@ -1,6 +1,7 @@
 // Every matmul tier (lower/matmul_tiers.hpp) forced in turn on every matmul, linear and
-// matmul_add case of the op table, against the double reference at the tier's tolerance. The
-// tensor-core tiers skip where the device has none (lavapipe); run them on a GPU.
+// matmul_add case of the op table, and tensor-core attention on the attention cases, against the
+// double reference at the tier's tolerance. The tensor-core tiers skip where the device has none
+// (lavapipe); run them on a GPU.
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -87,9 +88,47 @@ INSTANTIATE_TEST_SUITE_P(Tiers, MatMulTiers,
                                             ::testing::Range<size_t>(0, matmul_case_indices().size())),
                          tier_case_name);
 
+// Attention forward on tensor cores (MEGANEURA_FLASH_ATTENTION=1) on every attention case whose
+// shape it takes (D == Dv, a multiple of 16, at most 128), at f16 staging's tolerance.
+std::vector<size_t> attention_case_indices() {
+  std::vector<size_t> idx;
+  for (size_t i = 0; i < op_cases().size(); ++i)
+    if (op_cases()[i].op == Op::Attention) idx.push_back(i);
+  return idx;
+}
+
+class AttentionTiers : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(AttentionTiers, TensorCoresMatchReference) {
+  ScopedEnv flash("MEGANEURA_FLASH_ATTENTION", "1"), precision("MEGANEURA_MATMUL_PRECISION", "f16");
+  const OpCase& c = op_cases().at(attention_case_indices().at(GetParam()));
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  SCOPED_TRACE(c.name);
+  CaseBuilder b(rng);
+  c.build(b);
+  b.rtol = 1e-2;  // q, k, v and the probabilities rounded to f16; softmax in f32
+  try {
+    build_inference_session(b.g);
+  } catch (const Error& e) {
+    const std::string why = e.what();
+    if (why.find("tensor-core") != std::string::npos) GTEST_SKIP() << why;
+    throw;
+  }
+  run_case(b);
+}
+
+INSTANTIATE_TEST_SUITE_P(Tiers, AttentionTiers, ::testing::Range<size_t>(0, attention_case_indices().size()),
+                         [](const ::testing::TestParamInfo<size_t>& info) {
+                           std::string s = op_cases().at(attention_case_indices().at(info.param)).name;
+                           for (char& ch : s)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return s;
+                         });
+
 TEST(MatMulTierSwitches, BadValuesNameTheVariable) {
   for (auto [name, value] : {std::pair{"MEGANEURA_MATMUL", "fast"}, {"MEGANEURA_MATMUL_PRECISION", "tf32"},
-                             {"MEGANEURA_SPLIT_K", "many"}}) {
+                             {"MEGANEURA_SPLIT_K", "many"}, {"MEGANEURA_FLASH_ATTENTION", "yes"}}) {
     ScopedEnv env(name, value);
     Graph g;
     g.output("y", matmul(g.input("a", {2, 3}), g.input("b", {3, 2})));

@@ -35,6 +35,12 @@ const Geometry kGeometries[] = {
     {"cache_position_11_full", {1, 2, 2, 8}, {1, 2, 20, 8}, {1, 2, 20, 8}, false, 0, 0, 11},
     {"cache_position_0_decode", {2, 3, 1, 16}, {2, 3, 7, 16}, {2, 3, 7, 16}, true, 0, 0, 0},
     {"cache_position_250_window_4", {1, 1, 1, 8}, {1, 1, 300, 8}, {1, 1, 300, 8}, true, 0, 4, 250},
+    // Head dims the tensor-core kernel takes (multiples of 16 up to 128): two blocks of 128
+    // queries, key counts off the 32-key tile, a window, a cache position.
+    {"d64_gqa_9_on_3_causal_150", {1, 9, 150, 64}, {1, 3, 150, 64}, {1, 3, 150, 64}, true},
+    {"d32_full_40_queries_70_keys", {2, 2, 40, 32}, {2, 2, 70, 32}, {2, 2, 70, 32}, false},
+    {"d64_decode_position_100_window_40", {1, 3, 1, 64}, {1, 3, 160, 64}, {1, 3, 160, 64}, true, 0, 40, 100},
+    {"d128_causal_20", {1, 2, 20, 128}, {1, 2, 20, 128}, {1, 2, 20, 128}, true},
 };
 
 Tensor attend(CaseBuilder& b, const Geometry& g, Tensor& q, Tensor& k, Tensor& v) {

@@ -44,6 +44,7 @@ enum class Kernel : uint8_t {
   CacheWrite,           // rows into a state at a position read on the device (IndexParams)
   Attention,            // softmax(q·kᵀ·scale [+ causal])·v, online softmax; saves the log-sum-exp
   AttentionBackward,    // d q, d k or d v from the saved log-sum-exp (spec 1 picks which)
+  AttentionCoopNV,      // Attention on tensor cores for D == Dv, D % 16 == 0, D <= 128 (spec 2: D)
   Count
 };
 
@@ -169,6 +170,10 @@ struct AttentionParams {
 // d v_j = sum_i p_ij d out_i over every query head of k's group (one workgroup per key row:
 // x = j in [0, Sk), y = b*Hkv + h).
 enum : uint32_t { ATT_GRAD_Q = 0, ATT_GRAD_K, ATT_GRAD_V };
+// AttentionCoopNV: the forward's contract and bindings on tensor cores (attention_coop.glsl), for
+// D == Dv, D % 16 == 0, D <= 128; spec 1 HAS_POSITION, spec 2 D. Blocks of 128 query rows:
+// x = ceil(Sq / 128), y = b*Hq + h.
+inline constexpr int64_t kCoopAttentionMaxHeadDim = 128;
 
 // ---- Reduce -----------------------------------------------------------------------------------
 // spec 1: RED_OP; spec 2: RED_MAP. Bindings 2: a, 3: b (only read by two-input maps; bind a

@@ -19,6 +19,7 @@
 #include "matmul.spv.h"
 #include "matmul_coop_nv.spv.h"
 #include "matmul_coop_nv_large.spv.h"
+#include "attention_coop_nv.spv.h"
 #include "matmul_gemv.spv.h"
 #include "matmul_split_sum.spv.h"
 #if defined(MEGANEURA_KERNEL_MATMUL_COOP_KHR)
@@ -91,6 +92,7 @@ constexpr Entry entry(Kernel k) {
     case Kernel::CacheWrite: return {"cache_write", mn_spv_cache_write};
     case Kernel::Attention: return {"attention", mn_spv_attention};
     case Kernel::AttentionBackward: return {"attention_backward", mn_spv_attention_backward};
+    case Kernel::AttentionCoopNV: return {"attention_coop_nv", mn_spv_attention_coop_nv};
     case Kernel::Count: break;
   }
   return {};

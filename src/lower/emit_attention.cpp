@@ -67,6 +67,19 @@ void emit_attention(Emitter& e, int id) {
   const int position = has_position ? n.inputs[position_input] : q;  // bound but not read when absent
   std::string what = n.attrs.count == kAttentionCausal ? "causal" : "";
   if (n.attrs.window) what += (what.empty() ? "" : ", ") + std::string("window ") + std::to_string(n.attrs.window);
+  const MatMulTiers& tiers = e.options().matmul;
+  const bool coop_shape = g.d == g.dv && g.d % 16 == 0 && g.d <= kCoopAttentionMaxHeadDim;
+  if (!backward && tiers.coop_attention && coop_shape) {
+    KernelCall& c = e.call(Kernel::AttentionCoopNV, id, what);
+    c.spec = {has_position ? 1u : 0u, static_cast<uint32_t>(g.d)};
+    c.tensors = {{q, false}, {k, false}, {v, false}, {position, false}, {id, true}};
+    c.groups = {groups_for(g.sq, 128), head_groups(g.batch * g.hq, id), 1};
+    Emitter::set_params(c, p);
+    return;
+  }
+  if (!backward && tiers.force_coop_attention)
+    throw Error("attention %" + std::to_string(id) + ": MEGANEURA_FLASH_ATTENTION=1, but the tensor-core kernel takes "
+                "D == Dv, D a multiple of 16, D <= 128 (D = " + std::to_string(g.d) + ", Dv = " + std::to_string(g.dv) + ")");
   if (!backward) {
     KernelCall& c = e.call(Kernel::Attention, id, what);
     c.spec = {has_position ? 1u : 0u};

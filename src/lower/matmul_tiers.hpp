@@ -16,6 +16,10 @@ struct MatMulTiers {
   bool gemv = true;        // a few rows: stream B once (exact f32)
   int split_k = -1;        // -1: where tiles would leave the GPU idle; 0: never; n: n splits
   std::string force;       // "", "tiled", "gemv" or "coopmat": every matmul on that tier
+  // Attention forward on tensor cores (NV cooperative matrices, f16 staging) where its shape
+  // allows; force_coop_attention: everywhere it allows, or an error.
+  bool coop_attention = false;
+  bool force_coop_attention = false;
 };
 
 // The tiers of `device` as the environment allows:
@@ -24,6 +28,8 @@ struct MatMulTiers {
 //   MEGANEURA_COOPMAT=0, MEGANEURA_GEMV=0   turn that tier off
 //   MEGANEURA_SPLIT_K           0 (off), or a number of splits to force
 //   MEGANEURA_MATMUL            tiled | gemv | coopmat: force one tier (tests, benchmarks)
+//   MEGANEURA_FLASH_ATTENTION   0: attention never on tensor cores; 1: wherever its shape allows
+//                               (an error where the device has none)
 // Throws Error on a value it does not know, or on a forced tier the device lacks.
 MatMulTiers matmul_tiers(const DeviceInfo& device);
 

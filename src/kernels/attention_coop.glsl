@@ -1,0 +1,158 @@
+#version 450
+// Attention forward on tensor cores (GL_NV_cooperative_matrix), the contract of Attention in
+// kernel_abi.hpp, for D == Dv, D a multiple of 16, D <= 128. Operands are staged as f16;
+// products accumulate in f32; the softmax runs in f32.
+//
+// A workgroup is 8 subgroups of 32; subgroup w owns query rows 16w .. 16w+15 of the workgroup's
+// block of 128 and keeps its Q fragments and its output accumulators in registers. Keys come in
+// tiles of 32, staged in shared memory by the whole workgroup. Two passes over the keys, so the
+// accumulators never need a per-row rescale (a cooperative matrix cannot scale its rows):
+//   1. S = Q·Kᵀ per tile; each row's running max m and sum l (online softmax, scalars);
+//   2. S again, P = exp(S·scale − m) / l rounded to f16, O += P·V.
+// Each row's scores pass through a per-subgroup scratch where two invocations own a row (16
+// columns each) and meet by a subgroup shuffle. Writes the output and lse = m + log(l).
+#extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_NV_cooperative_matrix : require
+#include "common.glsl"
+
+layout(constant_id = 1) const uint HAS_POSITION = 0u;
+layout(constant_id = 2) const uint HEAD_DIM = 64u;  // D (= Dv): fixed, so the fragment loops unroll
+layout(std430, set = 0, binding = 2) readonly buffer Q { uint q[]; };
+layout(std430, set = 0, binding = 3) readonly buffer K { uint k[]; };
+layout(std430, set = 0, binding = 4) readonly buffer V { uint v[]; };
+layout(std430, set = 0, binding = 5) readonly buffer Position { uint position_data[]; };
+layout(std430, set = 0, binding = 6) writeonly buffer O { uint o[]; };
+#include "attention_common.glsl"
+
+#define FRAG16 fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
+#define FRAG32 fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
+
+const uint D_MAX = 128u, FRAGS_MAX = D_MAX / 16u;  // head dims up to 128: 8 fragments
+const uint FRAGS = HEAD_DIM / 16u;
+const uint KT = 32u;                                 // keys per tile
+const uint KV_STRIDE = D_MAX + 8u;                   // f16 row of a K or V tile (16-byte padding)
+const uint S_STRIDE = KT + 4u, P_STRIDE = KT + 8u;   // f32 score row, f16 probability row
+shared float16_t k_tile[KT * KV_STRIDE];             // k_tile[key][d]
+shared float16_t v_tile[KT * KV_STRIDE];             // v_tile[key][d]
+shared float s_tile[8u * 16u * S_STRIDE];            // per subgroup: 16 rows x 32 scores
+shared float16_t p_tile[8u * 16u * P_STRIDE];        // per subgroup: 16 rows x 32 (also Q staging)
+
+// Stages keys [j0, j0 + KT) of k (and of v when with_v) as f16, zero past sk.
+void stage_tile(uint kv_base, uint j0, bool with_v) {
+  for (uint e = gl_LocalInvocationID.x; e < KT * HEAD_DIM; e += WG) {
+    uint j = e / HEAD_DIM, x = e % HEAD_DIM;
+    bool in_range = j0 + j < p.sk;
+    k_tile[j * KV_STRIDE + x] = float16_t(in_range ? uintBitsToFloat(k[kv_base + (j0 + j) * HEAD_DIM + x]) : 0.0f);
+    if (with_v) v_tile[j * KV_STRIDE + x] = float16_t(in_range ? uintBitsToFloat(v[kv_base + (j0 + j) * HEAD_DIM + x]) : 0.0f);
+  }
+}
+
+void main() {
+  uint warp = gl_SubgroupID, lane = gl_SubgroupInvocationID;
+  uint bh = gl_WorkGroupID.y, h = bh % p.hq, b = bh / p.hq;
+  uint kv_base = (b * p.hkv + h / (p.hq / p.hkv)) * p.sk * HEAD_DIM;
+  const int base = query_base();
+  uint s_at = warp * 16u * S_STRIDE, p_at = warp * 16u * P_STRIDE;
+
+  for (uint block = gl_WorkGroupID.x; block * 128u < p.sq; block += gl_NumWorkGroups.x) {
+    uint row0 = block * 128u + warp * 16u;  // this subgroup's first query row
+    // Keys any row of the block sees: lo grows and hi grows with the row.
+    uint block_lo, block_hi, unused;
+    visible_keys(block * 128u, base, block_lo, unused);
+    visible_keys(min(block * 128u + 127u, p.sq - 1u), base, unused, block_hi);
+    // The row and 16 columns of the score tile this invocation owns, and its row's keys.
+    uint my_row = lane / 2u, my_col0 = (lane % 2u) * 16u, qi = row0 + my_row;
+    uint lo = 0u, hi = 0u;
+    if (qi < p.sq) visible_keys(qi, base, lo, hi);
+
+    // Q fragments, staged 32 columns at a time through this subgroup's probability scratch.
+    FRAG16 qf[FRAGS_MAX];
+    for (uint c0 = 0u; c0 < HEAD_DIM; c0 += 32u) {
+      for (uint e = lane; e < 16u * 32u; e += gl_SubgroupSize) {
+        uint r = e / 32u, x = c0 + e % 32u;
+        p_tile[p_at + r * P_STRIDE + e % 32u] =
+            float16_t((row0 + r < p.sq && x < HEAD_DIM) ? uintBitsToFloat(q[((bh * p.sq) + row0 + r) * HEAD_DIM + x]) : 0.0f);
+      }
+      subgroupMemoryBarrierShared();
+      subgroupBarrier();
+      for (uint f = c0 / 16u; f < min(FRAGS, c0 / 16u + 2u); ++f)
+        coopMatLoadNV(qf[f], p_tile, p_at + (f * 16u - c0), P_STRIDE, false);
+      subgroupBarrier();
+    }
+
+    float m = -F_INF, l = 0.0f;
+    for (uint pass = 0u; pass < 2u; ++pass) {
+      FRAG32 acc[FRAGS_MAX];
+      for (uint f = 0u; f < FRAGS_MAX; ++f) acc[f] = FRAG32(0.0f);
+      for (uint j0 = block_lo - block_lo % KT; j0 < block_hi; j0 += KT) {
+        barrier();  // the previous tile is consumed
+        stage_tile(kv_base, j0, pass == 1u);
+        barrier();
+        // S = Q·Kᵀ for 16 rows x 32 keys: Kᵀ(d, key) is k_tile read column-major.
+        for (uint half_ = 0u; half_ < 2u; ++half_) {
+          FRAG32 s = FRAG32(0.0f);
+          for (uint f = 0u; f < FRAGS; ++f) {
+            FRAG16 kf;
+            coopMatLoadNV(kf, k_tile, (half_ * 16u) * KV_STRIDE + f * 16u, KV_STRIDE, true);
+            s = coopMatMulAddNV(qf[f], kf, s);
+          }
+          coopMatStoreNV(s, s_tile, s_at + half_ * 16u, S_STRIDE, false);
+        }
+        subgroupMemoryBarrierShared();
+        subgroupBarrier();
+        if (pass == 0u) {  // online max and sum of this row's visible scores
+          float tile_max = -F_INF;
+          for (uint c = 0u; c < 16u; ++c) {
+            uint j = j0 + my_col0 + c;
+            if (j >= lo && j < hi) tile_max = max_nan(tile_max, s_tile[s_at + my_row * S_STRIDE + my_col0 + c] * p.scale);
+          }
+          tile_max = max_nan(tile_max, subgroupShuffleXor(tile_max, 1u));
+          float m_new = max_nan(m, tile_max), sum = 0.0f;
+          for (uint c = 0u; c < 16u; ++c) {
+            uint j = j0 + my_col0 + c;
+            if (j >= lo && j < hi) sum += exp_diff(s_tile[s_at + my_row * S_STRIDE + my_col0 + c] * p.scale, m_new);
+          }
+          sum += subgroupShuffleXor(sum, 1u);
+          l = m == -F_INF ? sum : l * exp_diff(m, m_new) + sum;  // no key seen yet: nothing to rescale
+          m = m_new;
+        } else {  // P = exp(S·scale − m) / l in f16, then O += P·V
+          float inv_l = l > 0.0f ? 1.0f / l : 0.0f;
+          for (uint c = 0u; c < 16u; ++c) {
+            uint j = j0 + my_col0 + c;
+            float pr = (j >= lo && j < hi) ? exp_diff(s_tile[s_at + my_row * S_STRIDE + my_col0 + c] * p.scale, m) * inv_l : 0.0f;
+            p_tile[p_at + my_row * P_STRIDE + my_col0 + c] = float16_t(pr);
+          }
+          subgroupMemoryBarrierShared();
+          subgroupBarrier();
+          for (uint kc = 0u; kc < KT; kc += 16u) {
+            FRAG16 pf;
+            coopMatLoadNV(pf, p_tile, p_at + kc, P_STRIDE, false);
+            for (uint f = 0u; f < FRAGS; ++f) {
+              FRAG16 vf;
+              coopMatLoadNV(vf, v_tile, kc * KV_STRIDE + f * 16u, KV_STRIDE, false);
+              acc[f] = coopMatMulAddNV(pf, vf, acc[f]);
+            }
+          }
+        }
+        subgroupBarrier();  // s_tile and p_tile are rewritten by the next tile
+      }
+      if (pass == 1u) {  // the output, through the score scratch, 16 columns at a time
+        for (uint f = 0u; f < FRAGS; ++f) {
+          coopMatStoreNV(acc[f], s_tile, s_at, S_STRIDE, false);
+          subgroupMemoryBarrierShared();
+          subgroupBarrier();
+          for (uint e = lane; e < 256u; e += gl_SubgroupSize) {
+            uint r = e / 16u, x = f * 16u + e % 16u;
+            if (row0 + r < p.sq) o[((bh * p.sq) + row0 + r) * HEAD_DIM + x] = floatBitsToUint(s_tile[s_at + r * S_STRIDE + e % 16u]);
+          }
+          subgroupBarrier();
+        }
+        if (lane % 2u == 0u && qi < p.sq) o[p.lse_offset + bh * p.sq + qi] = floatBitsToUint(hi > lo ? m + log_p(l) : -F_INF);
+      }
+    }
+  }
+}
