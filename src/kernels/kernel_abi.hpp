@@ -45,6 +45,7 @@ enum class Kernel : uint8_t {
   Attention,            // softmax(q·kᵀ·scale [+ causal])·v, online softmax; saves the log-sum-exp
   AttentionBackward,    // d q, d k or d v from the saved log-sum-exp (spec 1 picks which)
   AttentionCoopNV,      // Attention on tensor cores for D == Dv, D % 16 == 0, D <= 128 (spec 2: D)
+  AttentionBackwardCoopNV,  // AttentionBackward likewise (spec 3: D)
   Count
 };
 
@@ -172,7 +173,9 @@ struct AttentionParams {
 enum : uint32_t { ATT_GRAD_Q = 0, ATT_GRAD_K, ATT_GRAD_V };
 // AttentionCoopNV: the forward's contract and bindings on tensor cores (attention_coop.glsl), for
 // D == Dv, D % 16 == 0, D <= 128; spec 1 HAS_POSITION, spec 2 D. Blocks of 128 query rows:
-// x = ceil(Sq / 128), y = b*Hq + h.
+// x = ceil(Sq / 128), y = b*Hq + h. AttentionBackwardCoopNV (attention_coop_backward.glsl): the
+// backward's contract and bindings, spec 1 WHICH, 2 HAS_POSITION, 3 D; blocks of 128 rows of
+// the gradient: d q x = ceil(Sq / 128), y = b*Hq + h; d k, d v x = ceil(Sk / 128), y = b*Hkv + h.
 inline constexpr int64_t kCoopAttentionMaxHeadDim = 128;
 
 // ---- Reduce -----------------------------------------------------------------------------------

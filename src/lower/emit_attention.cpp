@@ -77,7 +77,7 @@ void emit_attention(Emitter& e, int id) {
     Emitter::set_params(c, p);
     return;
   }
-  if (!backward && tiers.force_coop_attention)
+  if (tiers.force_coop_attention && !coop_shape)
     throw Error("attention %" + std::to_string(id) + ": MEGANEURA_FLASH_ATTENTION=1, but the tensor-core kernel takes "
                 "D == Dv, D a multiple of 16, D <= 128 (D = " + std::to_string(g.d) + ", Dv = " + std::to_string(g.dv) + ")");
   if (!backward) {
@@ -90,6 +90,16 @@ void emit_attention(Emitter& e, int id) {
   }
   static const std::string which_name[] = {"d q", "d k", "d v"};
   const auto which = static_cast<uint32_t>(n.attrs.axis);
+  if (tiers.coop_attention && coop_shape) {
+    KernelCall& c = e.call(Kernel::AttentionBackwardCoopNV, id, which_name[which] + (what.empty() ? "" : ", " + what));
+    c.spec = {which, has_position ? 1u : 0u, static_cast<uint32_t>(g.d)};
+    c.tensors = {{q, false}, {k, false}, {v, false}, {fwd, false}, {n.inputs[4], false}, {n.inputs[5], false},
+                 {position, false}, {id, true}};
+    c.groups = which == ATT_GRAD_Q ? std::array<uint32_t, 3>{groups_for(g.sq, 128), head_groups(g.batch * g.hq, id), 1}
+                                   : std::array<uint32_t, 3>{groups_for(g.sk, 128), head_groups(g.batch * g.hkv, id), 1};
+    Emitter::set_params(c, p);
+    return;
+  }
   KernelCall& c = e.call(Kernel::AttentionBackward, id, which_name[which] + (what.empty() ? "" : ", " + what));
   c.spec = {which, has_position ? 1u : 0u};
   c.tensors = {{q, false}, {k, false}, {v, false}, {fwd, false}, {n.inputs[4], false}, {n.inputs[5], false}, {position, false},

@@ -1,0 +1,201 @@
+#version 450
+// Attention backward on tensor cores (GL_NV_cooperative_matrix), the contract of
+// AttentionBackward in kernel_abi.hpp, for D == Dv, D a multiple of 16, D <= 128. As the
+// forward (attention_coop.glsl): f16 operands, f32 accumulation and softmax, 8 subgroups of 32
+// per workgroup, each owning 16 rows, 32-row tiles of the other side staged in shared memory.
+// With p = exp(s·scale − lse) (the forward's lse: exact, no rescaling) and ds = p (dp − delta):
+//   WHICH = d q: rows are queries; per key tile  S = Q·Kᵀ, dP = dO·Vᵀ, dQ += dS·K (·scale);
+//   WHICH = d k: rows are keys;    per query tile Sᵀ = K·Qᵀ, dPᵀ = V·dOᵀ, dK += dSᵀ·Q (·scale);
+//   WHICH = d v: rows are keys;    per query tile Sᵀ = K·Qᵀ, dV += Pᵀ·dO;
+// the key-side gradients sum over every query head of the k/v head's group.
+#extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_NV_cooperative_matrix : require
+#include "common.glsl"
+
+layout(constant_id = 1) const uint WHICH = 0u;
+layout(constant_id = 2) const uint HAS_POSITION = 0u;
+layout(constant_id = 3) const uint HEAD_DIM = 64u;
+const uint GRAD_Q = 0u, GRAD_K = 1u, GRAD_V = 2u;
+
+layout(std430, set = 0, binding = 2) readonly buffer Q { uint q[]; };
+layout(std430, set = 0, binding = 3) readonly buffer K { uint k[]; };
+layout(std430, set = 0, binding = 4) readonly buffer V { uint v[]; };
+layout(std430, set = 0, binding = 5) readonly buffer O { uint o[]; };  // only its lse is read
+layout(std430, set = 0, binding = 6) readonly buffer DO { uint dout[]; };
+layout(std430, set = 0, binding = 7) readonly buffer Delta { uint delta[]; };
+layout(std430, set = 0, binding = 8) readonly buffer Position { uint position_data[]; };
+layout(std430, set = 0, binding = 9) writeonly buffer Grad { uint grad[]; };
+#include "attention_common.glsl"
+
+#define FRAG16 fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
+#define FRAG32 fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
+
+const uint D_MAX = 128u, FRAGS_MAX = D_MAX / 16u, FRAGS = HEAD_DIM / 16u;
+const uint T = 32u;                                  // rows of the other side per tile
+const uint TILE_STRIDE = D_MAX + 8u;
+const uint S_STRIDE = T + 4u, P_STRIDE = T + 8u;
+shared float16_t tile_a[T * TILE_STRIDE];  // d q: K; d k / d v: Q   ([row][d])
+shared float16_t tile_b[T * TILE_STRIDE];  // d q: V; d k / d v: dO  ([row][d])
+shared float s_tile[8u * 16u * S_STRIDE];  // per subgroup: 16 x 32 f32 (scores, dp; the output)
+shared float16_t p_tile[8u * 16u * P_STRIDE];  // per subgroup: 16 x 32 f16 (p or ds; staging)
+
+float f(uint word) { return uintBitsToFloat(word); }
+
+// Rows [r0, r0 + T) of a [rows, HEAD_DIM] matrix at element `base` of `buf`, as f16, zero past `rows`.
+#define STAGE(dst, buf, base, r0, rows)                                                \
+  for (uint e_ = gl_LocalInvocationID.x; e_ < T * HEAD_DIM; e_ += WG) {                \
+    uint r_ = e_ / HEAD_DIM, x_ = e_ % HEAD_DIM;                                       \
+    dst[r_ * TILE_STRIDE + x_] = float16_t((r0) + r_ < (rows) ? f(buf[(base) + ((r0) + r_) * HEAD_DIM + x_]) : 0.0f); \
+  }
+
+// This subgroup's 16 rows [row0, row0 + 16) of a [rows, HEAD_DIM] matrix as A fragments,
+// staged 32 columns at a time through its probability scratch.
+#define LOAD_ROWS(frags, buf, base, row0, rows)                                        \
+  for (uint c0 = 0u; c0 < HEAD_DIM; c0 += 32u) {                                       \
+    for (uint e_ = lane; e_ < 16u * 32u; e_ += gl_SubgroupSize) {                      \
+      uint r_ = e_ / 32u, x_ = c0 + e_ % 32u;                                          \
+      p_tile[p_at + r_ * P_STRIDE + e_ % 32u] =                                        \
+          float16_t(((row0) + r_ < (rows) && x_ < HEAD_DIM) ? f(buf[(base) + ((row0) + r_) * HEAD_DIM + x_]) : 0.0f); \
+    }                                                                                  \
+    subgroupMemoryBarrierShared();                                                     \
+    subgroupBarrier();                                                                 \
+    for (uint f_ = c0 / 16u; f_ < min(FRAGS, c0 / 16u + 2u); ++f_)                     \
+      coopMatLoadNV(frags[f_], p_tile, p_at + (f_ * 16u - c0), P_STRIDE, false);       \
+    subgroupBarrier();                                                                 \
+  }
+
+// 16 x 32 product of this subgroup's A fragments with the T rows of `tile` (read as the
+// transposed B: column-major), into its score scratch.
+#define PRODUCT_T(a_frags, tile)                                                       \
+  for (uint half_ = 0u; half_ < 2u; ++half_) {                                         \
+    FRAG32 s_ = FRAG32(0.0f);                                                          \
+    for (uint f_ = 0u; f_ < FRAGS; ++f_) {                                             \
+      FRAG16 b_;                                                                       \
+      coopMatLoadNV(b_, tile, (half_ * 16u) * TILE_STRIDE + f_ * 16u, TILE_STRIDE, true); \
+      s_ = coopMatMulAddNV(a_frags[f_], b_, s_);                                       \
+    }                                                                                  \
+    coopMatStoreNV(s_, s_tile, s_at + half_ * 16u, S_STRIDE, false);                   \
+  }                                                                                    \
+  subgroupMemoryBarrierShared();                                                       \
+  subgroupBarrier();
+
+// acc += (this subgroup's 16 x 32 p_tile) · (the T rows of `tile`, row-major B).
+#define ACCUMULATE(acc, tile)                                                          \
+  subgroupMemoryBarrierShared();                                                       \
+  subgroupBarrier();                                                                   \
+  for (uint kc_ = 0u; kc_ < T; kc_ += 16u) {                                           \
+    FRAG16 a_;                                                                         \
+    coopMatLoadNV(a_, p_tile, p_at + kc_, P_STRIDE, false);                            \
+    for (uint f_ = 0u; f_ < FRAGS; ++f_) {                                             \
+      FRAG16 b_;                                                                       \
+      coopMatLoadNV(b_, tile, kc_ * TILE_STRIDE + f_ * 16u, TILE_STRIDE, false);       \
+      acc[f_] = coopMatMulAddNV(a_, b_, acc[f_]);                                      \
+    }                                                                                  \
+  }
+
+void main() {
+  uint warp = gl_SubgroupID, lane = gl_SubgroupInvocationID;
+  uint s_at = warp * 16u * S_STRIDE, p_at = warp * 16u * P_STRIDE;
+  uint my_row = lane / 2u, my_col0 = (lane % 2u) * 16u;  // two invocations per scratch row
+  const int base = query_base();
+  const bool by_query = WHICH == GRAD_Q;
+  uint rows = by_query ? p.sq : p.sk;
+  uint heads_y = gl_WorkGroupID.y;  // d q: b*Hq + h; d k / d v: b*Hkv + h
+  uint group = p.hq / p.hkv;
+
+  for (uint block = gl_WorkGroupID.x; block * 128u < rows; block += gl_NumWorkGroups.x) {
+    uint row0 = block * 128u + warp * 16u;
+    FRAG32 acc[FRAGS_MAX];
+    for (uint f_ = 0u; f_ < FRAGS_MAX; ++f_) acc[f_] = FRAG32(0.0f);
+    float pr[16];
+
+    if (by_query) {
+      uint bh = heads_y, h = bh % p.hq, b = bh / p.hq;
+      uint kv_base = (b * p.hkv + h / group) * p.sk * HEAD_DIM, q_base = bh * p.sq * HEAD_DIM;
+      FRAG16 qf[FRAGS_MAX], dof[FRAGS_MAX];
+      LOAD_ROWS(qf, q, q_base, row0, p.sq)
+      LOAD_ROWS(dof, dout, q_base, row0, p.sq)
+      uint qi = row0 + my_row, lo = 0u, hi = 0u;
+      float lse = 0.0f, dl = 0.0f;
+      if (qi < p.sq) {
+        visible_keys(qi, base, lo, hi);
+        lse = f(o[p.lse_offset + bh * p.sq + qi]);
+        dl = f(delta[bh * p.sq + qi]);
+      }
+      uint block_lo, block_hi, unused;
+      visible_keys(block * 128u, base, block_lo, unused);
+      visible_keys(min(block * 128u + 127u, p.sq - 1u), base, unused, block_hi);
+      for (uint j0 = block_lo - block_lo % T; j0 < block_hi; j0 += T) {
+        barrier();
+        STAGE(tile_a, k, kv_base, j0, p.sk)
+        STAGE(tile_b, v, kv_base, j0, p.sk)
+        barrier();
+        PRODUCT_T(qf, tile_a)  // S = Q·Kᵀ
+        for (uint c = 0u; c < 16u; ++c) {
+          uint j = j0 + my_col0 + c;
+          pr[c] = (j >= lo && j < hi) ? exp_diff(s_tile[s_at + my_row * S_STRIDE + my_col0 + c] * p.scale, lse) : 0.0f;
+        }
+        subgroupBarrier();
+        PRODUCT_T(dof, tile_b)  // dP = dO·Vᵀ
+        for (uint c = 0u; c < 16u; ++c)
+          p_tile[p_at + my_row * P_STRIDE + my_col0 + c] = float16_t(pr[c] * (s_tile[s_at + my_row * S_STRIDE + my_col0 + c] - dl));
+        ACCUMULATE(acc, tile_a)  // dQ += dS·K
+        subgroupBarrier();
+      }
+    } else {
+      uint bkv = heads_y, hk = bkv % p.hkv, b = bkv / p.hkv;
+      uint kv_base = bkv * p.sk * HEAD_DIM;
+      FRAG16 kf[FRAGS_MAX], vf[FRAGS_MAX];
+      LOAD_ROWS(kf, k, kv_base, row0, p.sk)
+      if (WHICH == GRAD_K) { LOAD_ROWS(vf, v, kv_base, row0, p.sk) }
+      uint j = row0 + my_row;  // this invocation's key
+      for (uint gi = 0u; gi < group; ++gi) {
+        uint bh = b * p.hq + hk * group + gi, q_base = bh * p.sq * HEAD_DIM;
+        for (uint i0 = 0u; i0 < p.sq; i0 += T) {
+          barrier();
+          STAGE(tile_a, q, q_base, i0, p.sq)
+          STAGE(tile_b, dout, q_base, i0, p.sq)
+          barrier();
+          PRODUCT_T(kf, tile_a)  // Sᵀ = K·Qᵀ
+          for (uint c = 0u; c < 16u; ++c) {
+            uint i = i0 + my_col0 + c, lo = 0u, hi = 0u;
+            if (i < p.sq) visible_keys(i, base, lo, hi);
+            pr[c] = (j >= lo && j < hi) ? exp_diff(s_tile[s_at + my_row * S_STRIDE + my_col0 + c] * p.scale,
+                                                   f(o[p.lse_offset + bh * p.sq + i])) : 0.0f;
+          }
+          subgroupBarrier();
+          if (WHICH == GRAD_V) {
+            for (uint c = 0u; c < 16u; ++c) p_tile[p_at + my_row * P_STRIDE + my_col0 + c] = float16_t(pr[c]);
+            ACCUMULATE(acc, tile_b)  // dV += Pᵀ·dO
+          } else {
+            PRODUCT_T(vf, tile_b)  // dPᵀ = V·dOᵀ
+            for (uint c = 0u; c < 16u; ++c) {
+              uint i = i0 + my_col0 + c;
+              float dl = i < p.sq ? f(delta[bh * p.sq + i]) : 0.0f;
+              p_tile[p_at + my_row * P_STRIDE + my_col0 + c] = float16_t(pr[c] * (s_tile[s_at + my_row * S_STRIDE + my_col0 + c] - dl));
+            }
+            ACCUMULATE(acc, tile_a)  // dK += dSᵀ·Q
+          }
+          subgroupBarrier();
+        }
+      }
+    }
+
+    // The gradient rows, through the score scratch, 16 columns at a time.
+    float scale = WHICH == GRAD_V ? 1.0f : p.scale;
+    uint out_base = heads_y * rows * HEAD_DIM;
+    for (uint f_ = 0u; f_ < FRAGS; ++f_) {
+      coopMatStoreNV(acc[f_], s_tile, s_at, S_STRIDE, false);
+      subgroupMemoryBarrierShared();
+      subgroupBarrier();
+      for (uint e = lane; e < 256u; e += gl_SubgroupSize) {
+        uint r = e / 16u, x = f_ * 16u + e % 16u;
+        if (row0 + r < rows) grad[out_base + (row0 + r) * HEAD_DIM + x] = floatBitsToUint(s_tile[s_at + r * S_STRIDE + e % 16u] * scale);
+      }
+      subgroupBarrier();
+    }
+  }
+}
