@@ -219,6 +219,12 @@ std::vector<Case> make_cases(bool quick) {
                 [](auto& t) { return mn::concat({t[0], t[1]}, 1); }, 2 * rcn * f});
   cs.push_back({"cast_f32_f16/" + dims(rc), {{"x", rc}},
                 [](auto& t) { return mn::cast(t[0], mn::f16); }, rcn * (f + h)});
+  // SmolLM2's attention: 9 query heads on 3 k/v heads of 64, causal; FLOPs of the visible half.
+  for (int64_t s : quick ? std::vector<int64_t>{128} : std::vector<int64_t>{128, 1024, 4096})
+    cs.push_back({"attention_causal/9on3x" + std::to_string(s) + "x64",
+                  {{"q", {1, 9, s, 64}}, {"k", {1, 3, s, 64}}, {"v", {1, 3, s, 64}}},
+                  [](auto& t) { return mn::attention(t[0], t[1], t[2], {.causal = true}); },
+                  double(9 * s * 64 * 2 + 2 * 3 * s * 64) * f, 2.0 * 9 * s * s * 64});
   return cs;
 }
 

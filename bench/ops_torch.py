@@ -42,6 +42,9 @@ def cases(quick):
     yield f"transpose/{T}x{T}", lambda x: x.t().contiguous(), [r(T, T)]
     yield f"concat/2x{R}x{C // 2}", lambda a, b: torch.cat([a, b], 1), [r(R, C // 2), r(R, C // 2)]
     yield f"cast_f32_f16/{R}x{C}", lambda x: x.half(), [r(R, C)]
+    for s in [128] if quick else [128, 1024, 4096]:
+        sdpa = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        yield f"attention_causal/9on3x{s}x64", sdpa, [r(1, 9, s, 64), r(1, 3, s, 64), r(1, 3, s, 64)]
 
 
 def median_us(fn, args, warmup=10, reps=50):

@@ -177,6 +177,7 @@ enum : uint32_t { ATT_GRAD_Q = 0, ATT_GRAD_K, ATT_GRAD_V };
 // backward's contract and bindings, spec 1 WHICH, 2 HAS_POSITION, 3 D; blocks of 128 rows of
 // the gradient: d q x = ceil(Sq / 128), y = b*Hq + h; d k, d v x = ceil(Sk / 128), y = b*Hkv + h.
 inline constexpr int64_t kCoopAttentionMaxHeadDim = 128;
+inline constexpr int64_t kCoopAttentionMinBlocks = 32;  // blocks of 128 query rows x heads, unforced
 
 // ---- Reduce -----------------------------------------------------------------------------------
 // spec 1: RED_OP; spec 2: RED_MAP. Bindings 2: a, 3: b (only read by two-input maps; bind a

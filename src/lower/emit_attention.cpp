@@ -69,7 +69,12 @@ void emit_attention(Emitter& e, int id) {
   if (n.attrs.window) what += (what.empty() ? "" : ", ") + std::string("window ") + std::to_string(n.attrs.window);
   const MatMulTiers& tiers = e.options().matmul;
   const bool coop_shape = g.d == g.dv && g.d % 16 == 0 && g.d <= kCoopAttentionMaxHeadDim;
-  if (!backward && tiers.coop_attention && coop_shape) {
+  // The tensor-core kernels give a workgroup 128 query rows: with few such blocks (a short
+  // sequence, decoding) most of the GPU idles and the one-row-per-workgroup kernels are faster
+  // (docs/performance.md); forced, they run wherever the shape allows.
+  const bool enough_blocks = (g.sq + 127) / 128 * g.batch * g.hq >= kCoopAttentionMinBlocks;
+  const bool use_coop = tiers.coop_attention && coop_shape && (enough_blocks || tiers.force_coop_attention);
+  if (!backward && use_coop) {
     KernelCall& c = e.call(Kernel::AttentionCoopNV, id, what);
     c.spec = {has_position ? 1u : 0u, static_cast<uint32_t>(g.d)};
     c.tensors = {{q, false}, {k, false}, {v, false}, {position, false}, {id, true}};
@@ -90,7 +95,7 @@ void emit_attention(Emitter& e, int id) {
   }
   static const std::string which_name[] = {"d q", "d k", "d v"};
   const auto which = static_cast<uint32_t>(n.attrs.axis);
-  if (tiers.coop_attention && coop_shape) {
+  if (use_coop) {
     KernelCall& c = e.call(Kernel::AttentionBackwardCoopNV, id, which_name[which] + (what.empty() ? "" : ", " + what));
     c.spec = {which, has_position ? 1u : 0u, static_cast<uint32_t>(g.d)};
     c.tensors = {{q, false}, {k, false}, {v, false}, {fwd, false}, {n.inputs[4], false}, {n.inputs[5], false},
