@@ -98,11 +98,15 @@ std::vector<size_t> attention_case_indices() {
   return idx;
 }
 
-class AttentionTiers : public ::testing::TestWithParam<size_t> {};
+// The two forward kernels: 128-row blocks, and 32-row blocks whose subgroups split the keys.
+const char* const kAttentionKernels[] = {"blocks", "split"};
+
+class AttentionTiers : public ::testing::TestWithParam<std::tuple<size_t, size_t>> {};
 
 TEST_P(AttentionTiers, TensorCoresMatchReference) {
-  ScopedEnv flash("MEGANEURA_FLASH_ATTENTION", "1"), precision("MEGANEURA_MATMUL_PRECISION", "f16");
-  const OpCase& c = op_cases().at(attention_case_indices().at(GetParam()));
+  ScopedEnv flash("MEGANEURA_FLASH_ATTENTION", kAttentionKernels[std::get<0>(GetParam())]),
+      precision("MEGANEURA_MATMUL_PRECISION", "f16");
+  const OpCase& c = op_cases().at(attention_case_indices().at(std::get<1>(GetParam())));
   Rng rng;
   SCOPED_TRACE(seed_note(rng.seed()));
   SCOPED_TRACE(c.name);
@@ -121,9 +125,12 @@ TEST_P(AttentionTiers, TensorCoresMatchReference) {
   run_case(b);
 }
 
-INSTANTIATE_TEST_SUITE_P(Tiers, AttentionTiers, ::testing::Range<size_t>(0, attention_case_indices().size()),
-                         [](const ::testing::TestParamInfo<size_t>& info) {
-                           std::string s = op_cases().at(attention_case_indices().at(info.param)).name;
+INSTANTIATE_TEST_SUITE_P(Tiers, AttentionTiers,
+                         ::testing::Combine(::testing::Range<size_t>(0, std::size(kAttentionKernels)),
+                                            ::testing::Range<size_t>(0, attention_case_indices().size())),
+                         [](const ::testing::TestParamInfo<std::tuple<size_t, size_t>>& info) {
+                           std::string s = std::string(kAttentionKernels[std::get<0>(info.param)]) + "_" +
+                                           op_cases().at(attention_case_indices().at(std::get<1>(info.param))).name;
                            for (char& ch : s)
                              if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
                            return s;

@@ -46,6 +46,7 @@ enum class Kernel : uint8_t {
   AttentionBackward,    // d q, d k or d v from the saved log-sum-exp (spec 1 picks which)
   AttentionCoopNV,      // Attention on tensor cores for D == Dv, D % 16 == 0, D <= 128 (spec 2: D)
   AttentionBackwardCoopNV,  // AttentionBackward likewise (spec 3: D)
+  AttentionCoopSplitNV, // Attention on tensor cores, keys split among subgroups: short queries, D <= 64
   Count
 };
 
@@ -176,7 +177,10 @@ enum : uint32_t { ATT_GRAD_Q = 0, ATT_GRAD_K, ATT_GRAD_V };
 // x = ceil(Sq / 128), y = b*Hq + h. AttentionBackwardCoopNV (attention_coop_backward.glsl): the
 // backward's contract and bindings, spec 1 WHICH, 2 HAS_POSITION, 3 D; blocks of 128 rows of
 // the gradient: d q x = ceil(Sq / 128), y = b*Hq + h; d k, d v x = ceil(Sk / 128), y = b*Hkv + h.
-inline constexpr int64_t kCoopAttentionMaxHeadDim = 128;
+// AttentionCoopSplitNV (attention_coop_split.glsl): the forward for few query rows (decoding, short
+// sequences), D == Dv, D % 16 == 0, D <= 64; spec 1 HAS_POSITION, 2 D; blocks of 32 query rows
+// whose subgroups split the keys: x = ceil(Sq / 32), y = b*Hq + h.
+inline constexpr int64_t kCoopAttentionMaxHeadDim = 128, kCoopSplitAttentionMaxHeadDim = 64;
 inline constexpr int64_t kCoopAttentionMinBlocks = 32;  // blocks of 128 query rows x heads, unforced
 
 // ---- Reduce -----------------------------------------------------------------------------------

@@ -21,6 +21,7 @@
 #include "matmul_coop_nv_large.spv.h"
 #include "attention_coop_backward_nv.spv.h"
 #include "attention_coop_nv.spv.h"
+#include "attention_coop_split_nv.spv.h"
 #include "matmul_gemv.spv.h"
 #include "matmul_split_sum.spv.h"
 #if defined(MEGANEURA_KERNEL_MATMUL_COOP_KHR)
@@ -94,6 +95,7 @@ constexpr Entry entry(Kernel k) {
     case Kernel::Attention: return {"attention", mn_spv_attention};
     case Kernel::AttentionBackward: return {"attention_backward", mn_spv_attention_backward};
     case Kernel::AttentionCoopNV: return {"attention_coop_nv", mn_spv_attention_coop_nv};
+    case Kernel::AttentionCoopSplitNV: return {"attention_coop_split_nv", mn_spv_attention_coop_split_nv};
     case Kernel::AttentionBackwardCoopNV: return {"attention_coop_backward_nv", mn_spv_attention_coop_backward_nv};
     case Kernel::Count: break;
   }

@@ -74,6 +74,18 @@ void emit_attention(Emitter& e, int id) {
   // (docs/performance.md); forced, they run wherever the shape allows.
   const bool enough_blocks = (g.sq + 127) / 128 * g.batch * g.hq >= kCoopAttentionMinBlocks;
   const bool use_coop = tiers.coop_attention && coop_shape && (enough_blocks || tiers.force_coop_attention);
+  // Few blocks: the forward whose subgroups split the keys (head dims up to 64) still fills the GPU.
+  const bool split_shape = coop_shape && g.d <= kCoopSplitAttentionMaxHeadDim;
+  const bool split = tiers.coop_attention && split_shape &&
+                     (tiers.attention_kernel == "split" || (tiers.attention_kernel.empty() && !enough_blocks));
+  if (!backward && split) {
+    KernelCall& c = e.call(Kernel::AttentionCoopSplitNV, id, what);
+    c.spec = {has_position ? 1u : 0u, static_cast<uint32_t>(g.d)};
+    c.tensors = {{q, false}, {k, false}, {v, false}, {position, false}, {id, true}};
+    c.groups = {groups_for(g.sq, 32), head_groups(g.batch * g.hq, id), 1};
+    Emitter::set_params(c, p);
+    return;
+  }
   if (!backward && use_coop) {
     KernelCall& c = e.call(Kernel::AttentionCoopNV, id, what);
     c.spec = {has_position ? 1u : 0u, static_cast<uint32_t>(g.d)};
@@ -82,7 +94,7 @@ void emit_attention(Emitter& e, int id) {
     Emitter::set_params(c, p);
     return;
   }
-  if (tiers.force_coop_attention && !coop_shape)
+  if (tiers.force_coop_attention && (!coop_shape || (tiers.attention_kernel == "split" && !split_shape)))
     throw Error("attention %" + std::to_string(id) + ": MEGANEURA_FLASH_ATTENTION=1, but the tensor-core kernel takes "
                 "D == Dv, D a multiple of 16, D <= 128 (D = " + std::to_string(g.d) + ", Dv = " + std::to_string(g.dv) + ")");
   if (!backward) {

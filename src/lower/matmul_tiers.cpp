@@ -56,12 +56,13 @@ MatMulTiers matmul_tiers(const DeviceInfo& device) {
     t.split_k = static_cast<int>(n);
   }
   const std::string flash = env("MEGANEURA_FLASH_ATTENTION");
-  if (!flash.empty() && flash != "0" && flash != "1")
-    throw Error("MEGANEURA_FLASH_ATTENTION=" + flash + ": expected 0 or 1");
+  if (!flash.empty() && flash != "0" && flash != "1" && flash != "blocks" && flash != "split")
+    throw Error("MEGANEURA_FLASH_ATTENTION=" + flash + ": expected 0, 1, blocks or split");
   t.coop_attention = flash != "0" && t.coop == MatMulTiers::Coop::NV && !t.bf16;
-  t.force_coop_attention = flash == "1";
+  t.force_coop_attention = !flash.empty() && flash != "0";
+  if (flash == "blocks" || flash == "split") t.attention_kernel = flash;
   if (t.force_coop_attention && !t.coop_attention)
-    throw Error("MEGANEURA_FLASH_ATTENTION=1: " + device.name + " has no usable tensor-core attention (needs " +
+    throw Error("MEGANEURA_FLASH_ATTENTION=" + flash + ": " + device.name + " has no usable tensor-core attention (needs " +
                 "VK_NV_cooperative_matrix with 16x16x16 f16 fragments and subgroups of 32, and f16 matmul precision)");
   t.force = env("MEGANEURA_MATMUL");
   if (!t.force.empty() && t.force != "tiled" && t.force != "gemv" && t.force != "coopmat")

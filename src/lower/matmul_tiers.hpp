@@ -20,6 +20,7 @@ struct MatMulTiers {
   // allows; force_coop_attention: everywhere it allows, or an error.
   bool coop_attention = false;
   bool force_coop_attention = false;
+  std::string attention_kernel;  // forced with it: "" (either), "blocks" (128-row) or "split"
 };
 
 // The tiers of `device` as the environment allows:
@@ -29,7 +30,8 @@ struct MatMulTiers {
 //   MEGANEURA_SPLIT_K           0 (off), or a number of splits to force
 //   MEGANEURA_MATMUL            tiled | gemv | coopmat: force one tier (tests, benchmarks)
 //   MEGANEURA_FLASH_ATTENTION   0: attention never on tensor cores; 1: wherever its shape allows
-//                               (an error where the device has none)
+//                               (an error where the device has none); blocks / split: also pick
+//                               the forward kernel (128-row blocks, or keys split; tests)
 // Throws Error on a value it does not know, or on a forced tier the device lacks.
 MatMulTiers matmul_tiers(const DeviceInfo& device);
 

@@ -1,0 +1,157 @@
+#version 450
+// Attention forward on tensor cores for short query blocks (decoding, short sequences): the
+// contract of Attention in kernel_abi.hpp, for D == Dv, D a multiple of 16, D <= 64. Where
+// attention_coop.glsl gives each subgroup 16 query rows of a 128-row block (few workgroups when
+// Sq is small), this kernel gives a workgroup 32 query rows and splits the KEYS among its
+// subgroups: subgroup w takes rows 16·(w / 4) .. +15 and, in each 64-key chunk staged in shared
+// memory, keys 16·(w % 4) .. +15. Two passes as attention_coop.glsl (statistics, then P·V); the
+// four subgroups of a row group merge their statistics after pass 1 and their outputs at the end
+// through shared memory. f16 operands, f32 accumulation and softmax.
+#extension GL_GOOGLE_include_directive : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_NV_cooperative_matrix : require
+#include "common.glsl"
+
+layout(constant_id = 1) const uint HAS_POSITION = 0u;
+layout(constant_id = 2) const uint HEAD_DIM = 64u;
+layout(std430, set = 0, binding = 2) readonly buffer Q { uint q[]; };
+layout(std430, set = 0, binding = 3) readonly buffer K { uint k[]; };
+layout(std430, set = 0, binding = 4) readonly buffer V { uint v[]; };
+layout(std430, set = 0, binding = 5) readonly buffer Position { uint position_data[]; };
+layout(std430, set = 0, binding = 6) writeonly buffer O { uint o[]; };
+#include "attention_common.glsl"
+
+#define FRAG16 fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
+#define FRAG32 fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
+
+const uint D_MAX = 64u, FRAGS_MAX = D_MAX / 16u, FRAGS = HEAD_DIM / 16u;
+const uint ROWS = 32u, CHUNK = 64u;         // query rows per workgroup, keys per staged chunk
+const uint STRIDE = D_MAX + 8u;             // f16 row of Q, K, V in shared memory
+const uint S_STRIDE = 20u, P_STRIDE = 24u;  // per subgroup: 16 x 16 scores (f32), probabilities (f16)
+shared float16_t q_rows[ROWS * STRIDE];
+shared float16_t k_chunk[CHUNK * STRIDE];
+shared float16_t v_chunk[CHUNK * STRIDE];
+shared float s_tile[8u * 16u * S_STRIDE];
+shared float16_t p_tile[8u * 16u * P_STRIDE];
+shared float part_m[8u * 16u], part_l[8u * 16u];  // pass 1's statistics per subgroup and row
+
+void stage_chunk(uint kv_base, uint j0, bool with_v) {
+  for (uint e = gl_LocalInvocationID.x; e < CHUNK * HEAD_DIM; e += WG) {
+    uint j = e / HEAD_DIM, x = e % HEAD_DIM;
+    bool in_range = j0 + j < p.sk;
+    k_chunk[j * STRIDE + x] = float16_t(in_range ? uintBitsToFloat(k[kv_base + (j0 + j) * HEAD_DIM + x]) : 0.0f);
+    if (with_v) v_chunk[j * STRIDE + x] = float16_t(in_range ? uintBitsToFloat(v[kv_base + (j0 + j) * HEAD_DIM + x]) : 0.0f);
+  }
+}
+
+void main() {
+  uint warp = gl_SubgroupID, lane = gl_SubgroupInvocationID;
+  uint group = warp / 4u, slice = warp % 4u;  // row group, key slice
+  uint bh = gl_WorkGroupID.y, h = bh % p.hq, b = bh / p.hq;
+  uint kv_base = (b * p.hkv + h / (p.hq / p.hkv)) * p.sk * HEAD_DIM, q_base = bh * p.sq * HEAD_DIM;
+  uint s_at = warp * 16u * S_STRIDE, p_at = warp * 16u * P_STRIDE;
+  const int base = query_base();
+  uint my_row = lane / 2u, my_col0 = (lane % 2u) * 8u;  // two invocations per 16-key score row
+
+  for (uint block = gl_WorkGroupID.x; block * ROWS < p.sq; block += gl_NumWorkGroups.x) {
+    uint row0 = block * ROWS, qi = row0 + group * 16u + my_row;
+    uint lo = 0u, hi = 0u;
+    if (qi < p.sq) visible_keys(qi, base, lo, hi);
+    uint block_lo, block_hi, unused;
+    visible_keys(row0, base, block_lo, unused);
+    visible_keys(min(row0 + ROWS - 1u, p.sq - 1u), base, unused, block_hi);
+
+    barrier();  // the previous block is done with q_rows
+    for (uint e = gl_LocalInvocationID.x; e < ROWS * HEAD_DIM; e += WG) {
+      uint r = e / HEAD_DIM, x = e % HEAD_DIM;
+      q_rows[r * STRIDE + x] = float16_t(row0 + r < p.sq ? uintBitsToFloat(q[q_base + (row0 + r) * HEAD_DIM + x]) : 0.0f);
+    }
+    barrier();
+    FRAG16 qf[FRAGS_MAX];
+    for (uint f = 0u; f < FRAGS; ++f) coopMatLoadNV(qf[f], q_rows, group * 16u * STRIDE + f * 16u, STRIDE, false);
+
+    float m = -F_INF, l = 0.0f;  // pass 1: this subgroup's keys; after the merge: the row's
+    FRAG32 acc[FRAGS_MAX];
+    for (uint f = 0u; f < FRAGS_MAX; ++f) acc[f] = FRAG32(0.0f);
+    for (uint pass = 0u; pass < 2u; ++pass) {
+      for (uint j0 = block_lo - block_lo % CHUNK; j0 < block_hi; j0 += CHUNK) {
+        barrier();
+        stage_chunk(kv_base, j0, pass == 1u);
+        barrier();
+        // S = Q·Kᵀ for this subgroup's 16 rows and 16 keys (Kᵀ: k_chunk read column-major).
+        FRAG32 s = FRAG32(0.0f);
+        for (uint f = 0u; f < FRAGS; ++f) {
+          FRAG16 kf;
+          coopMatLoadNV(kf, k_chunk, slice * 16u * STRIDE + f * 16u, STRIDE, true);
+          s = coopMatMulAddNV(qf[f], kf, s);
+        }
+        coopMatStoreNV(s, s_tile, s_at, S_STRIDE, false);
+        subgroupMemoryBarrierShared();
+        subgroupBarrier();
+        uint jb = j0 + slice * 16u + my_col0;  // this invocation's first key
+        if (pass == 0u) {
+          float tile_max = -F_INF;
+          for (uint c = 0u; c < 8u; ++c)
+            if (jb + c >= lo && jb + c < hi) tile_max = max_nan(tile_max, s_tile[s_at + my_row * S_STRIDE + my_col0 + c] * p.scale);
+          tile_max = max_nan(tile_max, subgroupShuffleXor(tile_max, 1u));
+          float m_new = max_nan(m, tile_max), sum = 0.0f;
+          for (uint c = 0u; c < 8u; ++c)
+            if (jb + c >= lo && jb + c < hi) sum += exp_diff(s_tile[s_at + my_row * S_STRIDE + my_col0 + c] * p.scale, m_new);
+          sum += subgroupShuffleXor(sum, 1u);
+          l = m == -F_INF ? sum : l * exp_diff(m, m_new) + sum;
+          m = m_new;
+        } else {
+          float inv_l = l > 0.0f ? 1.0f / l : 0.0f;
+          for (uint c = 0u; c < 8u; ++c) {
+            float pr = (jb + c >= lo && jb + c < hi) ? exp_diff(s_tile[s_at + my_row * S_STRIDE + my_col0 + c] * p.scale, m) * inv_l : 0.0f;
+            p_tile[p_at + my_row * P_STRIDE + my_col0 + c] = float16_t(pr);
+          }
+          subgroupMemoryBarrierShared();
+          subgroupBarrier();
+          FRAG16 pf;
+          coopMatLoadNV(pf, p_tile, p_at, P_STRIDE, false);
+          for (uint f = 0u; f < FRAGS; ++f) {
+            FRAG16 vf;
+            coopMatLoadNV(vf, v_chunk, slice * 16u * STRIDE + f * 16u, STRIDE, false);
+            acc[f] = coopMatMulAddNV(pf, vf, acc[f]);
+          }
+        }
+        subgroupBarrier();
+      }
+      if (pass == 0u) {  // merge the four key slices' statistics of each row
+        if (lane % 2u == 0u) {
+          part_m[warp * 16u + my_row] = m;
+          part_l[warp * 16u + my_row] = l;
+        }
+        barrier();
+        float mm = -F_INF, ll = 0.0f;
+        for (uint s2 = 0u; s2 < 4u; ++s2) mm = max_nan(mm, part_m[(group * 4u + s2) * 16u + my_row]);
+        for (uint s2 = 0u; s2 < 4u; ++s2) {
+          float ms = part_m[(group * 4u + s2) * 16u + my_row];
+          if (ms != -F_INF) ll += part_l[(group * 4u + s2) * 16u + my_row] * exp_diff(ms, mm);
+        }
+        m = mm;
+        l = ll;
+      }
+    }
+
+    // Output: the four slices' partial products summed, 16 columns at a time.
+    for (uint f = 0u; f < FRAGS; ++f) {
+      barrier();
+      coopMatStoreNV(acc[f], s_tile, s_at, S_STRIDE, false);
+      barrier();
+      if (slice == 0u) {
+        for (uint e = lane; e < 256u; e += gl_SubgroupSize) {
+          uint r = e / 16u, c = e % 16u, row = row0 + group * 16u + r;
+          float sum = 0.0f;
+          for (uint s2 = 0u; s2 < 4u; ++s2) sum += s_tile[(group * 4u + s2) * 16u * S_STRIDE + r * S_STRIDE + c];
+          if (row < p.sq) o[q_base + row * HEAD_DIM + f * 16u + c] = floatBitsToUint(sum);
+        }
+      }
+    }
+    if (slice == 0u && lane % 2u == 0u && qi < p.sq) o[p.lse_offset + bh * p.sq + qi] = floatBitsToUint(hi > lo ? m + log_p(l) : -F_INF);
+  }
+}
