@@ -130,6 +130,28 @@ TEST(Session, ResultsFollowInputsBetweenSteps) {
   EXPECT_TRUE(s.read_output("y").bytes == first.bytes) << "same inputs, same bits";
 }
 
+// A permute that moves only size-1 dimensions (a decoding step's [1, 1, H, D] -> [1, H, 1, D])
+// is a view: no dispatch, the same values; one that reorders data is a copy.
+TEST(Session, PermutingUnitDimensionsIsAView) {
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  CaseBuilder b(rng);
+  Tensor x = b.input("x", {1, 1, 3, 4});
+  b.output("y", permute(x * 2.0f, {0, 2, 1, 3}) + 1.0f);
+  Session s = build_inference_session(b.g, {.optimize = false});
+  EXPECT_EQ(s.stats().dispatches, 2u) << s.listing();  // the mul and the add
+  feed(s, b);
+  s.step();
+  check_outputs(s, b);
+  CaseBuilder c(rng);
+  c.output("y", permute(c.input("x", {1, 2, 3, 4}) * 2.0f, {0, 2, 1, 3}) + 1.0f);
+  Session copy = build_inference_session(c.g, {.optimize = false});
+  EXPECT_EQ(copy.stats().dispatches, 3u) << copy.listing();
+  feed(copy, c);
+  copy.step();
+  check_outputs(copy, c);
+}
+
 TEST(Session, ReadParameterRoundTrips) {
   Rng rng;
   SCOPED_TRACE(seed_note(rng.seed()));

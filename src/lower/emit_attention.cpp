@@ -69,16 +69,24 @@ void emit_attention(Emitter& e, int id) {
   if (n.attrs.window) what += (what.empty() ? "" : ", ") + std::string("window ") + std::to_string(n.attrs.window);
   const MatMulTiers& tiers = e.options().matmul;
   const bool coop_shape = g.d == g.dv && g.d % 16 == 0 && g.d <= kCoopAttentionMaxHeadDim;
-  // The tensor-core kernels give a workgroup 128 query rows: with few such blocks (a short
-  // sequence, decoding) most of the GPU idles and the one-row-per-workgroup kernels are faster
-  // (docs/performance.md); forced, they run wherever the shape allows.
-  const bool enough_blocks = (g.sq + 127) / 128 * g.batch * g.hq >= kCoopAttentionMinBlocks;
-  const bool use_coop = tiers.coop_attention && coop_shape && (enough_blocks || tiers.force_coop_attention);
-  // Few blocks: the forward whose subgroups split the keys (head dims up to 64) still fills the GPU.
   const bool split_shape = coop_shape && g.d <= kCoopSplitAttentionMaxHeadDim;
-  const bool split = tiers.coop_attention && split_shape &&
-                     (tiers.attention_kernel == "split" || (tiers.attention_kernel.empty() && !enough_blocks));
-  if (!backward && split) {
+  // Which kernel (docs/performance.md, "Attention"): the tensor-core kernels give a workgroup
+  // 128 query rows; with fewer than kCoopAttentionMinBlocks such blocks most of the GPU idles,
+  // and the forward whose subgroups split the keys (32-row blocks) takes over from 32 query rows;
+  // below that (decoding) one workgroup per row is fastest. Forced (tests), the tensor cores run
+  // wherever the shape allows.
+  enum class Pick { Rows, Blocks, Split } pick = Pick::Rows;
+  const bool enough_blocks = (g.sq + 127) / 128 * g.batch * g.hq >= kCoopAttentionMinBlocks;
+  if (tiers.coop_attention && coop_shape) {
+    if (tiers.attention_kernel == "blocks") pick = Pick::Blocks;
+    else if (tiers.attention_kernel == "split") pick = split_shape || backward ? Pick::Split : Pick::Rows;
+    else if (enough_blocks) pick = Pick::Blocks;
+    else if (split_shape && g.sq >= 32) pick = Pick::Split;
+    else if (tiers.force_coop_attention) pick = Pick::Blocks;
+    // The backward has one tensor-core form, for enough blocks or when forced.
+    if (backward && pick == Pick::Split) pick = tiers.force_coop_attention ? Pick::Blocks : Pick::Rows;
+  }
+  if (!backward && pick == Pick::Split) {
     KernelCall& c = e.call(Kernel::AttentionCoopSplitNV, id, what);
     c.spec = {has_position ? 1u : 0u, static_cast<uint32_t>(g.d)};
     c.tensors = {{q, false}, {k, false}, {v, false}, {position, false}, {id, true}};
@@ -86,7 +94,7 @@ void emit_attention(Emitter& e, int id) {
     Emitter::set_params(c, p);
     return;
   }
-  if (!backward && use_coop) {
+  if (!backward && pick == Pick::Blocks) {
     KernelCall& c = e.call(Kernel::AttentionCoopNV, id, what);
     c.spec = {has_position ? 1u : 0u, static_cast<uint32_t>(g.d)};
     c.tensors = {{q, false}, {k, false}, {v, false}, {position, false}, {id, true}};
@@ -94,9 +102,10 @@ void emit_attention(Emitter& e, int id) {
     Emitter::set_params(c, p);
     return;
   }
-  if (tiers.force_coop_attention && (!coop_shape || (tiers.attention_kernel == "split" && !split_shape)))
-    throw Error("attention %" + std::to_string(id) + ": MEGANEURA_FLASH_ATTENTION=1, but the tensor-core kernel takes "
-                "D == Dv, D a multiple of 16, D <= 128 (D = " + std::to_string(g.d) + ", Dv = " + std::to_string(g.dv) + ")");
+  if (tiers.force_coop_attention && pick == Pick::Rows)
+    throw Error("attention %" + std::to_string(id) + ": MEGANEURA_FLASH_ATTENTION is set, but the tensor-core kernels "
+                "take D == Dv, D a multiple of 16, D <= 128 (the key-split one D <= 64; here D = " + std::to_string(g.d) +
+                ", Dv = " + std::to_string(g.dv) + ")");
   if (!backward) {
     KernelCall& c = e.call(Kernel::Attention, id, what);
     c.spec = {has_position ? 1u : 0u};
@@ -107,7 +116,7 @@ void emit_attention(Emitter& e, int id) {
   }
   static const std::string which_name[] = {"d q", "d k", "d v"};
   const auto which = static_cast<uint32_t>(n.attrs.axis);
-  if (use_coop) {
+  if (pick == Pick::Blocks) {
     KernelCall& c = e.call(Kernel::AttentionBackwardCoopNV, id, which_name[which] + (what.empty() ? "" : ", " + what));
     c.spec = {which, has_position ? 1u : 0u, static_cast<uint32_t>(g.d)};
     c.tensors = {{q, false}, {k, false}, {v, false}, {fwd, false}, {n.inputs[4], false}, {n.inputs[5], false},

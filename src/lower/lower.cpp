@@ -99,6 +99,21 @@ static Fusion fusion(const Graph& g, const std::vector<int>& keep, const std::ve
   return f;
 }
 
+// A reshape, or a permute that moves only dimensions of size 1 (a [1, 1, H, D] query turned
+// [1, H, 1, D] when decoding): every element stays where it was, so the node is a view.
+static bool is_view(const Graph& g, const Node& n) {
+  if (n.op == Op::Reshape) return true;
+  if (n.op != Op::Permute) return false;
+  const Shape& in = g.node(n.inputs[0]).shape;
+  int64_t last = -1;
+  for (int64_t axis : n.attrs.axes) {
+    if (in[static_cast<size_t>(axis)] == 1) continue;
+    if (axis < last) return false;
+    last = axis;
+  }
+  return true;
+}
+
 Lowered lower(const Graph& g, const std::vector<int>& keep, const LowerOptions& options) {
   if (g.outputs().empty()) throw Error("the graph has no outputs: mark results with Graph::output(name, tensor)");
   Lowered out;
@@ -115,7 +130,7 @@ Lowered lower(const Graph& g, const std::vector<int>& keep, const LowerOptions& 
     else if (n.op == Op::Parameter) t.role = Role::Parameter;
     else if (n.op == Op::Constant) t.role = Role::Constant;
     else if (n.op == Op::State) t.role = Role::State;
-    if (n.op == Op::Reshape && live[static_cast<size_t>(id)]) t.alias_of = n.inputs[0];  // a view: same bytes, new shape
+    if (is_view(g, n) && live[static_cast<size_t>(id)]) t.alias_of = n.inputs[0];  // same bytes, new shape
     if (n.op == Op::CacheWrite) t.alias_of = n.inputs[0];  // written in place: the state's own bytes
   }
   std::vector<int> group_of;
@@ -125,7 +140,7 @@ Lowered lower(const Graph& g, const std::vector<int>& keep, const LowerOptions& 
   Emitter e(g, out, options);
   for (int id = 0; id < g.size(); ++id) {
     const Node& n = g.node(id);
-    if (!live[static_cast<size_t>(id)] || op_kind(n.op) == OpKind::Leaf || n.op == Op::Reshape) continue;
+    if (!live[static_cast<size_t>(id)] || op_kind(n.op) == OpKind::Leaf || is_view(g, n)) continue;
     if (numel(n.shape) == 0) continue;  // nothing to compute
     if (!group_of.empty() && group_of[static_cast<size_t>(id)] >= 0) {
       const MatMulGroup& grp = groups[static_cast<size_t>(group_of[static_cast<size_t>(id)])];
