@@ -1,8 +1,11 @@
 #version 450
 // Attention forward, one workgroup per query row: scores for a tile of WG keys (one key per
-// invocation), then an online-softmax update of the row's running max m, sum l and output
-// (invocation t owns output element t; Dv <= 256 = WG). Never stores the score matrix; writes
-// lse = m + log(l) after the output for the backward pass. See kernel_abi.hpp (Attention).
+// invocation, 16-byte loads where D % 4 == 0), then an online-softmax update of the row's
+// running max m, sum l and output. The output's P·V sums are split WG / Dv ways over the tile's
+// keys (invocation t owns element t % Dv of slice t / Dv) and the slices meet at the end of the
+// row, so a decoding step's single row does not walk its keys on 64 invocations alone. Never
+// stores the score matrix; writes lse = m + log(l) after the output for the backward pass. See
+// kernel_abi.hpp (Attention).
 #extension GL_GOOGLE_include_directive : require
 #define MN_WORKGROUP_REDUCE
 #include "common.glsl"
@@ -13,10 +16,12 @@ layout(std430, set = 0, binding = 3) readonly buffer K { uint k[]; };
 layout(std430, set = 0, binding = 4) readonly buffer V { uint v[]; };
 layout(std430, set = 0, binding = 5) readonly buffer Position { uint position_data[]; };
 layout(std430, set = 0, binding = 6) writeonly buffer O { uint o[]; };
+layout(std430, set = 0, binding = 3) readonly buffer K4 { vec4 k4[]; };
 #include "attention_common.glsl"
 
 shared float q_row[256];
 shared float prob[WG];
+shared float slice_sum[WG];
 
 void main() {
   uint t = gl_LocalInvocationID.x;
@@ -24,6 +29,8 @@ void main() {
   uint kv = b * p.hkv + h / (p.hq / p.hkv);
   uint k_base = kv * p.sk * p.d, v_base = kv * p.sk * p.dv;
   const int base = query_base();
+  const uint slices = WG / p.dv, d_out = t % p.dv, slice = t / p.dv;  // dv <= 256 = WG
+  const bool vec_k = p.d % 4u == 0u;
   for (uint i = gl_WorkGroupID.x; i < p.sq; i += gl_NumWorkGroups.x) {
     uint row = bh * p.sq + i;
     for (uint x = t; x < p.d; x += WG) q_row[x] = uintBitsToFloat(q[row * p.d + x]);
@@ -36,7 +43,13 @@ void main() {
       float s = -F_INF;
       if (j < hi) {
         float dot_qk = 0.0f;
-        for (uint x = 0u; x < p.d; ++x) dot_qk += q_row[x] * uintBitsToFloat(k[k_base + j * p.d + x]);
+        if (vec_k) {
+          uint at = (k_base + j * p.d) / 4u;
+          for (uint x = 0u; x < p.d; x += 4u)
+            dot_qk += dot(vec4(q_row[x], q_row[x + 1u], q_row[x + 2u], q_row[x + 3u]), k4[at + x / 4u]);
+        } else {
+          for (uint x = 0u; x < p.d; ++x) dot_qk += q_row[x] * uintBitsToFloat(k[k_base + j * p.d + x]);
+        }
         s = dot_qk * p.scale;
       }
       float m_new = max_nan(m, wg_max(s));  // finite unless a score is NaN: key j0 is visible
@@ -45,17 +58,23 @@ void main() {
       float tile_sum = wg_sum(e);  // its barriers also publish prob[]
       float alpha = exp_diff(m, m_new);  // 0 on the first tile (m = -inf)
       l = l * alpha + tile_sum;
-      if (t < p.dv) {
+      if (slice < slices) {
         float a = acc * alpha;
         uint n = min(WG, hi - j0);
-        for (uint jj = 0u; jj < n; ++jj) a += prob[jj] * uintBitsToFloat(v[v_base + (j0 + jj) * p.dv + t]);
+        for (uint jj = slice; jj < n; jj += slices) a += prob[jj] * uintBitsToFloat(v[v_base + (j0 + jj) * p.dv + d_out]);
         acc = a;
       }
       m = m_new;
       barrier();  // prob[] is rewritten by the next tile
     }
-    if (t < p.dv) o[row * p.dv + t] = floatBitsToUint(hi > lo ? acc / l : 0.0f);
+    slice_sum[t] = acc;
+    barrier();
+    if (t < p.dv) {
+      float total = 0.0f;
+      for (uint sl = 0u; sl < slices; ++sl) total += slice_sum[sl * p.dv + t];
+      o[row * p.dv + t] = floatBitsToUint(hi > lo ? total / l : 0.0f);
+    }
     if (t == 0u) o[p.lse_offset + row] = floatBitsToUint(hi > lo ? m + log_p(l) : -F_INF);
-    barrier();  // q_row is rewritten by the next row
+    barrier();  // q_row and slice_sum are rewritten by the next row
   }
 }
