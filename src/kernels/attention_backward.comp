@@ -20,24 +20,55 @@ layout(std430, set = 0, binding = 6) readonly buffer DO { uint dout[]; };
 layout(std430, set = 0, binding = 7) readonly buffer Delta { uint delta[]; };
 layout(std430, set = 0, binding = 8) readonly buffer Position { uint position_data[]; };
 layout(std430, set = 0, binding = 9) writeonly buffer Grad { uint grad[]; };
+layout(std430, set = 0, binding = 2) readonly buffer Q4 { vec4 q4[]; };
+layout(std430, set = 0, binding = 3) readonly buffer K4 { vec4 k4[]; };
+layout(std430, set = 0, binding = 4) readonly buffer V4 { vec4 v4[]; };
+layout(std430, set = 0, binding = 6) readonly buffer DO4 { vec4 do4[]; };
 #include "attention_common.glsl"
 
 shared float row_a[256];  // d q: q_i; d k / d v: k_j
 shared float row_b[256];  // d q: dO_i; d k / d v: v_j
 shared float w[WG];       // this tile's ds (or p for d v)
+shared float slice_sum[WG];  // the output's partial sums, WG / dim slices of each tile's rows
+
+// The tile loops' sums are split over WG / dim slices (invocation t: element t % dim of slice
+// t / dim) and meet at the end of each gradient row: with head dims of 64, four times the
+// invocations walk the tile. Returns the row's total for invocations t < dim.
+float merge_slices(uint t, uint dim, float acc) {
+  slice_sum[t] = acc;
+  barrier();
+  float total = 0.0f;
+  if (t < dim)
+    for (uint sl = 0u; sl < WG / dim; ++sl) total += slice_sum[sl * dim + t];
+  barrier();
+  return total;
+}
 
 float f(uint word) { return uintBitsToFloat(word); }
 
 // Dot products of query row `qrow` with key row `krow`, one side read from row_a/row_b (the
 // row this workgroup holds): q_fixed when that row is the query's.
+// The varying side is read 16 bytes at a time where the head dim allows.
 float dot_q_k(uint qrow, uint krow, bool q_fixed) {
   float s = 0.0f;
-  for (uint x = 0u; x < p.d; ++x) s += q_fixed ? row_a[x] * f(k[krow * p.d + x]) : f(q[qrow * p.d + x]) * row_a[x];
+  if (p.d % 4u == 0u) {
+    uint at = (q_fixed ? krow : qrow) * p.d / 4u;
+    for (uint x = 0u; x < p.d; x += 4u)
+      s += dot(vec4(row_a[x], row_a[x + 1u], row_a[x + 2u], row_a[x + 3u]), q_fixed ? k4[at + x / 4u] : q4[at + x / 4u]);
+  } else {
+    for (uint x = 0u; x < p.d; ++x) s += q_fixed ? row_a[x] * f(k[krow * p.d + x]) : f(q[qrow * p.d + x]) * row_a[x];
+  }
   return s * p.scale;
 }
 float dot_do_v(uint qrow, uint krow, bool q_fixed) {
   float s = 0.0f;
-  for (uint x = 0u; x < p.dv; ++x) s += q_fixed ? row_b[x] * f(v[krow * p.dv + x]) : f(dout[qrow * p.dv + x]) * row_b[x];
+  if (p.dv % 4u == 0u) {
+    uint at = (q_fixed ? krow : qrow) * p.dv / 4u;
+    for (uint x = 0u; x < p.dv; x += 4u)
+      s += dot(vec4(row_b[x], row_b[x + 1u], row_b[x + 2u], row_b[x + 3u]), q_fixed ? v4[at + x / 4u] : do4[at + x / 4u]);
+  } else {
+    for (uint x = 0u; x < p.dv; ++x) s += q_fixed ? row_b[x] * f(v[krow * p.dv + x]) : f(dout[qrow * p.dv + x]) * row_b[x];
+  }
   return s;
 }
 
@@ -64,13 +95,15 @@ void grad_q(uint t) {
       }
       w[t] = ds;
       barrier();
-      if (t < p.d) {
+      uint slices = WG / p.d, x = t % p.d;
+      if (t / p.d < slices) {
         uint n = min(WG, hi - j0);
-        for (uint jj = 0u; jj < n; ++jj) acc += w[jj] * f(k[(kv * p.sk + j0 + jj) * p.d + t]);
+        for (uint jj = t / p.d; jj < n; jj += slices) acc += w[jj] * f(k[(kv * p.sk + j0 + jj) * p.d + x]);
       }
       barrier();
     }
-    if (t < p.d) grad[row * p.d + t] = floatBitsToUint(acc * p.scale);
+    float total = merge_slices(t, p.d, acc);
+    if (t < p.d) grad[row * p.d + t] = floatBitsToUint(total * p.scale);
   }
 }
 
@@ -100,17 +133,19 @@ void grad_kv(uint t) {
         }
         w[t] = wt;
         barrier();
-        if (t < dim) {
+        uint slices = WG / dim, x = t % dim;
+        if (t / dim < slices) {
           uint n = min(WG, p.sq - i0);
-          for (uint ii = 0u; ii < n; ++ii) {
+          for (uint ii = t / dim; ii < n; ii += slices) {
             uint row = bh * p.sq + i0 + ii;
-            acc += w[ii] * (WHICH == GRAD_V ? f(dout[row * p.dv + t]) : f(q[row * p.d + t]));
+            acc += w[ii] * (WHICH == GRAD_V ? f(dout[row * p.dv + x]) : f(q[row * p.d + x]));
           }
         }
         barrier();
       }
     }
-    if (t < dim) grad[krow * dim + t] = floatBitsToUint(WHICH == GRAD_K ? acc * p.scale : acc);
+    float total = merge_slices(t, dim, acc);
+    if (t < dim) grad[krow * dim + t] = floatBitsToUint(WHICH == GRAD_K ? total * p.scale : total);
   }
 }
 
