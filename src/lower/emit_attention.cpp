@@ -71,18 +71,16 @@ void emit_attention(Emitter& e, int id) {
   const bool coop_shape = g.d == g.dv && g.d % 16 == 0 && g.d <= kCoopAttentionMaxHeadDim;
   const bool split_shape = coop_shape && g.d <= kCoopSplitAttentionMaxHeadDim;
   // Which kernel (docs/performance.md, "Attention"): the tensor-core kernels give a workgroup
-  // 128 query rows; with fewer than kCoopAttentionMinBlocks such blocks most of the GPU idles,
-  // and the forward whose subgroups split the keys (32-row blocks) takes over from 32 query rows;
-  // below that (decoding) one workgroup per row is fastest. Forced (tests), the tensor cores run
-  // wherever the shape allows.
+  // 128 query rows; with fewer than kCoopAttentionMinBlocks such blocks most of the GPU idles and
+  // one workgroup per row is faster (SmolLM2 at 128 tokens: 25 µs against 33 for the key-split
+  // kernel and 61 for 128-row blocks, on an H100). Forced, the tensor cores run wherever the
+  // shape allows; "split" picks the key-split forward (kept for its own tests and measurements).
   enum class Pick { Rows, Blocks, Split } pick = Pick::Rows;
   const bool enough_blocks = (g.sq + 127) / 128 * g.batch * g.hq >= kCoopAttentionMinBlocks;
   if (tiers.coop_attention && coop_shape) {
     if (tiers.attention_kernel == "blocks") pick = Pick::Blocks;
     else if (tiers.attention_kernel == "split") pick = split_shape || backward ? Pick::Split : Pick::Rows;
-    else if (enough_blocks) pick = Pick::Blocks;
-    else if (split_shape && g.sq >= 32) pick = Pick::Split;
-    else if (tiers.force_coop_attention) pick = Pick::Blocks;
+    else if (enough_blocks || tiers.force_coop_attention) pick = Pick::Blocks;
     // The backward has one tensor-core form, for enough blocks or when forced.
     if (backward && pick == Pick::Split) pick = tiers.force_coop_attention ? Pick::Blocks : Pick::Rows;
   }
