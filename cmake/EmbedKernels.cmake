@@ -46,13 +46,12 @@ foreach(_comp IN LISTS _mn_kernel_comps)
   _mn_kernel(${_name} ${_comp})
 endforeach()
 
-# Tensor-core matmuls: one body, compiled per extension, staging type and tile. The NV variants
+# Tensor-core matmuls: one body, compiled per extension and staging type. The NV variants
 # always build (Debian 12's glslang knows GL_NV_cooperative_matrix); a KHR variant builds where
 # this glslang compiles it (GL_KHR_cooperative_matrix arrived in glslang 13, bf16 later still),
 # and the library knows which through MEGANEURA_KERNEL_<NAME>.
 set(_mn_coop ${_mn_kernel_dir}/matmul_coop.glsl)
 _mn_kernel(matmul_coop_nv ${_mn_coop})
-_mn_kernel(matmul_coop_nv_large ${_mn_coop} TILE_L)
 _mn_kernel(attention_coop_nv ${_mn_kernel_dir}/attention_coop.glsl)
 _mn_kernel(attention_coop_backward_nv ${_mn_kernel_dir}/attention_coop_backward.glsl)
 _mn_kernel(attention_coop_split_nv ${_mn_kernel_dir}/attention_coop_split.glsl)
@@ -68,7 +67,6 @@ foreach(_variant "khr;COOP_KHR" "khr_bf16;COOP_KHR;STAGE_BF16")
     RESULT_VARIABLE _status OUTPUT_QUIET ERROR_QUIET)
   if(_status EQUAL 0)
     _mn_kernel(matmul_coop_${_suffix} ${_mn_coop} ${_variant})
-    _mn_kernel(matmul_coop_${_suffix}_large ${_mn_coop} ${_variant} TILE_L)
     string(TOUPPER "${_suffix}" _upper)
     list(APPEND MEGANEURA_KERNEL_DEFINITIONS MEGANEURA_KERNEL_MATMUL_COOP_${_upper})
     message(STATUS "meganeura: tensor-core matmul variant ${_suffix} built")

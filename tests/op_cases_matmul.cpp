@@ -1,5 +1,5 @@
 // Forward cases for matmul: M, N, K around tile edges (1, 63, 65, 130), broadcast batch dims,
-// transposed operands, shapes that pick split-K and the large tile; linear (matmul with a bias, activation and residual epilogue).
+// transposed operands, shapes that pick split-K and many tiles; linear (matmul with a bias, activation and residual epilogue).
 #include "op_case.hpp"
 
 namespace mntest {
@@ -35,8 +35,8 @@ std::vector<OpCase> matmul_cases() {
       mm("aligned_m65_k64_n132", {2, 65, 64}, {64, 132}),
       // Few output tiles and a long K: split-K on its own (lower/matmul_tiers.cpp).
       mm("m5_k2100_n70_split_k", {5, 2100}, {2100, 70}),
-      // Enough 128x128 tiles for the large tensor-core tile.
-      mm("batch26_m129_k33_n513_large_tile", {26, 129, 33}, {33, 513}),
+      // Many tiles over a broadcast batch (a row tile past a multiple of 128).
+      mm("batch26_m129_k33_n513_many_tiles", {26, 129, 33}, {33, 513}),
       {Op::MatMul, "chained_with_bias", [](CaseBuilder& c) {
          Tensor h = matmul(c.input("x", {4, 33}), c.param("w1", {33, 65}, -0.3, 0.3)) + c.param("b1", {65});
          c.output("y", matmul(relu(h), c.param("w2", {63, 65}, -0.3, 0.3), {.transpose_b = true}));

@@ -19,11 +19,11 @@ enum class Kernel : uint8_t {
   MatMul,             // batched C = A·B, strided A and B (transposes are strides); f32 register tiles
   MatMulGemv,         // the same contract for a few rows (decode), exact f32
   MatMulSplitSum,     // split-K's second pass: adds the partial sums, applies the epilogue
-  // The same contract on tensor cores (matmul_coop.glsl), 64x64 and 128x128 tiles. The KHR
-  // variants exist where the build's glslang compiled them (kernel_built).
-  MatMulCoopNV, MatMulCoopNVLarge,
-  MatMulCoopKHR, MatMulCoopKHRLarge,          // f16 staging
-  MatMulCoopKHRBf16, MatMulCoopKHRBf16Large,  // bf16 staging
+  // The same contract on tensor cores (matmul_coop.glsl), 64x64 tiles. The KHR variants exist
+  // where the build's glslang compiled them (kernel_built).
+  MatMulCoopNV,
+  MatMulCoopKHR,      // f16 staging
+  MatMulCoopKHRBf16,  // bf16 staging
   Reduce,             // sum/max/argmax over a set of axes, optional map of one or two inputs
   Softmax,            // softmax or log-softmax along one axis
   Norm,               // rms_norm / layer_norm over the last axis
@@ -127,7 +127,7 @@ struct Cast16Params { uint32_t n; };
 // Column tiles are numbered across groups: group g owns tiles tile0[g] .. tile0[g+1]-1.
 // Dispatch: x = tile0[groups], y = ceil(M/TILE_M) * splits, z = min(batch, 65535) (loops over
 // the rest). The tile depends on the kernel (lower/matmul_tiers.cpp): 64x64 for MatMul and the
-// small tensor-core tile, 128x128 for the large one, 4 rows x 8 or 64 columns for MatMulGemv.
+// tensor-core kernels, 4 rows x 8 or 64 columns for MatMulGemv.
 // Split-K (splits > 1, one group): row job y covers K range y % splits of k_chunk elements and
 // spec 4 SPLIT_PARTIAL writes raw sums to binding 4 (scratch) at split * split_stride; then
 // MatMulSplitSum (binding 2: that scratch) adds them and applies the epilogue. Spec 5 of

@@ -1,14 +1,13 @@
 #version 450
 // MatMul on tensor cores (cooperative matrices), the contract of matmul_common.glsl. Built once
 // per variant by cmake/EmbedKernels.cmake: COOP_KHR selects GL_KHR_cooperative_matrix (else
-// GL_NV_cooperative_matrix), STAGE_BF16 stages bf16 (KHR only; else f16), TILE_L the 128x128
-// tile (else 64x64).
+// GL_NV_cooperative_matrix), STAGE_BF16 stages bf16 (KHR only; else f16). Tiles are 64x64.
 //
 // f32 operands are rounded to f16/bf16 on their way into shared memory; products accumulate in
 // f32. Shared memory keeps each operand's contiguous axis (B_KCONTIG: a [N, K] weight is stored
 // [n][k] and read as column-major fragments), and VEC4_A/VEC4_B load 16-byte vectors where the
-// host found the operand's rows aligned (spec constants 6-8). A workgroup is 8 subgroups of 32 (the host checks the subgroup size), laid out
-// WARPS_M x WARPS_N, each owning FRAG_M x FRAG_N 16x16 accumulators. K steps by 32; the next
+// host found the operand's rows aligned (spec constants 6-8). A workgroup is 8 subgroups of 32
+// (the host checks the subgroup size), laid out WARPS_M x WARPS_N, each owning FRAG_M x FRAG_N 16x16 accumulators. K steps by 32; the next
 // step's global loads are issued before this step's multiplies, so they overlap. The epilogue
 // goes through a 16x16 f32 staging fragment per subgroup and store_c (bounds, bias, activation,
 // residual, split-K partials), so any M, N, K and strides work.
@@ -46,11 +45,8 @@
 
 #include "matmul_common.glsl"
 
-#if defined(TILE_L)
-const uint WARPS_M = 2u, WARPS_N = 4u, FRAG_M = 4u, FRAG_N = 2u;  // 128 x 128
-#else
-const uint WARPS_M = 4u, WARPS_N = 2u, FRAG_M = 1u, FRAG_N = 2u;  // 64 x 64
-#endif
+// 64 x 64 (a 128 x 128 tile with 4 x 2 fragments per subgroup ran 2.3x slower on an H100).
+const uint WARPS_M = 4u, WARPS_N = 2u, FRAG_M = 1u, FRAG_N = 2u;
 layout(constant_id = 6) const uint VEC4_A = 0u;     // A k-contiguous, rows 16-byte aligned, K % 4 == 0
 layout(constant_id = 7) const uint B_KCONTIG = 0u;  // B(k, n) contiguous along k (transpose_b)
 layout(constant_id = 8) const uint VEC4_B = 0u;     // B's contiguous axis in aligned 16-byte vectors

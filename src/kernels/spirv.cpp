@@ -18,7 +18,6 @@
 #include "gather.spv.h"
 #include "matmul.spv.h"
 #include "matmul_coop_nv.spv.h"
-#include "matmul_coop_nv_large.spv.h"
 #include "attention_coop_backward_nv.spv.h"
 #include "attention_coop_nv.spv.h"
 #include "attention_coop_split_nv.spv.h"
@@ -26,14 +25,12 @@
 #include "matmul_split_sum.spv.h"
 #if defined(MEGANEURA_KERNEL_MATMUL_COOP_KHR)
 #include "matmul_coop_khr.spv.h"
-#include "matmul_coop_khr_large.spv.h"
 #define MN_KHR(name) name
 #else
 #define MN_KHR(name) std::span<const uint32_t>{}
 #endif
 #if defined(MEGANEURA_KERNEL_MATMUL_COOP_KHR_BF16)
 #include "matmul_coop_khr_bf16.spv.h"
-#include "matmul_coop_khr_bf16_large.spv.h"
 #define MN_KHR_BF16(name) name
 #else
 #define MN_KHR_BF16(name) std::span<const uint32_t>{}
@@ -69,12 +66,8 @@ constexpr Entry entry(Kernel k) {
     case Kernel::MatMulGemv: return {"matmul_gemv", mn_spv_matmul_gemv};
     case Kernel::MatMulSplitSum: return {"matmul_split_sum", mn_spv_matmul_split_sum};
     case Kernel::MatMulCoopNV: return {"matmul_coop_nv", mn_spv_matmul_coop_nv};
-    case Kernel::MatMulCoopNVLarge: return {"matmul_coop_nv_large", mn_spv_matmul_coop_nv_large};
     case Kernel::MatMulCoopKHR: return {"matmul_coop_khr", MN_KHR(mn_spv_matmul_coop_khr)};
-    case Kernel::MatMulCoopKHRLarge: return {"matmul_coop_khr_large", MN_KHR(mn_spv_matmul_coop_khr_large)};
     case Kernel::MatMulCoopKHRBf16: return {"matmul_coop_khr_bf16", MN_KHR_BF16(mn_spv_matmul_coop_khr_bf16)};
-    case Kernel::MatMulCoopKHRBf16Large:
-      return {"matmul_coop_khr_bf16_large", MN_KHR_BF16(mn_spv_matmul_coop_khr_bf16_large)};
     case Kernel::Reduce: return {"reduce", mn_spv_reduce};
     case Kernel::Softmax: return {"softmax", mn_spv_softmax};
     case Kernel::Norm: return {"norm", mn_spv_norm};
@@ -104,8 +97,7 @@ constexpr Entry entry(Kernel k) {
 #pragma GCC diagnostic pop
 
 constexpr bool optional_kernel(Kernel k) {
-  return k == Kernel::MatMulCoopKHR || k == Kernel::MatMulCoopKHRLarge || k == Kernel::MatMulCoopKHRBf16 ||
-         k == Kernel::MatMulCoopKHRBf16Large;
+  return k == Kernel::MatMulCoopKHR || k == Kernel::MatMulCoopKHRBf16;
 }
 
 constexpr bool every_kernel_embedded() {

@@ -12,8 +12,7 @@ using namespace kernels;
 // reads B at element b_offsets[g] of tensor `weights` and writes C at c_offsets[g] of `outputs`
 // (a single product: its own B and output, offsets 0).
 static bool is_coop(Kernel k) {
-  return k == Kernel::MatMulCoopNV || k == Kernel::MatMulCoopNVLarge || k == Kernel::MatMulCoopKHR ||
-         k == Kernel::MatMulCoopKHRLarge || k == Kernel::MatMulCoopKHRBf16 || k == Kernel::MatMulCoopKHRBf16Large;
+  return k == Kernel::MatMulCoopNV || k == Kernel::MatMulCoopKHR || k == Kernel::MatMulCoopKHRBf16;
 }
 
 void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weights, int outputs,
