@@ -12,24 +12,10 @@
 // Each row's scores pass through a per-subgroup scratch where two invocations own a row (16
 // columns each) and meet by a subgroup shuffle. Writes the output and lse = m + log(l).
 #extension GL_GOOGLE_include_directive : require
-#extension GL_KHR_memory_scope_semantics : require
-#extension GL_KHR_shader_subgroup_basic : require
-#extension GL_KHR_shader_subgroup_shuffle : require
-#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
-#extension GL_NV_cooperative_matrix : require
+#include "coop_fragments.glsl"
 #include "common.glsl"
 
-layout(constant_id = 1) const uint HAS_POSITION = 0u;
-layout(constant_id = 2) const uint HEAD_DIM = 64u;  // D (= Dv): fixed, so the fragment loops unroll
-layout(std430, set = 0, binding = 2) readonly buffer Q { uint q[]; };
-layout(std430, set = 0, binding = 3) readonly buffer K { uint k[]; };
-layout(std430, set = 0, binding = 4) readonly buffer V { uint v[]; };
-layout(std430, set = 0, binding = 5) readonly buffer Position { uint position_data[]; };
-layout(std430, set = 0, binding = 6) writeonly buffer O { uint o[]; };
-#include "attention_common.glsl"
-
-#define FRAG16 fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
-#define FRAG32 fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
+#include "attention_coop_forward.glsl"
 
 const uint D_MAX = 128u, FRAGS_MAX = D_MAX / 16u;  // head dims up to 128: 8 fragments
 const uint FRAGS = HEAD_DIM / 16u;
@@ -40,16 +26,6 @@ shared float16_t k_tile[KT * KV_STRIDE];             // k_tile[key][d]
 shared float16_t v_tile[KT * KV_STRIDE];             // v_tile[key][d]
 shared float s_tile[8u * 16u * S_STRIDE];            // per subgroup: 16 rows x 32 scores
 shared float16_t p_tile[8u * 16u * P_STRIDE];        // per subgroup: 16 rows x 32 (also Q staging)
-
-// Stages keys [j0, j0 + KT) of k (and of v when with_v) as f16, zero past sk.
-void stage_tile(uint kv_base, uint j0, bool with_v) {
-  for (uint e = gl_LocalInvocationID.x; e < KT * HEAD_DIM; e += WG) {
-    uint j = e / HEAD_DIM, x = e % HEAD_DIM;
-    bool in_range = j0 + j < p.sk;
-    k_tile[j * KV_STRIDE + x] = float16_t(in_range ? uintBitsToFloat(k[kv_base + (j0 + j) * HEAD_DIM + x]) : 0.0f);
-    if (with_v) v_tile[j * KV_STRIDE + x] = float16_t(in_range ? uintBitsToFloat(v[kv_base + (j0 + j) * HEAD_DIM + x]) : 0.0f);
-  }
-}
 
 void main() {
   uint warp = gl_SubgroupID, lane = gl_SubgroupInvocationID;
@@ -90,7 +66,7 @@ void main() {
       for (uint f = 0u; f < FRAGS_MAX; ++f) acc[f] = FRAG32(0.0f);
       for (uint j0 = block_lo - block_lo % KT; j0 < block_hi; j0 += KT) {
         barrier();  // the previous tile is consumed
-        stage_tile(kv_base, j0, pass == 1u);
+        STAGE_KV(k_tile, v_tile, KT, KV_STRIDE, kv_base, j0, pass == 1u)
         barrier();
         // S = Q·Kᵀ for 16 rows x 32 keys: Kᵀ(d, key) is k_tile read column-major.
         for (uint half_ = 0u; half_ < 2u; ++half_) {

@@ -9,10 +9,7 @@
 //   WHICH = d v: rows are keys;    per query tile Sᵀ = K·Qᵀ, dV += Pᵀ·dO;
 // the key-side gradients sum over every query head of the k/v head's group.
 #extension GL_GOOGLE_include_directive : require
-#extension GL_KHR_memory_scope_semantics : require
-#extension GL_KHR_shader_subgroup_basic : require
-#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
-#extension GL_NV_cooperative_matrix : require
+#include "coop_fragments.glsl"
 #include "common.glsl"
 
 layout(constant_id = 1) const uint WHICH = 0u;
@@ -29,9 +26,6 @@ layout(std430, set = 0, binding = 7) readonly buffer Delta { uint delta[]; };
 layout(std430, set = 0, binding = 8) readonly buffer Position { uint position_data[]; };
 layout(std430, set = 0, binding = 9) writeonly buffer Grad { uint grad[]; };
 #include "attention_common.glsl"
-
-#define FRAG16 fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
-#define FRAG32 fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
 
 const uint D_MAX = 128u, FRAGS_MAX = D_MAX / 16u, FRAGS = HEAD_DIM / 16u;
 const uint T = 32u;                                  // rows of the other side per tile

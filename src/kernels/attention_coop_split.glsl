@@ -8,24 +8,10 @@
 // four subgroups of a row group merge their statistics after pass 1 and their outputs at the end
 // through shared memory. f16 operands, f32 accumulation and softmax.
 #extension GL_GOOGLE_include_directive : require
-#extension GL_KHR_memory_scope_semantics : require
-#extension GL_KHR_shader_subgroup_basic : require
-#extension GL_KHR_shader_subgroup_shuffle : require
-#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
-#extension GL_NV_cooperative_matrix : require
+#include "coop_fragments.glsl"
 #include "common.glsl"
 
-layout(constant_id = 1) const uint HAS_POSITION = 0u;
-layout(constant_id = 2) const uint HEAD_DIM = 64u;
-layout(std430, set = 0, binding = 2) readonly buffer Q { uint q[]; };
-layout(std430, set = 0, binding = 3) readonly buffer K { uint k[]; };
-layout(std430, set = 0, binding = 4) readonly buffer V { uint v[]; };
-layout(std430, set = 0, binding = 5) readonly buffer Position { uint position_data[]; };
-layout(std430, set = 0, binding = 6) writeonly buffer O { uint o[]; };
-#include "attention_common.glsl"
-
-#define FRAG16 fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
-#define FRAG32 fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
+#include "attention_coop_forward.glsl"
 
 const uint D_MAX = 64u, FRAGS_MAX = D_MAX / 16u, FRAGS = HEAD_DIM / 16u;
 const uint ROWS = 32u, CHUNK = 64u;         // query rows per workgroup, keys per staged chunk
@@ -37,15 +23,6 @@ shared float16_t v_chunk[CHUNK * STRIDE];
 shared float s_tile[8u * 16u * S_STRIDE];
 shared float16_t p_tile[8u * 16u * P_STRIDE];
 shared float part_m[8u * 16u], part_l[8u * 16u];  // pass 1's statistics per subgroup and row
-
-void stage_chunk(uint kv_base, uint j0, bool with_v) {
-  for (uint e = gl_LocalInvocationID.x; e < CHUNK * HEAD_DIM; e += WG) {
-    uint j = e / HEAD_DIM, x = e % HEAD_DIM;
-    bool in_range = j0 + j < p.sk;
-    k_chunk[j * STRIDE + x] = float16_t(in_range ? uintBitsToFloat(k[kv_base + (j0 + j) * HEAD_DIM + x]) : 0.0f);
-    if (with_v) v_chunk[j * STRIDE + x] = float16_t(in_range ? uintBitsToFloat(v[kv_base + (j0 + j) * HEAD_DIM + x]) : 0.0f);
-  }
-}
 
 void main() {
   uint warp = gl_SubgroupID, lane = gl_SubgroupInvocationID;
@@ -79,7 +56,7 @@ void main() {
     for (uint pass = 0u; pass < 2u; ++pass) {
       for (uint j0 = block_lo - block_lo % CHUNK; j0 < block_hi; j0 += CHUNK) {
         barrier();
-        stage_chunk(kv_base, j0, pass == 1u);
+        STAGE_KV(k_chunk, v_chunk, CHUNK, STRIDE, kv_base, j0, pass == 1u)
         barrier();
         // S = Q·Kᵀ for this subgroup's 16 rows and 16 keys (Kᵀ: k_chunk read column-major).
         FRAG32 s = FRAG32(0.0f);

@@ -84,19 +84,12 @@ void emit_attention(Emitter& e, int id) {
     // The backward has one tensor-core form, for enough blocks or when forced.
     if (backward && pick == Pick::Split) pick = tiers.force_coop_attention ? Pick::Blocks : Pick::Rows;
   }
-  if (!backward && pick == Pick::Split) {
-    KernelCall& c = e.call(Kernel::AttentionCoopSplitNV, id, what);
+  if (!backward && pick != Pick::Rows) {  // a tensor-core forward: blocks of 32 or 128 query rows
+    const bool split = pick == Pick::Split;
+    KernelCall& c = e.call(split ? Kernel::AttentionCoopSplitNV : Kernel::AttentionCoopNV, id, what);
     c.spec = {has_position ? 1u : 0u, static_cast<uint32_t>(g.d)};
     c.tensors = {{q, false}, {k, false}, {v, false}, {position, false}, {id, true}};
-    c.groups = {groups_for(g.sq, 32), head_groups(g.batch * g.hq, id), 1};
-    Emitter::set_params(c, p);
-    return;
-  }
-  if (!backward && pick == Pick::Blocks) {
-    KernelCall& c = e.call(Kernel::AttentionCoopNV, id, what);
-    c.spec = {has_position ? 1u : 0u, static_cast<uint32_t>(g.d)};
-    c.tensors = {{q, false}, {k, false}, {v, false}, {position, false}, {id, true}};
-    c.groups = {groups_for(g.sq, 128), head_groups(g.batch * g.hq, id), 1};
+    c.groups = {groups_for(g.sq, split ? 32 : 128), head_groups(g.batch * g.hq, id), 1};
     Emitter::set_params(c, p);
     return;
   }
