@@ -83,6 +83,18 @@ TEST_P(RuleTest, RewritesAndKeepsValues) {
 const RuleCase kWritten[] = {
     {"silu", [](Graph& g) { auto x = g.input("x", {7, 33}); g.output("y", x * sigmoid(x)); }, Op::Silu, Op::Sigmoid},
     {"silu_swapped", [](Graph& g) { auto x = g.input("x", {2, 3, 5, 7}); g.output("y", sigmoid(x) * x); }, Op::Silu, Op::Sigmoid},
+    {"rotary",  // Hugging Face's rotate_half: x*cos + cat(-x2, x1)*sin, rank 4 against [seq, dim] tables
+     [](Graph& g) {
+       auto x = g.input("x", {2, 3, 5, 8}), cs = g.input("cos", {5, 8}), sn = g.input("sin", {5, 8});
+       g.output("y", x * cs + concat({-slice(x, -1, 4, 8), slice(x, 3, 0, 4)}, 3) * sn);
+     },
+     Op::Rotary, Op::Concat},
+    {"rotary_swapped",  // the rotated term first
+     [](Graph& g) {
+       auto x = g.input("x", {7, 6}), cs = g.input("cos", {7, 6}), sn = g.input("sin", {6});
+       g.output("y", concat({-slice(x, -1, 3, 6), slice(x, -1, 0, 3)}, -1) * sn + x * cs);
+     },
+     Op::Rotary, Op::Concat},
     {"swiglu",  // (g*sigmoid(g))*u: silu first, then swiglu
      [](Graph& g) {
        auto gate = g.input("g", {5, 67}), up = g.input("u", {5, 67});
@@ -397,6 +409,23 @@ TEST(Optimize, EveryRuleHasACase) {
       if (unions > 0) fired.insert(rule);
   }
   for (const optimize::Rewrite& r : optimize::rules()) EXPECT_TRUE(fired.count(r.name)) << "no test fires rule " << r.name;
+}
+
+// Halves swapped the other way (cat(x2, -x1): the transpose), a split off the middle, or a
+// rotation along another axis are not the rotary embedding and stay as written.
+TEST(Optimize, RotaryGuards) {
+  const std::pair<const char*, std::function<Tensor(Tensor)>> cases[] = {
+      {"negated_lower_half", [](Tensor x) { return concat({slice(x, -1, 4, 8), -slice(x, -1, 0, 4)}, -1); }},
+      {"off_center_split", [](Tensor x) { return concat({-slice(x, -1, 3, 8), slice(x, -1, 0, 3)}, -1); }},
+      {"other_axis", [](Tensor x) { return concat({-slice(x, 0, 3, 6), slice(x, 0, 0, 3)}, 0); }},
+  };
+  for (const auto& [name, rotate] : cases) {
+    Graph g;
+    auto x = g.input("x", {6, 8}), cs = g.input("cos", {6, 8}), sn = g.input("sin", {6, 8});
+    g.output("y", x * cs + rotate(x) * sn);
+    auto opt = optimize::optimize(g);
+    EXPECT_EQ(count(*opt, Op::Rotary), 0) << name << "\n" << opt->to_string();
+  }
 }
 
 // Masks that are not causal, rows that would see no key, a softmax over another axis and a

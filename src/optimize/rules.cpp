@@ -14,6 +14,21 @@ namespace meganeura::optimize {
 namespace {
 
 Pattern x() { return var("x"); }
+
+// The matched nodes in pre-order from the rotated product's concat: concat, neg, slice (upper
+// half), slice (lower half); `at` is the concat's index.
+bool rotary_guard_at(const EGraph& g, const Match& m, size_t at) {
+  const ClassData& xd = d(g, m, "x");
+  if (xd.dtype != f32 || xd.shape.empty() || g.data(m.root).shape != xd.shape) return false;
+  if (d(g, m, "cos").dtype != f32 || d(g, m, "sin").dtype != f32) return false;
+  const int64_t rank = static_cast<int64_t>(xd.shape.size()), dim = xd.shape.back(), half = dim / 2;
+  auto last = [&](int64_t axis) { return axis == rank - 1 || axis == -1; };
+  const Attrs &cat = g.attrs(m.nodes[at]->attrs), &hi = g.attrs(m.nodes[at + 2]->attrs),
+              &lo = g.attrs(m.nodes[at + 3]->attrs);
+  return dim % 2 == 0 && last(cat.axis) && last(hi.axis) && last(lo.axis) && hi.start == half && hi.end == dim &&
+         hi.step == 1 && lo.start == 0 && lo.end == half && lo.step == 1;
+}
+
 Pattern c() { return var("c"); }
 
 // act(linear(a, b, bias)) -> linear(a, b, bias) with the activation in its epilogue
@@ -89,6 +104,20 @@ std::vector<Rewrite> make_rules() {
   };
   r.push_back({"swiglu", node(Op::Mul, {node(Op::Silu, {var("g")}), var("u")}), swiglu_guard, swiglu});
   r.push_back({"swiglu-swapped", node(Op::Mul, {var("u"), node(Op::Silu, {var("g")})}), swiglu_guard, swiglu});
+
+  // x*cos + cat(-x[..., D/2:], x[..., :D/2])*sin  ->  rotary(x, cos, sin): Hugging Face's
+  // rotate_half spelling of the rotary embedding, as ONNX exports and models from primitives write it.
+  auto rotated = [] {
+    return node(Op::Mul, {node(Op::Concat, {node(Op::Neg, {node(Op::Slice, {x()})}), node(Op::Slice, {x()})}), var("sin")});
+  };
+  auto rotary = [](EGraph& g, const Match& m) -> std::optional<ClassId> {
+    return make(g, Op::Rotary, {v(m, "x"), v(m, "cos"), v(m, "sin")});
+  };
+  // Pre-order: add, mul(x, cos), mul(rotated), concat, ... (and swapped: add, mul(rotated), concat, ...).
+  r.push_back({"rotary", node(Op::Add, {node(Op::Mul, {x(), var("cos")}), rotated()}),
+               [](const EGraph& g, const Match& m) { return rotary_guard_at(g, m, 3); }, rotary});
+  r.push_back({"rotary-swapped", node(Op::Add, {rotated(), node(Op::Mul, {x(), var("cos")})}),
+               [](const EGraph& g, const Match& m) { return rotary_guard_at(g, m, 2); }, rotary});
 
   // x * rsqrt(mean(x*x, last axis, keepdim) + eps)  ->  rms_norm(x, eps)
   auto rms = [](EGraph& g, const Match& m) -> std::optional<ClassId> {
