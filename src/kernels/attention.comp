@@ -21,7 +21,7 @@ layout(std430, set = 0, binding = 3) readonly buffer K4 { vec4 k4[]; };
 
 shared float q_row[256];
 shared float prob[WG];
-shared float slice_sum[WG];
+#include "attention_slices.glsl"
 
 void main() {
   uint t = gl_LocalInvocationID.x;
@@ -67,14 +67,9 @@ void main() {
       m = m_new;
       barrier();  // prob[] is rewritten by the next tile
     }
-    slice_sum[t] = acc;
-    barrier();
-    if (t < p.dv) {
-      float total = 0.0f;
-      for (uint sl = 0u; sl < slices; ++sl) total += slice_sum[sl * p.dv + t];
-      o[row * p.dv + t] = floatBitsToUint(hi > lo ? total / l : 0.0f);
-    }
+    float total = merge_slices(t, p.dv, acc);
+    if (t < p.dv) o[row * p.dv + t] = floatBitsToUint(hi > lo ? total / l : 0.0f);
     if (t == 0u) o[p.lse_offset + row] = floatBitsToUint(hi > lo ? m + log_p(l) : -F_INF);
-    barrier();  // q_row and slice_sum are rewritten by the next row
+    barrier();  // q_row is rewritten by the next row
   }
 }

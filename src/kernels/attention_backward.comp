@@ -29,20 +29,7 @@ layout(std430, set = 0, binding = 6) readonly buffer DO4 { vec4 do4[]; };
 shared float row_a[256];  // d q: q_i; d k / d v: k_j
 shared float row_b[256];  // d q: dO_i; d k / d v: v_j
 shared float w[WG];       // this tile's ds (or p for d v)
-shared float slice_sum[WG];  // the output's partial sums, WG / dim slices of each tile's rows
-
-// The tile loops' sums are split over WG / dim slices (invocation t: element t % dim of slice
-// t / dim) and meet at the end of each gradient row: with head dims of 64, four times the
-// invocations walk the tile. Returns the row's total for invocations t < dim.
-float merge_slices(uint t, uint dim, float acc) {
-  slice_sum[t] = acc;
-  barrier();
-  float total = 0.0f;
-  if (t < dim)
-    for (uint sl = 0u; sl < WG / dim; ++sl) total += slice_sum[sl * dim + t];
-  barrier();
-  return total;
-}
+#include "attention_slices.glsl"
 
 float f(uint word) { return uintBitsToFloat(word); }
 

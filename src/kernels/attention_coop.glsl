@@ -116,17 +116,8 @@ void main() {
         }
         subgroupBarrier();  // s_tile and p_tile are rewritten by the next tile
       }
-      if (pass == 1u) {  // the output, through the score scratch, 16 columns at a time
-        for (uint f = 0u; f < FRAGS; ++f) {
-          coopMatStoreNV(acc[f], s_tile, s_at, S_STRIDE, false);
-          subgroupMemoryBarrierShared();
-          subgroupBarrier();
-          for (uint e = lane; e < 256u; e += gl_SubgroupSize) {
-            uint r = e / 16u, x = f * 16u + e % 16u;
-            if (row0 + r < p.sq) o[((bh * p.sq) + row0 + r) * HEAD_DIM + x] = floatBitsToUint(s_tile[s_at + r * S_STRIDE + e % 16u]);
-          }
-          subgroupBarrier();
-        }
+      if (pass == 1u) {  // the output, through the score scratch
+        STORE_ACCUMULATOR_ROWS(acc, FRAGS, o, bh * p.sq * HEAD_DIM, row0, p.sq, HEAD_DIM, 1.0f, s_tile, s_at, S_STRIDE)
         if (lane % 2u == 0u && qi < p.sq) o[p.lse_offset + bh * p.sq + qi] = floatBitsToUint(hi > lo ? m + log_p(l) : -F_INF);
       }
     }

@@ -178,18 +178,8 @@ void main() {
       }
     }
 
-    // The gradient rows, through the score scratch, 16 columns at a time.
+    // The gradient rows, through the score scratch.
     float scale = WHICH == GRAD_V ? 1.0f : p.scale;
-    uint out_base = heads_y * rows * HEAD_DIM;
-    for (uint f_ = 0u; f_ < FRAGS; ++f_) {
-      coopMatStoreNV(acc[f_], s_tile, s_at, S_STRIDE, false);
-      subgroupMemoryBarrierShared();
-      subgroupBarrier();
-      for (uint e = lane; e < 256u; e += gl_SubgroupSize) {
-        uint r = e / 16u, x = f_ * 16u + e % 16u;
-        if (row0 + r < rows) grad[out_base + (row0 + r) * HEAD_DIM + x] = floatBitsToUint(s_tile[s_at + r * S_STRIDE + e % 16u] * scale);
-      }
-      subgroupBarrier();
-    }
+    STORE_ACCUMULATOR_ROWS(acc, FRAGS, grad, heads_y * rows * HEAD_DIM, row0, rows, HEAD_DIM, scale, s_tile, s_at, S_STRIDE)
   }
 }
