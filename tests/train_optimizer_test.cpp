@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <numbers>
 
 #include "file_fixtures.hpp"
@@ -317,6 +318,60 @@ TEST(TrainParams, UnknownNamesThrowNameError) {
     ADD_FAILURE() << "lr_multipliers {\"w\"} must throw";
   } catch (const NameError& e) {
     EXPECT_THAT(e.what(), HasSubstr("\"w\""));
+  }
+}
+
+// Two products of one input share a packed weight tensor (horizontal fusion), and the update
+// runs once per pack of parameters (train/update_packs.hpp): a pack holding a frozen parameter
+// must not be updated as a whole, and packed parameters must step exactly as alone.
+TEST(TrainParams, PackedUpdatesStepEveryParameterAndSpareFrozenOnes) {
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  constexpr int64_t N = 4, I = 6, O1 = 3, O2 = 5;
+  for (const bool freeze_w1 : {false, true}) {
+    SCOPED_TRACE(freeze_w1 ? "w1 frozen" : "all trained");
+    Graph g;
+    Tensor x = g.input("x", {N, I});
+    Tensor w1 = g.parameter("w1", {I, O1}), w2 = g.parameter("w2", {I, O2}), c = g.parameter("c", {O2});
+    Tensor y1 = matmul(x, w1), y2 = matmul(x, w2);  // plain products of one input: grouped
+    Tensor loss = mean(y1 * y1) + mean(y2 * y2) + mean(c * c);
+    TrainConfig cfg{.optimizer = SGD{.lr = 0.1f}};
+    if (freeze_w1) cfg.frozen = {"w1"};
+    Session s = build_session(g, loss, cfg);
+    std::map<std::string, std::vector<float>> p{{"w1", rng.floats(I * O1, -1, 1)}, {"w2", rng.floats(I * O2, -1, 1)},
+                                                {"c", rng.floats(O2, -1, 1)}};
+    const std::vector<float> xs = rng.floats(N * I, -1, 1);
+    s.set_parameter("w1", host_f32({I, O1}, p["w1"]));
+    s.set_parameter("w2", host_f32({I, O2}, p["w2"]));
+    s.set_parameter("c", host_f32({O2}, p["c"]));
+    s.set_input("x", host_f32({N, I}, xs));
+    s.step();
+    // SGD on the host: d mean(y²)/d w = 2/numel(y) xᵀ y, d mean(c²)/d c = 2/numel(c) c.
+    auto expect = [&](const std::string& name) {
+      std::vector<double> want(p[name].begin(), p[name].end());
+      if (name == "c")
+        for (double& v : want) v -= 0.1 * 2.0 / O2 * v;
+      const int64_t o = name == "w1" ? O1 : O2;
+      for (int64_t n = 0; n < N && name != "c"; ++n)
+        for (int64_t j = 0; j < o; ++j) {
+          double y = 0.0;
+          for (int64_t i = 0; i < I; ++i) y += xs[static_cast<size_t>(n * I + i)] * p[name][static_cast<size_t>(i * o + j)];
+          const double step = 0.1 * 2.0 / static_cast<double>(N * o) * y;
+          for (int64_t i = 0; i < I; ++i) want[static_cast<size_t>(i * o + j)] -= xs[static_cast<size_t>(n * I + i)] * step;
+        }
+      const std::vector<float> got = to_floats(s.read_parameter(name));
+      for (size_t k = 0; k < want.size(); ++k) EXPECT_NEAR(got[k], want[k], 1e-5) << name << "[" << k << "]";
+    };
+    if (freeze_w1) EXPECT_EQ(to_floats(s.read_parameter("w1")), p["w1"]) << "a frozen parameter keeps its exact bits";
+    else expect("w1");
+    expect("w2");
+    expect("c");
+    // All three in one pack; with w1 frozen, w2 (sharing w1's storage) and c update alone.
+    const std::string listing = s.listing();
+    size_t updates = 0;
+    for (size_t at = listing.find("dispatch optimizer"); at != std::string::npos; at = listing.find("dispatch optimizer", at + 1))
+      ++updates;
+    EXPECT_EQ(updates, freeze_w1 ? 2u : 1u) << listing;
   }
 }
 

@@ -44,13 +44,17 @@ Session& Session::operator=(Session&&) noexcept = default;
 
 Session make_session(std::unique_ptr<Session::Impl> impl) { return Session(std::move(impl)); }
 
+uint64_t Session::Impl::largest_buffer() {
+  const auto ctx = vk::Context::get();
+  return std::min<uint64_t>(ctx->max_allocation_size(), ctx->limits().maxStorageBufferRange);
+}
+
 std::unique_ptr<Session::Impl> Session::Impl::build(const Graph& g, const lower::Lowered& low, const SessionOptions& options) {
   auto impl = std::make_unique<Session::Impl>();
   impl->options = options;
   impl->ctx = vk::Context::get();
   impl->trace_hold = std::make_unique<trace::SessionHold>(impl->ctx->info().name);
-  const uint64_t largest = std::min<uint64_t>(impl->ctx->max_allocation_size(), impl->ctx->limits().maxStorageBufferRange);
-  const uint64_t split = options.max_buffer_bytes ? std::min(options.max_buffer_bytes, largest) : largest;
+  const uint64_t split = options.max_buffer_bytes ? std::min(options.max_buffer_bytes, largest_buffer()) : largest_buffer();
   {
     trace::Scope phase("plan");
     impl->planned = plan::plan_program(low, g, {.reuse_memory = options.reuse_memory, .max_buffer_bytes = split});

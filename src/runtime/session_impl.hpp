@@ -85,6 +85,8 @@ struct Session::Impl {
 
   // Plans `low`, creates the executable, uploads params blocks and constants, indexes names.
   static std::unique_ptr<Impl> build(const Graph& g, const lower::Lowered& low, const SessionOptions& options);
+  // The largest buffer the device takes and binds (maxMemoryAllocationSize, maxStorageBufferRange).
+  static uint64_t largest_buffer();
   // Throws the first failure a kernel reported in the status block (and clears it).
   void check_status();
   // Throws naming every parameter, and every input (or every one in `only`), never set.

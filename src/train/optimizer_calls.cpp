@@ -1,6 +1,7 @@
 #include "train/optimizer_calls.hpp"
 
 #include "lower/emit.hpp"
+#include "train/update_packs.hpp"
 
 namespace meganeura::train {
 
@@ -54,10 +55,32 @@ OptimizerShape optimizer_shape(const Optimizer& o) {
   return s;
 }
 
+// What one update dispatch covers: a pack of parameters (update_packs.hpp) or one alone.
+struct Target {
+  int param, grad;  // tensors (a pack's, or the parameter's and its gradient's storage)
+  uint64_t bytes;
+  float lr_scale;
+  std::vector<size_t> members;    // indices into the ParamGrad list
+  std::vector<uint64_t> offset;   // each member's byte offset in the target's tensors
+  bool packed() const { return members.size() > 1 || offset[0] != 0; }
+};
+
+// A tensor of member k's bytes at its place in `root` (the root itself when alone).
+int member_view(lower::Lowered& low, const Target& t, size_t k, int root, uint64_t bytes) {
+  if (!t.packed()) return root;
+  lower::TensorDesc d;
+  d.bytes = bytes;
+  d.role = low.tensors[static_cast<size_t>(root)].role;
+  d.alias_of = root;
+  d.alias_offset = t.offset[k];
+  low.tensors.push_back(d);
+  return static_cast<int>(low.tensors.size()) - 1;
+}
+
 }  // namespace
 
 void append_optimizer_calls(const Graph& g, lower::Lowered& low, const std::vector<ParamGrad>& params,
-                            Session::Impl::Training& tr) {
+                            Session::Impl::Training& tr, uint64_t max_pack_bytes) {
   const TrainConfig& cfg = tr.config;
   const int accumulate = std::max(cfg.accumulation_steps, 1);
   tr.hyper = add_tensor(low, sizeof(Hyper), lower::Role::Input);
@@ -65,20 +88,42 @@ void append_optimizer_calls(const Graph& g, lower::Lowered& low, const std::vect
   lower::Emitter e(g, low, no_matmuls);
   const std::vector<uint32_t> f32s = {DT_F32, DT_F32, DT_F32};
 
-  // The gradient each update reads: this step's, or the sum over the accumulation window.
-  std::vector<int> source;
+  std::vector<float> lr_scale;
+  std::vector<int> grad_of;  // each gradient's own storage (read_grad reads it; alive to the end)
   for (const ParamGrad& pg : params) {
-    int grad = low.root(pg.grad);
-    low.tensors[static_cast<size_t>(grad)].output = true;  // alive to the end: read_grad reads it
-    if (accumulate == 1) {
-      source.push_back(grad);
-      continue;
+    auto mult = cfg.lr_multipliers.find(g.node(pg.param).name);
+    lr_scale.push_back(mult == cfg.lr_multipliers.end() ? 1.0f : mult->second);
+    grad_of.push_back(low.root(pg.grad));
+    low.tensors[static_cast<size_t>(grad_of.back())].output = true;
+  }
+  const UpdatePlan plan = pack_updates(g, low, params, lr_scale, max_pack_bytes);
+  std::vector<Target> targets;
+  for (const UpdatePack& pack : plan.packs)
+    targets.push_back({pack.params, pack.grads, pack.bytes, pack.lr_scale, pack.members, pack.offset});
+  for (size_t i : plan.alone)
+    targets.push_back({params[i].param, grad_of[i], low.tensors[static_cast<size_t>(params[i].param)].bytes, lr_scale[i], {i}, {0}});
+  auto bytes_of = [&](size_t i) { return low.tensors[static_cast<size_t>(params[i].param)].bytes; };
+  auto label_of = [&](const Target& t) {
+    return t.packed() ? std::to_string(t.members.size()) + " parameters (" + std::to_string(t.bytes) + " bytes)"
+                      : g.node(params[t.members[0]].param).name;
+  };
+
+  // The gradient each update reads: this step's, or the sum over the accumulation window.
+  std::vector<int> source(targets.size());
+  std::vector<int> member_source(params.size());
+  for (size_t k = 0; k < targets.size(); ++k) {
+    Target& t = targets[k];
+    source[k] = t.grad;
+    if (accumulate > 1) {
+      source[k] = add_tensor(low, t.bytes, lower::Role::State);
+      const Shape s{static_cast<int64_t>(t.bytes / 4)};
+      lower::Strides st = lower::contiguous_strides(s);
+      e.elementwise(params[t.members[0]].grad, EW_ADD, s, {{source[k], 0, st}, {t.grad, 0, st}}, {source[k], 0, st}, f32s, 0,
+                    "accumulate " + label_of(t));
     }
-    const Shape& s = g.node(pg.param).shape;
-    int acc = add_tensor(low, low.tensors[static_cast<size_t>(pg.param)].bytes, lower::Role::State);
-    lower::Strides st = lower::contiguous_strides(s);
-    e.elementwise(pg.grad, EW_ADD, s, {{acc, 0, st}, {grad, 0, st}}, {acc, 0, st}, f32s, 0, "accumulate");
-    source.push_back(acc);
+    for (size_t m = 0; m < t.members.size(); ++m)
+      member_source[t.members[m]] =
+          accumulate > 1 ? member_view(low, t, m, source[k], bytes_of(t.members[m])) : grad_of[t.members[m]];
   }
 
   if (cfg.clip_grad_norm > 0) {  // each tensor's sum of squares into one vector, then the scale
@@ -94,7 +139,7 @@ void append_optimizer_calls(const Graph& g, lower::Lowered& low, const std::vect
       rp.out_offset = static_cast<uint32_t>(i);
       lower::KernelCall& c = add_call(low, Kernel::Reduce, "sum of squares of d " + g.node(params[i].param).name);
       c.spec = {RED_SUM, MAP_SQUARE};
-      c.tensors = {{source[i], false}, {source[i], false}, {sums, true}};
+      c.tensors = {{member_source[i], false}, {member_source[i], false}, {sums, true}};
       lower::Emitter::set_params(c, rp);
     }
     // The sums hold N gradients when accumulating; the update uses their mean, so clip the mean:
@@ -107,25 +152,30 @@ void append_optimizer_calls(const Graph& g, lower::Lowered& low, const std::vect
 
   OptimizerShape shape = optimizer_shape(cfg.optimizer);
   bool nesterov = std::holds_alternative<SGD>(cfg.optimizer) && std::get<SGD>(cfg.optimizer).nesterov;
-  for (size_t i = 0; i < params.size(); ++i) {
-    const Node& p = g.node(params[i].param);
-    Session::Impl::Training::Param tp{p.name, low.root(params[i].grad), {}};
-    for (const std::string& name : shape.states)
-      tp.state.emplace_back(name, add_tensor(low, low.tensors[static_cast<size_t>(params[i].param)].bytes, lower::Role::State));
+  tr.params.resize(params.size());
+  for (size_t k = 0; k < targets.size(); ++k) {
+    const Target& t = targets[k];
+    std::vector<int> states;
+    for (size_t s = 0; s < shape.states.size(); ++s) states.push_back(add_tensor(low, t.bytes, lower::Role::State));
+    for (size_t m = 0; m < t.members.size(); ++m) {
+      const size_t i = t.members[m];
+      Session::Impl::Training::Param tp{g.node(params[i].param).name, grad_of[i], {}};
+      for (size_t s = 0; s < states.size(); ++s)
+        tp.state.emplace_back(shape.states[s], member_view(low, t, m, states[s], bytes_of(i)));
+      if (accumulate > 1) tp.state.emplace_back("grad_sum", member_source[i]);  // checkpoints keep a partial window
+      tr.params[i] = std::move(tp);
+    }
     OptimizerParams op = shape.p;
-    op.n = lower::u32(numel(p.shape), "parameter size");
-    auto mult = cfg.lr_multipliers.find(p.name);
-    op.lr_scale = mult == cfg.lr_multipliers.end() ? 1.0f : mult->second;
+    op.n = lower::u32(t.bytes / 4, "parameter size");
+    op.lr_scale = t.lr_scale;
     op.grad_scale = 1.0f / static_cast<float>(accumulate);
-    lower::KernelCall& c = add_call(low, Kernel::Optimizer, "update " + p.name);
+    lower::KernelCall& c = add_call(low, Kernel::Optimizer, "update " + label_of(t));
     c.spec = {shape.algo, op.momentum != 0.0f ? 1u : 0u, nesterov ? 1u : 0u, accumulate > 1 ? 1u : 0u};
-    int s1 = tp.state.empty() ? params[i].param : tp.state[0].second;
-    int s2 = tp.state.size() < 2 ? s1 : tp.state[1].second;
-    c.tensors = {{params[i].param, true}, {source[i], accumulate > 1}, {s1, true}, {s2, true}, {tr.hyper, false}};
+    int s1 = states.empty() ? t.param : states[0];
+    int s2 = states.size() < 2 ? s1 : states[1];
+    c.tensors = {{t.param, true}, {source[k], accumulate > 1}, {s1, true}, {s2, true}, {tr.hyper, false}};
     c.groups = {lower::groups_for(op.n), 1, 1};
     lower::Emitter::set_params(c, op);
-    if (accumulate > 1) tp.state.emplace_back("grad_sum", source[i]);  // checkpoints keep a partial window
-    tr.params.push_back(std::move(tp));
   }
 }
 

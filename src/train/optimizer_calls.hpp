@@ -12,7 +12,8 @@ struct ParamGrad {
 };
 
 // Adds the state tensors and calls to `low`; fills `tr` (hyper block, per-parameter state).
+// Parameters are updated in packs of up to max_pack_bytes (update_packs.hpp), one dispatch each.
 void append_optimizer_calls(const Graph& g, lower::Lowered& low, const std::vector<ParamGrad>& params,
-                            Session::Impl::Training& tr);
+                            Session::Impl::Training& tr, uint64_t max_pack_bytes);
 
 }  // namespace meganeura::train
