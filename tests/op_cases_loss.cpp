@@ -47,7 +47,7 @@ std::vector<OpCase> cross_entropy_cases() {
 
 std::vector<OpCase> pair_loss_cases() {
   std::vector<OpCase> cases;
-  const Shape shapes[] = {{1}, {1001}, {2, 3, 5, 7}, {33, 67}};
+  const Shape shapes[] = {{1}, {1001}, {2, 3, 5, 7}, {33, 67}, {6, 20}};  // 120: the reduction's 16-byte path
   for (const Shape& s : shapes) {
     const std::string tag = shape_str(s);
     cases.push_back({Op::MseLoss, "shape" + tag, [s](CaseBuilder& b) {
@@ -65,6 +65,11 @@ std::vector<OpCase> pair_loss_cases() {
                      b.output("loss", binary_cross_entropy(
                                           b.input_host("p", host_f32({6}, {0.0f, 1.0f, 0.0f, 1.0f, 0.5f, 1e-30f})),
                                           b.input_host("t", host_f32({6}, {1.0f, 0.0f, 0.0f, 1.0f, 0.25f, 0.5f}))));
+                   }});
+  cases.push_back({Op::BinaryCrossEntropy, "log_clamped_at_minus_100_vec4", [](CaseBuilder& b) {  // 8: 16-byte path
+                     b.output("loss", binary_cross_entropy(
+                                          b.input_host("p", host_f32({8}, {0.0f, 1.0f, 0.0f, 1.0f, 0.5f, 1e-30f, 1.0f, 0.0f})),
+                                          b.input_host("t", host_f32({8}, {1.0f, 0.0f, 0.0f, 1.0f, 0.25f, 0.5f, 0.0f, 1.0f}))));
                    }});
   cases.push_back({Op::BinaryCrossEntropyWithLogits, "large_logits_stable", [](CaseBuilder& b) {
                      b.output("loss", binary_cross_entropy_with_logits(

@@ -31,6 +31,13 @@ std::vector<OpCase> reduce_cases() {
     cases.push_back({o.op, "axes_1_3_keepdim_rank4", [fn](CaseBuilder& b) {
                        b.output("y", fn(b.input("x", {3, 17, 2, 9}, -1, 2), {-1, 1}, true));
                      }});
+    // Rows of whole 16-byte words: the kernel's vector path (a row of logits).
+    cases.push_back({o.op, "last_axis_rows_of_4100_vec4", [fn](CaseBuilder& b) {
+                       b.output("y", fn(b.input("x", {3, 4100}, -1, 2), {-1}, false));
+                     }});
+    cases.push_back({o.op, "all_axes_rank4_vec4", [fn](CaseBuilder& b) {
+                       b.output("y", fn(b.input("x", {2, 3, 4, 44}, -1, 2), {}, false));
+                     }});
     cases.push_back({o.op, "all_axes_1001", [fn](CaseBuilder& b) {
                        b.output("y", fn(b.input("x", {1001}, -1, 2), {}, false));
                      }});

@@ -1,7 +1,7 @@
 #version 450
 // Reduce: sum / max / argmax over a set of axes, of a map of one or two inputs. One workgroup per
-// output element; each invocation folds a strided share of the reduced elements, then the
-// workgroup combines the partials in shared memory.
+// output element; each invocation folds a strided share of the reduced elements (16 bytes at a
+// time where they are contiguous), then the workgroup combines the partials in shared memory.
 #extension GL_GOOGLE_include_directive : require
 #define MN_WORKGROUP_REDUCE
 #include "common.glsl"
@@ -23,6 +23,8 @@ layout(std430, set = 0, binding = 0) readonly buffer Params { ReduceParams p; };
 layout(std430, set = 0, binding = 2) readonly buffer InA { uint a_data[]; };
 layout(std430, set = 0, binding = 3) readonly buffer InB { uint b_data[]; };
 layout(std430, set = 0, binding = 4) writeonly buffer Out { uint out_data[]; };
+layout(std430, set = 0, binding = 2) readonly buffer InA4 { vec4 a4[]; };
+layout(std430, set = 0, binding = 3) readonly buffer InB4 { vec4 b4[]; };
 
 shared uint wg_index[WG];  // argmax: the index of each partial (values live in wg_scratch)
 
@@ -37,6 +39,20 @@ float map_value(uint off) {
   if (MAP == MAP_SQDIFF) return (a - b) * (a - b);
   if (MAP == MAP_BCE) return -(b * max(log_p(a), -100.0f) + (1.0f - b) * max(log1m(a), -100.0f));
   return max(a, 0.0f) - a * b + log1p_p(exp_p(-abs(a)));  // MAP_BCE_LOGITS
+}
+
+// The map of four adjacent elements, element 4q (16-byte loads; sums and maxima only).
+vec4 map_value4(uint q) {
+  vec4 a = a4[q];
+  if (MAP == MAP_NONE) return a;
+  if (MAP == MAP_SQUARE) return a * a;
+  vec4 b = b4[q];
+  if (MAP == MAP_SQDIFF) return (a - b) * (a - b);
+  vec4 r;
+  for (uint k = 0u; k < 4u; ++k)
+    r[k] = MAP == MAP_BCE ? -(b[k] * max(log_p(a[k]), -100.0f) + (1.0f - b[k]) * max(log1m(a[k]), -100.0f))
+                          : max(a[k], 0.0f) - a[k] * b[k] + log1p_p(exp_p(-abs(a[k])));
+  return r;
 }
 
 // Is (v, i) a better argmax candidate than (bv, bi)? NaN beats numbers; ties go to the smaller index.
@@ -55,7 +71,22 @@ void main() {
     float s = 0.0f, c = 0.0f;   // sum and its Kahan compensation
     float best = -F_INF;        // max / argmax value
     uint best_i = 0xffffffffu;  // argmax index (none yet)
-    for (uint r = t; r < p.n_red; r += WG) {
+    // A contiguous run of whole 16-byte words (a row of logits): four lanes, four sums or maxima
+    // per invocation, so that far more loads are in flight than one element at a time allows.
+    const bool runs4 = RED_OP != RED_ARGMAX && p.red_rank == 1u && p.red_stride[0] == 1u && p.n_red % 4u == 0u && base % 4u == 0u;
+    if (runs4) {
+      vec4 s4 = vec4(0.0f), c4 = vec4(0.0f), best4 = vec4(-F_INF);
+      for (uint q = t; q < p.n_red / 4u; q += WG) {
+        vec4 v = map_value4(base / 4u + q);
+        if (RED_OP == RED_SUM)
+          for (uint k = 0u; k < 4u; ++k) kahan_add(s4[k], c4[k], v[k]);
+        else
+          for (uint k = 0u; k < 4u; ++k) best4[k] = max_nan(best4[k], v[k]);
+      }
+      s = (s4.x - c4.x) + (s4.y - c4.y) + ((s4.z - c4.z) + (s4.w - c4.w));
+      best = max_nan(max_nan(best4.x, best4.y), max_nan(best4.z, best4.w));
+    }
+    for (uint r = runs4 ? p.n_red : t; r < p.n_red; r += WG) {
       uint off;
       STRIDED_OFFSET(off, r, p.red_rank, p.red_shape, p.red_stride)
       float v = map_value(base + off);
