@@ -191,6 +191,10 @@ std::vector<GradCase> attention_cases() {
          b.out = attention(b.param("q", {1, 2, 2, 4}), b.param("k", {1, 2, 8, 4}), b.param("v", {1, 2, 8, 4}), pos,
                            {.causal = true});
        }},
+      {Op::Attention, "seq_major_gqa_causal_batch_2", [](GradBuilder& b) {  // [B, S, H, D]
+         b.out = attention(b.param("q", {2, 5, 4, 6}), b.param("k", {2, 5, 2, 6}), b.param("v", {2, 5, 2, 3}),
+                           {.causal = true, .seq_major = true});
+       }},
   };
 }
 

@@ -15,6 +15,7 @@ struct Geometry {
   float scale = 0;      // 0: 1/sqrt(D)
   int64_t window = 0;   // sliding window
   int32_t position = -1;  // >= 0: the position input (query 0's place among the keys)
+  bool seq_major = false;  // shapes given as [..., S, H, D]
 };
 
 const Geometry kGeometries[] = {
@@ -41,6 +42,14 @@ const Geometry kGeometries[] = {
     {"d32_full_40_queries_70_keys", {2, 2, 40, 32}, {2, 2, 70, 32}, {2, 2, 70, 32}, false},
     {"d64_decode_position_100_window_40", {1, 3, 1, 64}, {1, 3, 160, 64}, {1, 3, 160, 64}, true, 0, 40, 100},
     {"d128_causal_20", {1, 2, 20, 128}, {1, 2, 20, 128}, {1, 2, 20, 128}, true},
+    // Sequence before heads ([B, S, H, D], what a projection reshapes to): batches, grouped
+    // heads, a cache position, and the tensor-core shapes (two blocks of 128 queries).
+    {"seq_major_gqa_6_on_2_causal", {2, 9, 6, 17}, {2, 9, 2, 17}, {2, 9, 2, 17}, true, 0, 0, -1, true},
+    {"seq_major_rank3_keys_65_dv_9", {7, 4, 33}, {65, 4, 33}, {65, 4, 9}, false, 0, 0, -1, true},
+    {"seq_major_cache_position_11_window_5", {1, 2, 3, 8}, {1, 20, 3, 8}, {1, 20, 3, 8}, true, 0, 5, 11, true},
+    {"seq_major_d64_gqa_9_on_3_causal_150", {1, 150, 9, 64}, {1, 150, 3, 64}, {1, 150, 3, 64}, true, 0, 0, -1, true},
+    {"seq_major_d32_batch_2_40_queries_70_keys", {2, 40, 2, 32}, {2, 70, 2, 32}, {2, 70, 2, 32}, false, 0, 0, -1, true},
+    {"seq_major_d64_decode_position_100", {1, 1, 3, 64}, {1, 160, 3, 64}, {1, 160, 3, 64}, true, 0, 0, 100, true},
 };
 
 Tensor attend(CaseBuilder& b, const Geometry& g, Tensor& q, Tensor& k, Tensor& v) {
@@ -49,7 +58,7 @@ Tensor attend(CaseBuilder& b, const Geometry& g, Tensor& q, Tensor& k, Tensor& v
   v = b.input("v", g.v);
   // Outputs average O(1) values: floor the comparison's scale at 1 where they cancel.
   b.scale = 1;
-  const AttentionOptions o{.causal = g.causal, .scale = g.scale, .window = g.window};
+  const AttentionOptions o{.causal = g.causal, .scale = g.scale, .window = g.window, .seq_major = g.seq_major};
   if (g.position < 0) return attention(q, k, v, o);
   return attention(q, k, v, b.input_host("position", host_i32({1}, {g.position})), o);
 }

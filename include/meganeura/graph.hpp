@@ -46,6 +46,7 @@ struct Attrs {
   double scalar = 0;           // pow: exponent; rms_norm/layer_norm: eps
   bool keepdim = false;        // reduce
   bool transpose_a = false, transpose_b = false;  // matmul
+  bool seq_major = false;      // attention: q, k, v, out are [..., S, H, D] (else [..., H, S, D])
   int64_t window = 0;          // attention: sliding window (a query sees the last `window` keys; 0: all)
   DType dtype = DType::f32;    // cast: target
   bool operator==(const Attrs&) const = default;

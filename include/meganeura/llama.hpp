@@ -47,11 +47,12 @@ class Llama {
   Tensor operator()(Tensor ids, Tensor positions) const;
   Tensor head(Tensor hidden) const;  // final norm and lm_head (tied: embed_tokens transposed)
   // The same decoder over a KV cache: ids [B, S] at rotary positions [S] and cache position
-  // `start` (i32 [1]); each layer appends its k/v rows to its cache (states [B, Hkv, slots, D])
+  // `start` (i32 [1]); each layer appends its k/v rows to its cache (states [B, slots, Hkv*D])
   // at `start` and attends to slots [0, start + i]. Returns the hidden state [B, S, hidden].
   struct Cache {
     Tensor k, v;
   };
+  Shape cache_shape(int64_t batch, int64_t slots) const;  // of each k or v state: [B, slots, Hkv*D]
   Tensor forward_cached(Tensor ids, Tensor positions, Tensor start, const std::vector<Cache>& caches) const;
 
   LlamaConfig config;

@@ -59,7 +59,8 @@ class Rotary {
  public:
   Rotary() = default;
   Rotary(Graph& g, const RotaryOptions& o);
-  Tensor operator()(Tensor x, Tensor positions) const;  // x [..., S, head_dim]
+  // x [..., S, head_dim] or, seq_major, [..., S, H, head_dim] (every head of a position turns alike).
+  Tensor operator()(Tensor x, Tensor positions, bool seq_major = false) const;
   Tensor cos_table, sin_table;
   RotaryOptions options;
 };
@@ -81,9 +82,11 @@ class MultiHeadAttention {
   // Cross-attention: queries from x [B, S, hidden], keys and values from memory [B, T, hidden]
   // (no mask, no rope).
   Tensor cross(Tensor x, Tensor memory) const;
-  // The pieces, for callers that keep k/v elsewhere (a KV cache): [B, S, hidden] -> [B, H, S, D].
+  // The pieces, for callers that keep k/v elsewhere (a KV cache). Attention runs seq-major
+  // (AttentionOptions::seq_major), so both are reshapes, never copies:
+  // [B, S, H*D] -> [B, S, H, D] and back.
   Tensor heads_of(Tensor projected, int64_t heads) const;
-  Tensor merge_heads(Tensor attended) const;  // [B, H, S, D] -> [B, S, H*D]
+  Tensor merge_heads(Tensor attended) const;
   Linear q_proj, k_proj, v_proj, o_proj;
   MultiHeadAttentionOptions options;
 };

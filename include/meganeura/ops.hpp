@@ -81,11 +81,15 @@ Tensor matmul_add(Tensor a, Tensor b, Tensor residual, MatMulOptions o = {});
 // `position` (an i32 [1] tensor, e.g. a KV cache's fill level), its value. Causal: query i sees
 // keys j <= p + i (with a position and no causal mask: keys j < p + Sq, the filled part).
 // window > 0: only the last `window` of those (sliding-window attention, Mistral-style).
+// seq_major: q, k, v and the output are [..., S, H, D] instead (rank >= 3): the layout a
+// projection [B, S, H·D] reshapes to without a copy, so no permute runs before or after (what
+// FlashAttention takes; nn::MultiHeadAttention uses it).
 // The optimizer also finds this op in softmax(q·kᵀ·s [+ causal mask constant])·v.
 struct AttentionOptions {
   bool causal = false;
   float scale = 0;      // 0: 1/sqrt(D)
   int64_t window = 0;   // 0: no sliding window
+  bool seq_major = false;
 };
 inline constexpr int64_t kAttentionCausal = 1;
 inline constexpr int64_t kMaxAttentionHeadDim = 256;

@@ -125,6 +125,7 @@ static Attrs attention_attrs(Tensor q, const AttentionOptions& o) {
   at.scalar = o.scale != 0 ? o.scale : 1.0 / std::sqrt(static_cast<double>(q.rank() ? q.dim(-1) : 1));
   at.count = o.causal ? kAttentionCausal : 0;
   at.window = o.window;
+  at.seq_major = o.seq_major;
   return at;
 }
 Tensor attention(Tensor q, Tensor k, Tensor v, AttentionOptions o) {

@@ -4,7 +4,8 @@
 
 namespace meganeura::graph {
 
-// q [..., Hq, Sq, D], k [..., Hkv, Sk, D], v [..., Hkv, Sk, Dv] -> [..., Hq, Sq, Dv].
+// q [..., Hq, Sq, D], k [..., Hkv, Sk, D], v [..., Hkv, Sk, Dv] -> [..., Hq, Sq, Dv]; seq_major:
+// q [..., Sq, Hq, D], k [..., Sk, Hkv, D], v [..., Sk, Hkv, Dv] -> [..., Sq, Hq, Dv].
 OutType infer_attention(InferContext& c) {
   c.require_dtype(0, {f32}, "query");
   c.require_dtype(1, {f32}, "key");
@@ -14,15 +15,17 @@ OutType infer_attention(InferContext& c) {
   if (q.size() < 2 || k.size() != q.size() || v.size() != q.size())
     c.shape_error(shapes + " — q, k and v need one rank >= 2: [..., heads, seq, head_dim]");
   const size_t r = q.size();
+  if (c.attrs.seq_major && r < 3) c.shape_error(shapes + " — seq_major attention needs rank >= 3: [..., seq, heads, head_dim]");
+  const size_t seq = c.attrs.seq_major ? r - 3 : r - 2, heads = c.attrs.seq_major ? r - 2 : r - 3;
   if (q[r - 1] != k[r - 1]) c.shape_error(shapes + " — q and k head dims differ");
-  if (k[r - 2] != v[r - 2]) c.shape_error(shapes + " — k and v sequence lengths differ");
+  if (k[seq] != v[seq]) c.shape_error(shapes + " — k and v sequence lengths differ");
   if (q[r - 1] > kMaxAttentionHeadDim || v[r - 1] > kMaxAttentionHeadDim)
     c.shape_error(shapes + " — head dims up to " + std::to_string(kMaxAttentionHeadDim) + " are supported");
   for (size_t d = 0; d + 3 < r; ++d)
     if (q[d] != k[d] || q[d] != v[d]) c.shape_error(shapes + " — leading (batch) dims must match");
   if (r >= 3) {
-    const int64_t hq = q[r - 3], hk = k[r - 3];
-    if (hk != v[r - 3]) c.shape_error(shapes + " — k and v head counts differ");
+    const int64_t hq = q[heads], hk = k[heads];
+    if (hk != v[heads]) c.shape_error(shapes + " — k and v head counts differ");
     if (hk == 0 || hq % hk != 0)
       c.shape_error(shapes + " — q's " + std::to_string(hq) + " heads are not a multiple of k's " + std::to_string(hk));
   }

@@ -11,6 +11,9 @@
 #include "common.glsl"
 
 layout(constant_id = 1) const uint HAS_POSITION = 0u;
+// The head dims, fixed per pipeline: the dot products unroll and their loads overlap.
+layout(constant_id = 2) const uint D = 64u;
+layout(constant_id = 3) const uint DV = 64u;
 layout(std430, set = 0, binding = 2) readonly buffer Q { uint q[]; };
 layout(std430, set = 0, binding = 3) readonly buffer K { uint k[]; };
 layout(std430, set = 0, binding = 4) readonly buffer V { uint v[]; };
@@ -27,13 +30,14 @@ void main() {
   uint t = gl_LocalInvocationID.x;
   uint bh = gl_WorkGroupID.y, h = bh % p.hq, b = bh / p.hq;
   uint kv = b * p.hkv + h / (p.hq / p.hkv);
-  uint k_base = kv * p.sk * p.d, v_base = kv * p.sk * p.dv;
+  const uint q_first = first_row(bh, p.hq, p.sq), q_step = row_step(p.hq);
+  const uint kv_first = first_row(kv, p.hkv, p.sk), kv_step = row_step(p.hkv);
   const int base = query_base();
-  const uint slices = WG / p.dv, d_out = t % p.dv, slice = t / p.dv;  // dv <= 256 = WG
-  const bool vec_k = p.d % 4u == 0u;
+  const uint slices = WG / DV, d_out = t % DV, slice = t / DV;  // dv <= 256 = WG
+  const bool vec_k = D % 4u == 0u;
   for (uint i = gl_WorkGroupID.x; i < p.sq; i += gl_NumWorkGroups.x) {
-    uint row = bh * p.sq + i;
-    for (uint x = t; x < p.d; x += WG) q_row[x] = uintBitsToFloat(q[row * p.d + x]);
+    uint row = q_first + i * q_step;
+    for (uint x = t; x < D; x += WG) q_row[x] = uintBitsToFloat(q[row * D + x]);
     barrier();
     uint lo, hi;
     visible_keys(i, base, lo, hi);
@@ -44,11 +48,11 @@ void main() {
       if (j < hi) {
         float dot_qk = 0.0f;
         if (vec_k) {
-          uint at = (k_base + j * p.d) / 4u;
-          for (uint x = 0u; x < p.d; x += 4u)
+          uint at = (kv_first + j * kv_step) * D / 4u;
+          for (uint x = 0u; x < D; x += 4u)
             dot_qk += dot(vec4(q_row[x], q_row[x + 1u], q_row[x + 2u], q_row[x + 3u]), k4[at + x / 4u]);
         } else {
-          for (uint x = 0u; x < p.d; ++x) dot_qk += q_row[x] * uintBitsToFloat(k[k_base + j * p.d + x]);
+          for (uint x = 0u; x < D; ++x) dot_qk += q_row[x] * uintBitsToFloat(k[(kv_first + j * kv_step) * D + x]);
         }
         s = dot_qk * p.scale;
       }
@@ -59,16 +63,22 @@ void main() {
       float alpha = exp_diff(m, m_new);  // 0 on the first tile (m = -inf)
       l = l * alpha + tile_sum;
       if (slice < slices) {
-        float a = acc * alpha;
-        uint n = min(WG, hi - j0);
-        for (uint jj = slice; jj < n; jj += slices) a += prob[jj] * uintBitsToFloat(v[v_base + (j0 + jj) * p.dv + d_out]);
-        acc = a;
+        float a = acc * alpha, b2 = 0.0f, c2 = 0.0f, e2 = 0.0f;  // four chains: four loads in flight
+        uint n = min(WG, hi - j0), jj = slice, at = (kv_first + j0 * kv_step) * DV + d_out, step = kv_step * DV;
+        for (; jj + 3u * slices < n; jj += 4u * slices) {
+          a += prob[jj] * uintBitsToFloat(v[at + jj * step]);
+          b2 += prob[jj + slices] * uintBitsToFloat(v[at + (jj + slices) * step]);
+          c2 += prob[jj + 2u * slices] * uintBitsToFloat(v[at + (jj + 2u * slices) * step]);
+          e2 += prob[jj + 3u * slices] * uintBitsToFloat(v[at + (jj + 3u * slices) * step]);
+        }
+        for (; jj < n; jj += slices) a += prob[jj] * uintBitsToFloat(v[at + jj * step]);
+        acc = a + (b2 + c2 + e2);
       }
       m = m_new;
       barrier();  // prob[] is rewritten by the next tile
     }
-    float total = merge_slices(t, p.dv, acc);
-    if (t < p.dv) o[row * p.dv + t] = floatBitsToUint(hi > lo ? total / l : 0.0f);
+    float total = merge_slices(t, DV, acc);
+    if (t < DV) o[row * DV + t] = floatBitsToUint(hi > lo ? total / l : 0.0f);
     if (t == 0u) o[p.lse_offset + row] = floatBitsToUint(hi > lo ? m + log_p(l) : -F_INF);
     barrier();  // q_row is rewritten by the next row
   }

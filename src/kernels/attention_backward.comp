@@ -10,6 +10,9 @@
 
 layout(constant_id = 1) const uint WHICH = 0u;
 layout(constant_id = 2) const uint HAS_POSITION = 0u;
+// The head dims, fixed per pipeline: the dot products unroll and their loads overlap.
+layout(constant_id = 3) const uint D = 64u;
+layout(constant_id = 4) const uint DV = 64u;
 const uint GRAD_Q = 0u, GRAD_K = 1u, GRAD_V = 2u;
 
 layout(std430, set = 0, binding = 2) readonly buffer Q { uint q[]; };
@@ -38,23 +41,23 @@ float f(uint word) { return uintBitsToFloat(word); }
 // The varying side is read 16 bytes at a time where the head dim allows.
 float dot_q_k(uint qrow, uint krow, bool q_fixed) {
   float s = 0.0f;
-  if (p.d % 4u == 0u) {
-    uint at = (q_fixed ? krow : qrow) * p.d / 4u;
-    for (uint x = 0u; x < p.d; x += 4u)
+  if (D % 4u == 0u) {
+    uint at = (q_fixed ? krow : qrow) * D / 4u;
+    for (uint x = 0u; x < D; x += 4u)
       s += dot(vec4(row_a[x], row_a[x + 1u], row_a[x + 2u], row_a[x + 3u]), q_fixed ? k4[at + x / 4u] : q4[at + x / 4u]);
   } else {
-    for (uint x = 0u; x < p.d; ++x) s += q_fixed ? row_a[x] * f(k[krow * p.d + x]) : f(q[qrow * p.d + x]) * row_a[x];
+    for (uint x = 0u; x < D; ++x) s += q_fixed ? row_a[x] * f(k[krow * D + x]) : f(q[qrow * D + x]) * row_a[x];
   }
   return s * p.scale;
 }
 float dot_do_v(uint qrow, uint krow, bool q_fixed) {
   float s = 0.0f;
-  if (p.dv % 4u == 0u) {
-    uint at = (q_fixed ? krow : qrow) * p.dv / 4u;
-    for (uint x = 0u; x < p.dv; x += 4u)
+  if (DV % 4u == 0u) {
+    uint at = (q_fixed ? krow : qrow) * DV / 4u;
+    for (uint x = 0u; x < DV; x += 4u)
       s += dot(vec4(row_b[x], row_b[x + 1u], row_b[x + 2u], row_b[x + 3u]), q_fixed ? v4[at + x / 4u] : do4[at + x / 4u]);
   } else {
-    for (uint x = 0u; x < p.dv; ++x) s += q_fixed ? row_b[x] * f(v[krow * p.dv + x]) : f(dout[qrow * p.dv + x]) * row_b[x];
+    for (uint x = 0u; x < DV; ++x) s += q_fixed ? row_b[x] * f(v[krow * DV + x]) : f(dout[qrow * DV + x]) * row_b[x];
   }
   return s;
 }
@@ -63,10 +66,11 @@ void grad_q(uint t) {
   const int base = query_base();
   uint bh = gl_WorkGroupID.y, h = bh % p.hq, b = bh / p.hq;
   uint kv = b * p.hkv + h / (p.hq / p.hkv);
+  const uint kv_first = first_row(kv, p.hkv, p.sk), kv_step = row_step(p.hkv);
   for (uint i = gl_WorkGroupID.x; i < p.sq; i += gl_NumWorkGroups.x) {
-    uint row = bh * p.sq + i;
-    for (uint x = t; x < p.d; x += WG) row_a[x] = f(q[row * p.d + x]);
-    for (uint x = t; x < p.dv; x += WG) row_b[x] = f(dout[row * p.dv + x]);
+    uint row = first_row(bh, p.hq, p.sq) + i * row_step(p.hq);
+    for (uint x = t; x < D; x += WG) row_a[x] = f(q[row * D + x]);
+    for (uint x = t; x < DV; x += WG) row_b[x] = f(dout[row * DV + x]);
     barrier();
     float lse = f(o[p.lse_offset + row]), dl = f(delta[row]);
     uint lo, hi;
@@ -76,45 +80,58 @@ void grad_q(uint t) {
       uint j = j0 + t;
       float ds = 0.0f;
       if (j < hi) {
-        uint krow = kv * p.sk + j;
+        uint krow = kv_first + j * kv_step;
         float pr = exp_diff(dot_q_k(row, krow, true), lse);
         ds = pr * (dot_do_v(row, krow, true) - dl);
       }
       w[t] = ds;
       barrier();
-      uint slices = WG / p.d, x = t % p.d;
-      if (t / p.d < slices) {
+      uint slices = WG / D, x = t % D;
+      if (t / D < slices) {
         uint n = min(WG, hi - j0);
-        for (uint jj = t / p.d; jj < n; jj += slices) acc += w[jj] * f(k[(kv * p.sk + j0 + jj) * p.d + x]);
+        uint at = (kv_first + j0 * kv_step) * D + x, step = kv_step * D, jj = t / D;
+        float b2 = 0.0f, c2 = 0.0f, e2 = 0.0f;  // four chains: four loads in flight
+        for (; jj + 3u * slices < n; jj += 4u * slices) {
+          acc += w[jj] * f(k[at + jj * step]);
+          b2 += w[jj + slices] * f(k[at + (jj + slices) * step]);
+          c2 += w[jj + 2u * slices] * f(k[at + (jj + 2u * slices) * step]);
+          e2 += w[jj + 3u * slices] * f(k[at + (jj + 3u * slices) * step]);
+        }
+        for (; jj < n; jj += slices) acc += w[jj] * f(k[at + jj * step]);
+        acc += b2 + c2 + e2;
       }
       barrier();
     }
-    float total = merge_slices(t, p.d, acc);
-    if (t < p.d) grad[row * p.d + t] = floatBitsToUint(total * p.scale);
+    float total = merge_slices(t, D, acc);
+    if (t < D) grad[row * D + t] = floatBitsToUint(total * p.scale);
   }
 }
+
+// d v sums rows of d out (Dv long), d k rows of q (D long).
+float rows_at(uint at) { return WHICH == GRAD_V ? f(dout[at]) : f(q[at]); }
 
 void grad_kv(uint t) {
   const int base = query_base();
   uint kv = gl_WorkGroupID.y, hk = kv % p.hkv, b = kv / p.hkv, group = p.hq / p.hkv;
-  uint dim = WHICH == GRAD_K ? p.d : p.dv;
+  uint dim = WHICH == GRAD_K ? D : DV;
+  const uint q_step = row_step(p.hq);
   for (uint j = gl_WorkGroupID.x; j < p.sk; j += gl_NumWorkGroups.x) {
-    uint krow = kv * p.sk + j;
-    for (uint x = t; x < p.d; x += WG) row_a[x] = f(k[krow * p.d + x]);
-    for (uint x = t; x < p.dv; x += WG) row_b[x] = f(v[krow * p.dv + x]);
+    uint krow = first_row(kv, p.hkv, p.sk) + j * row_step(p.hkv);
+    for (uint x = t; x < D; x += WG) row_a[x] = f(k[krow * D + x]);
+    for (uint x = t; x < DV; x += WG) row_b[x] = f(v[krow * DV + x]);
     barrier();
     // Causal: query i sees key j only when base + i >= j.
     uint first = p.causal != 0u ? uint(clamp(int(j) - base, 0, int(p.sq))) : 0u;
     float acc = 0.0f;
     for (uint g = 0u; g < group; ++g) {
-      uint bh = b * p.hq + hk * group + g;
+      uint q_first = first_row(b * p.hq + hk * group + g, p.hq, p.sq);
       for (uint i0 = first; i0 < p.sq; i0 += WG) {
         uint i = i0 + t;
         float wt = 0.0f;
         uint lo = 0u, hi = 0u;
         if (i < p.sq) visible_keys(i, base, lo, hi);
         if (i < p.sq && j >= lo && j < hi) {
-          uint row = bh * p.sq + i;
+          uint row = q_first + i * q_step;
           float pr = exp_diff(dot_q_k(row, krow, false), f(o[p.lse_offset + row]));
           wt = WHICH == GRAD_V ? pr : pr * (dot_do_v(row, krow, false) - f(delta[row]));
         }
@@ -123,10 +140,17 @@ void grad_kv(uint t) {
         uint slices = WG / dim, x = t % dim;
         if (t / dim < slices) {
           uint n = min(WG, p.sq - i0);
-          for (uint ii = t / dim; ii < n; ii += slices) {
-            uint row = bh * p.sq + i0 + ii;
-            acc += w[ii] * (WHICH == GRAD_V ? f(dout[row * p.dv + x]) : f(q[row * p.d + x]));
+          // Element x of row i0 + ii of d out (d v) or q (d k) is at + ii * step.
+          uint at = (q_first + i0 * q_step) * dim + x, step = q_step * dim, ii = t / dim;
+          float b2 = 0.0f, c2 = 0.0f, e2 = 0.0f;  // four chains: four loads in flight
+          for (; ii + 3u * slices < n; ii += 4u * slices) {
+            acc += w[ii] * rows_at(at + ii * step);
+            b2 += w[ii + slices] * rows_at(at + (ii + slices) * step);
+            c2 += w[ii + 2u * slices] * rows_at(at + (ii + 2u * slices) * step);
+            e2 += w[ii + 3u * slices] * rows_at(at + (ii + 3u * slices) * step);
           }
+          for (; ii < n; ii += slices) acc += w[ii] * rows_at(at + ii * step);
+          acc += b2 + c2 + e2;
         }
         barrier();
       }

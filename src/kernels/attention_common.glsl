@@ -1,8 +1,15 @@
 // Shared by attention.comp and attention_backward.comp: the params block (binding 0) and which
 // keys a query row sees (kernel_abi.hpp, Attention). Include after common.glsl, with HAS_POSITION
 // and `position_data` (the i32 [1] position buffer, read only when HAS_POSITION is set) declared.
-struct AttentionParams { uint hq, hkv, sq, sk, d, dv, causal, lse_offset; float scale; uint window, pad0, pad1; };
+struct AttentionParams { uint hq, hkv, sq, sk, d, dv, causal, lse_offset; float scale; uint window, seq_major, pad; };
 layout(std430, set = 0, binding = 0) readonly buffer Params { AttentionParams p; };
+
+// Where one head's rows lie: position s of head `bh` (batch * heads + head) of a tensor with
+// `heads` heads of `seq` positions is row first_row(bh, heads, seq) + s * row_step(heads); a row
+// holds one head dim's elements. [B, H, S, D] rows follow each other; seq-major [B, S, H, D]
+// rows of one head are `heads` rows apart. The lse and delta rows use the same numbering.
+uint first_row(uint bh, uint heads, uint seq) { return p.seq_major != 0u ? bh / heads * seq * heads + bh % heads : bh * seq; }
+uint row_step(uint heads) { return p.seq_major != 0u ? heads : 1u; }
 
 // Position of query 0 among the keys: the cache's fill level, or the queries are the last keys.
 int query_base() { return HAS_POSITION != 0u ? int(position_data[0]) : int(p.sk) - int(p.sq); }

@@ -30,7 +30,8 @@ shared float16_t p_tile[8u * 16u * P_STRIDE];        // per subgroup: 16 rows x 
 void main() {
   uint warp = gl_SubgroupID, lane = gl_SubgroupInvocationID;
   uint bh = gl_WorkGroupID.y, h = bh % p.hq, b = bh / p.hq;
-  uint kv_base = (b * p.hkv + h / (p.hq / p.hkv)) * p.sk * HEAD_DIM;
+  const uint kv_first = first_row(b * p.hkv + h / (p.hq / p.hkv), p.hkv, p.sk), kv_step = row_step(p.hkv);
+  const uint q_first = first_row(bh, p.hq, p.sq), q_step = row_step(p.hq);
   const int base = query_base();
   uint s_at = warp * 16u * S_STRIDE, p_at = warp * 16u * P_STRIDE;
 
@@ -51,7 +52,7 @@ void main() {
       for (uint e = lane; e < 16u * 32u; e += gl_SubgroupSize) {
         uint r = e / 32u, x = c0 + e % 32u;
         p_tile[p_at + r * P_STRIDE + e % 32u] =
-            float16_t((row0 + r < p.sq && x < HEAD_DIM) ? uintBitsToFloat(q[((bh * p.sq) + row0 + r) * HEAD_DIM + x]) : 0.0f);
+            float16_t((row0 + r < p.sq && x < HEAD_DIM) ? uintBitsToFloat(q[(q_first + (row0 + r) * q_step) * HEAD_DIM + x]) : 0.0f);
       }
       subgroupMemoryBarrierShared();
       subgroupBarrier();
@@ -66,7 +67,7 @@ void main() {
       for (uint f = 0u; f < FRAGS_MAX; ++f) acc[f] = FRAG32(0.0f);
       for (uint j0 = block_lo - block_lo % KT; j0 < block_hi; j0 += KT) {
         barrier();  // the previous tile is consumed
-        STAGE_KV(k_tile, v_tile, KT, KV_STRIDE, kv_base, j0, pass == 1u)
+        STAGE_KV(k_tile, v_tile, KT, KV_STRIDE, kv_first, kv_step, j0, pass == 1u)
         barrier();
         // S = Q·Kᵀ for 16 rows x 32 keys: Kᵀ(d, key) is k_tile read column-major.
         for (uint half_ = 0u; half_ < 2u; ++half_) {
@@ -117,8 +118,8 @@ void main() {
         subgroupBarrier();  // s_tile and p_tile are rewritten by the next tile
       }
       if (pass == 1u) {  // the output, through the score scratch
-        STORE_ACCUMULATOR_ROWS(acc, FRAGS, o, bh * p.sq * HEAD_DIM, row0, p.sq, HEAD_DIM, 1.0f, s_tile, s_at, S_STRIDE)
-        if (lane % 2u == 0u && qi < p.sq) o[p.lse_offset + bh * p.sq + qi] = floatBitsToUint(hi > lo ? m + log_p(l) : -F_INF);
+        STORE_ACCUMULATOR_ROWS(acc, FRAGS, o, q_first * HEAD_DIM, row0, p.sq, q_step * HEAD_DIM, 1.0f, s_tile, s_at, S_STRIDE)
+        if (lane % 2u == 0u && qi < p.sq) o[p.lse_offset + q_first + qi * q_step] = floatBitsToUint(hi > lo ? m + log_p(l) : -F_INF);
       }
     }
   }

@@ -38,21 +38,23 @@ shared float16_t p_tile[8u * 16u * P_STRIDE];  // per subgroup: 16 x 32 f16 (p o
 
 float f(uint word) { return uintBitsToFloat(word); }
 
-// Rows [r0, r0 + T) of a [rows, HEAD_DIM] matrix at element `base` of `buf`, as f16, zero past `rows`.
-#define STAGE(dst, buf, base, r0, rows)                                                \
+// Rows [r0, r0 + T) of one head of `buf` (row r is first + r * step: attention_common.glsl), as
+// f16, zero past `rows`.
+#define STAGE(dst, buf, first, step, r0, rows)                                         \
   for (uint e_ = gl_LocalInvocationID.x; e_ < T * HEAD_DIM; e_ += WG) {                \
     uint r_ = e_ / HEAD_DIM, x_ = e_ % HEAD_DIM;                                       \
-    dst[r_ * TILE_STRIDE + x_] = float16_t((r0) + r_ < (rows) ? f(buf[(base) + ((r0) + r_) * HEAD_DIM + x_]) : 0.0f); \
+    dst[r_ * TILE_STRIDE + x_] =                                                       \
+        float16_t((r0) + r_ < (rows) ? f(buf[((first) + ((r0) + r_) * (step)) * HEAD_DIM + x_]) : 0.0f); \
   }
 
-// This subgroup's 16 rows [row0, row0 + 16) of a [rows, HEAD_DIM] matrix as A fragments,
+// This subgroup's 16 rows [row0, row0 + 16) of one head of `buf` (as STAGE's) as A fragments,
 // staged 32 columns at a time through its probability scratch.
-#define LOAD_ROWS(frags, buf, base, row0, rows)                                        \
+#define LOAD_ROWS(frags, buf, first, step, row0, rows)                                 \
   for (uint c0 = 0u; c0 < HEAD_DIM; c0 += 32u) {                                       \
     for (uint e_ = lane; e_ < 16u * 32u; e_ += gl_SubgroupSize) {                      \
       uint r_ = e_ / 32u, x_ = c0 + e_ % 32u;                                          \
       p_tile[p_at + r_ * P_STRIDE + e_ % 32u] =                                        \
-          float16_t(((row0) + r_ < (rows) && x_ < HEAD_DIM) ? f(buf[(base) + ((row0) + r_) * HEAD_DIM + x_]) : 0.0f); \
+          float16_t(((row0) + r_ < (rows) && x_ < HEAD_DIM) ? f(buf[((first) + ((row0) + r_) * (step)) * HEAD_DIM + x_]) : 0.0f); \
     }                                                                                  \
     subgroupMemoryBarrierShared();                                                     \
     subgroupBarrier();                                                                 \
@@ -99,6 +101,7 @@ void main() {
   uint rows = by_query ? p.sq : p.sk;
   uint heads_y = gl_WorkGroupID.y;  // d q: b*Hq + h; d k / d v: b*Hkv + h
   uint group = p.hq / p.hkv;
+  const uint q_step = row_step(p.hq), kv_step = row_step(p.hkv);
 
   for (uint block = gl_WorkGroupID.x; block * 128u < rows; block += gl_NumWorkGroups.x) {
     uint row0 = block * 128u + warp * 16u;
@@ -108,24 +111,24 @@ void main() {
 
     if (by_query) {
       uint bh = heads_y, h = bh % p.hq, b = bh / p.hq;
-      uint kv_base = (b * p.hkv + h / group) * p.sk * HEAD_DIM, q_base = bh * p.sq * HEAD_DIM;
+      uint kv_first = first_row(b * p.hkv + h / group, p.hkv, p.sk), q_first = first_row(bh, p.hq, p.sq);
       FRAG16 qf[FRAGS_MAX], dof[FRAGS_MAX];
-      LOAD_ROWS(qf, q, q_base, row0, p.sq)
-      LOAD_ROWS(dof, dout, q_base, row0, p.sq)
+      LOAD_ROWS(qf, q, q_first, q_step, row0, p.sq)
+      LOAD_ROWS(dof, dout, q_first, q_step, row0, p.sq)
       uint qi = row0 + my_row, lo = 0u, hi = 0u;
       float lse = 0.0f, dl = 0.0f;
       if (qi < p.sq) {
         visible_keys(qi, base, lo, hi);
-        lse = f(o[p.lse_offset + bh * p.sq + qi]);
-        dl = f(delta[bh * p.sq + qi]);
+        lse = f(o[p.lse_offset + q_first + qi * q_step]);
+        dl = f(delta[q_first + qi * q_step]);
       }
       uint block_lo, block_hi, unused;
       visible_keys(block * 128u, base, block_lo, unused);
       visible_keys(min(block * 128u + 127u, p.sq - 1u), base, unused, block_hi);
       for (uint j0 = block_lo - block_lo % T; j0 < block_hi; j0 += T) {
         barrier();
-        STAGE(tile_a, k, kv_base, j0, p.sk)
-        STAGE(tile_b, v, kv_base, j0, p.sk)
+        STAGE(tile_a, k, kv_first, kv_step, j0, p.sk)
+        STAGE(tile_b, v, kv_first, kv_step, j0, p.sk)
         barrier();
         PRODUCT_T(qf, tile_a)  // S = Q·Kᵀ
         for (uint c = 0u; c < 16u; ++c) {
@@ -141,24 +144,24 @@ void main() {
       }
     } else {
       uint bkv = heads_y, hk = bkv % p.hkv, b = bkv / p.hkv;
-      uint kv_base = bkv * p.sk * HEAD_DIM;
+      uint kv_first = first_row(bkv, p.hkv, p.sk);
       FRAG16 kf[FRAGS_MAX], vf[FRAGS_MAX];
-      LOAD_ROWS(kf, k, kv_base, row0, p.sk)
-      if (WHICH == GRAD_K) { LOAD_ROWS(vf, v, kv_base, row0, p.sk) }
+      LOAD_ROWS(kf, k, kv_first, kv_step, row0, p.sk)
+      if (WHICH == GRAD_K) { LOAD_ROWS(vf, v, kv_first, kv_step, row0, p.sk) }
       uint j = row0 + my_row;  // this invocation's key
       for (uint gi = 0u; gi < group; ++gi) {
-        uint bh = b * p.hq + hk * group + gi, q_base = bh * p.sq * HEAD_DIM;
+        uint q_first = first_row(b * p.hq + hk * group + gi, p.hq, p.sq);
         for (uint i0 = 0u; i0 < p.sq; i0 += T) {
           barrier();
-          STAGE(tile_a, q, q_base, i0, p.sq)
-          STAGE(tile_b, dout, q_base, i0, p.sq)
+          STAGE(tile_a, q, q_first, q_step, i0, p.sq)
+          STAGE(tile_b, dout, q_first, q_step, i0, p.sq)
           barrier();
           PRODUCT_T(kf, tile_a)  // Sᵀ = K·Qᵀ
           for (uint c = 0u; c < 16u; ++c) {
             uint i = i0 + my_col0 + c, lo = 0u, hi = 0u;
             if (i < p.sq) visible_keys(i, base, lo, hi);
             pr[c] = (j >= lo && j < hi) ? exp_diff(s_tile[s_at + my_row * S_STRIDE + my_col0 + c] * p.scale,
-                                                   f(o[p.lse_offset + bh * p.sq + i])) : 0.0f;
+                                                   f(o[p.lse_offset + q_first + i * q_step])) : 0.0f;
           }
           subgroupBarrier();
           if (WHICH == GRAD_V) {
@@ -168,7 +171,7 @@ void main() {
             PRODUCT_T(vf, tile_b)  // dPᵀ = V·dOᵀ
             for (uint c = 0u; c < 16u; ++c) {
               uint i = i0 + my_col0 + c;
-              float dl = i < p.sq ? f(delta[bh * p.sq + i]) : 0.0f;
+              float dl = i < p.sq ? f(delta[q_first + i * q_step]) : 0.0f;
               p_tile[p_at + my_row * P_STRIDE + my_col0 + c] = float16_t(pr[c] * (s_tile[s_at + my_row * S_STRIDE + my_col0 + c] - dl));
             }
             ACCUMULATE(acc, tile_a)  // dK += dSᵀ·Q
@@ -180,6 +183,8 @@ void main() {
 
     // The gradient rows, through the score scratch.
     float scale = WHICH == GRAD_V ? 1.0f : p.scale;
-    STORE_ACCUMULATOR_ROWS(acc, FRAGS, grad, heads_y * rows * HEAD_DIM, row0, rows, HEAD_DIM, scale, s_tile, s_at, S_STRIDE)
+    uint out_step = by_query ? q_step : kv_step;
+    STORE_ACCUMULATOR_ROWS(acc, FRAGS, grad, first_row(heads_y, by_query ? p.hq : p.hkv, rows) * HEAD_DIM, row0, rows,
+                           out_step * HEAD_DIM, scale, s_tile, s_at, S_STRIDE)
   }
 }

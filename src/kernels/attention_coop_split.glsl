@@ -28,7 +28,8 @@ void main() {
   uint warp = gl_SubgroupID, lane = gl_SubgroupInvocationID;
   uint group = warp / 4u, slice = warp % 4u;  // row group, key slice
   uint bh = gl_WorkGroupID.y, h = bh % p.hq, b = bh / p.hq;
-  uint kv_base = (b * p.hkv + h / (p.hq / p.hkv)) * p.sk * HEAD_DIM, q_base = bh * p.sq * HEAD_DIM;
+  const uint kv_first = first_row(b * p.hkv + h / (p.hq / p.hkv), p.hkv, p.sk), kv_step = row_step(p.hkv);
+  const uint q_first = first_row(bh, p.hq, p.sq), q_step = row_step(p.hq);
   uint s_at = warp * 16u * S_STRIDE, p_at = warp * 16u * P_STRIDE;
   const int base = query_base();
   uint my_row = lane / 2u, my_col0 = (lane % 2u) * 8u;  // two invocations per 16-key score row
@@ -44,7 +45,7 @@ void main() {
     barrier();  // the previous block is done with q_rows
     for (uint e = gl_LocalInvocationID.x; e < ROWS * HEAD_DIM; e += WG) {
       uint r = e / HEAD_DIM, x = e % HEAD_DIM;
-      q_rows[r * STRIDE + x] = float16_t(row0 + r < p.sq ? uintBitsToFloat(q[q_base + (row0 + r) * HEAD_DIM + x]) : 0.0f);
+      q_rows[r * STRIDE + x] = float16_t(row0 + r < p.sq ? uintBitsToFloat(q[(q_first + (row0 + r) * q_step) * HEAD_DIM + x]) : 0.0f);
     }
     barrier();
     FRAG16 qf[FRAGS_MAX];
@@ -56,7 +57,7 @@ void main() {
     for (uint pass = 0u; pass < 2u; ++pass) {
       for (uint j0 = block_lo - block_lo % CHUNK; j0 < block_hi; j0 += CHUNK) {
         barrier();
-        STAGE_KV(k_chunk, v_chunk, CHUNK, STRIDE, kv_base, j0, pass == 1u)
+        STAGE_KV(k_chunk, v_chunk, CHUNK, STRIDE, kv_first, kv_step, j0, pass == 1u)
         barrier();
         // S = Q·Kᵀ for this subgroup's 16 rows and 16 keys (Kᵀ: k_chunk read column-major).
         FRAG32 s = FRAG32(0.0f);
@@ -125,10 +126,10 @@ void main() {
           uint r = e / 16u, c = e % 16u, row = row0 + group * 16u + r;
           float sum = 0.0f;
           for (uint s2 = 0u; s2 < 4u; ++s2) sum += s_tile[(group * 4u + s2) * 16u * S_STRIDE + r * S_STRIDE + c];
-          if (row < p.sq) o[q_base + row * HEAD_DIM + f * 16u + c] = floatBitsToUint(sum);
+          if (row < p.sq) o[(q_first + row * q_step) * HEAD_DIM + f * 16u + c] = floatBitsToUint(sum);
         }
       }
     }
-    if (slice == 0u && lane % 2u == 0u && qi < p.sq) o[p.lse_offset + bh * p.sq + qi] = floatBitsToUint(hi > lo ? m + log_p(l) : -F_INF);
+    if (slice == 0u && lane % 2u == 0u && qi < p.sq) o[p.lse_offset + q_first + qi * q_step] = floatBitsToUint(hi > lo ? m + log_p(l) : -F_INF);
   }
 }

@@ -11,10 +11,10 @@
 #define FRAG32 fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>  // f32 accumulator
 
 // Writes this subgroup's 16 rows of FRAGS side-by-side 16x16 accumulators ACC[0..FRAGS) to DST:
-// row r, column c at DST[BASE + (ROW0 + r) * ROW_LEN + c], times SCALE, for ROW0 + r < ROWS. They
+// row r, column c at DST[BASE + (ROW0 + r) * ROW_STRIDE + c], times SCALE, for ROW0 + r < ROWS. They
 // pass through the subgroup's f32 scratch SCRATCH at AT (row stride STRIDE, 16 x 16 at least):
 // fragments are opaque. Uses `lane` (gl_SubgroupInvocationID).
-#define STORE_ACCUMULATOR_ROWS(ACC, FRAGS, DST, BASE, ROW0, ROWS, ROW_LEN, SCALE, SCRATCH, AT, STRIDE)        \
+#define STORE_ACCUMULATOR_ROWS(ACC, FRAGS, DST, BASE, ROW0, ROWS, ROW_STRIDE, SCALE, SCRATCH, AT, STRIDE)     \
   for (uint f_ = 0u; f_ < (FRAGS); ++f_) {                                                                     \
     coopMatStoreNV(ACC[f_], SCRATCH, AT, STRIDE, false);                                                       \
     subgroupMemoryBarrierShared();                                                                             \
@@ -22,7 +22,7 @@
     for (uint e_ = lane; e_ < 256u; e_ += gl_SubgroupSize) {                                                   \
       uint r_ = e_ / 16u;                                                                                      \
       if ((ROW0) + r_ < (ROWS))                                                                                \
-        DST[(BASE) + ((ROW0) + r_) * (ROW_LEN) + f_ * 16u + e_ % 16u] =                                        \
+        DST[(BASE) + ((ROW0) + r_) * (ROW_STRIDE) + f_ * 16u + e_ % 16u] =                                     \
             floatBitsToUint(SCRATCH[(AT) + r_ * (STRIDE) + e_ % 16u] * (SCALE));                               \
     }                                                                                                          \
     subgroupBarrier();                                                                                         \

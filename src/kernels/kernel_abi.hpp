@@ -150,10 +150,11 @@ struct MatMulParams {
 };
 
 // ---- Attention --------------------------------------------------------------------------------
-// spec 1: HAS_POSITION. Bindings 2: q, 3: k, 4: v, 5: position (i32 [1]; q again when absent),
+// spec 1: HAS_POSITION, 2: D, 3: Dv. Bindings 2: q, 3: k, 4: v, 5: position (i32 [1]; q again when absent),
 // 6: out. q [B, Hq, Sq, D], k [B, Hkv, Sk, D], v [B, Hkv, Sk, Dv] (contiguous; B the product of
 // the leading dims), out [B, Hq, Sq, Dv] followed, at element lse_offset, by the log-sum-exp of
-// each of the B*Hq*Sq score rows (scaled scores; -inf for a row that sees no key). Query head h
+// each of the B*Hq*Sq score rows (scaled scores; -inf for a row that sees no key), in the rows'
+// order. seq_major: q [B, Sq, Hq, D], k/v [B, Sk, Hkv, D/Dv], out [B, Sq, Hq, Dv]. Query head h
 // reads k/v head h / (Hq / Hkv). One workgroup per query row: x = row in [0, Sq), y = b*Hq + h.
 // Query i sits at p + i, p = position[0] or Sk - Sq; it sees keys [lo, hi): hi = p + i + 1 when
 // causal, else p + Sq with a position, else Sk (clamped to [0, Sk]); lo = p + i + 1 - window
@@ -161,12 +162,12 @@ struct MatMulParams {
 struct AttentionParams {
   uint32_t hq, hkv, sq, sk, d, dv, causal, lse_offset;
   float scale;
-  uint32_t window, pad[2];
+  uint32_t window, seq_major, pad;
 };
 // ---- AttentionBackward -------------------------------------------------------------------------
-// spec 1: which gradient (0 d q, 1 d k, 2 d v); spec 2: HAS_POSITION. Bindings 2: q, 3: k, 4: v,
-// 5: the forward output (its log-sum-exp at lse_offset), 6: d out, 7: delta [B, Hq, Sq] =
-// rowsum(d out * out), 8: position (q again when absent), 9: the gradient. Visibility as the
+// spec 1: which gradient (0 d q, 1 d k, 2 d v); spec 2: HAS_POSITION, 3: D, 4: Dv. Bindings 2: q, 3: k, 4: v,
+// 5: the forward output (its log-sum-exp at lse_offset), 6: d out, 7: delta [B, Hq, Sq] (seq_major
+// [B, Sq, Hq]) = rowsum(d out * out), 8: position (q again when absent), 9: the gradient. Visibility as the
 // forward's. With p = exp(s - lse), ds = p (d out·v_j - delta): d q_i = scale sum_j ds_ij k_j
 // (one workgroup per query row, as the forward); d k_j = scale sum_i ds_ij q_i and
 // d v_j = sum_i p_ij d out_i over every query head of k's group (one workgroup per key row:

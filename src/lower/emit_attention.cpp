@@ -1,4 +1,5 @@
-// Attention forward and backward: q, k, v and every gradient are contiguous [B, H, S, D].
+// Attention forward and backward: q, k, v and every gradient are contiguous [B, H, S, D] or,
+// seq_major, [B, S, H, D].
 #include <algorithm>
 
 #include "lower/emit.hpp"
@@ -15,14 +16,15 @@ int64_t attention_lse_rows(const Shape& out) { return out.empty() ? 0 : numel(ou
 
 namespace {
 
-// q [..., Hq, Sq, D], k [..., Hkv, Sk, D], v [..., Hkv, Sk, Dv]: rank 2 has one head.
+// q [..., Hq, Sq, D], k [..., Hkv, Sk, D], v [..., Hkv, Sk, Dv] (seq_major: sequence before
+// heads); rank 2 has one head.
 struct Geometry {
   int64_t batch, hq, hkv, sq, sk, d, dv;
 };
 
-Geometry geometry(const Shape& q, const Shape& k, const Shape& v) {
-  const size_t r = q.size();
-  Geometry g{1, r >= 3 ? q[r - 3] : 1, r >= 3 ? k[r - 3] : 1, q[r - 2], k[r - 2], q[r - 1], v[r - 1]};
+Geometry geometry(const Shape& q, const Shape& k, const Shape& v, bool seq_major) {
+  const size_t r = q.size(), seq = seq_major ? r - 3 : r - 2, heads = seq_major ? r - 2 : r - 3;
+  Geometry g{1, r >= 3 ? q[heads] : 1, r >= 3 ? k[heads] : 1, q[seq], k[seq], q[r - 1], v[r - 1]};
   for (size_t i = 0; i + 3 < r; ++i) g.batch *= q[i];
   return g;
 }
@@ -39,6 +41,7 @@ AttentionParams params(const Geometry& g, const Node& n, int64_t lse_offset) {
   p.lse_offset = u32(lse_offset, "attention output size");
   p.scale = static_cast<float>(n.attrs.scalar);
   p.window = u32(n.attrs.window, "attention window");
+  p.seq_major = n.attrs.seq_major ? 1u : 0u;
   return p;
 }
 
@@ -56,7 +59,7 @@ void emit_attention(Emitter& e, int id) {
   const Node& n = e.node(id);
   const bool backward = n.op == Op::AttentionBackward;
   const int q = n.inputs[0], k = n.inputs[1], v = n.inputs[2];
-  const Geometry g = geometry(e.node(q).shape, e.node(k).shape, e.node(v).shape);
+  const Geometry g = geometry(e.node(q).shape, e.node(k).shape, e.node(v).shape, n.attrs.seq_major);
   const int fwd = backward ? n.inputs[3] : id;  // the tensor holding the output and its lse
   if (e.node(fwd).op != Op::Attention)
     throw Error("internal: attention_backward %" + std::to_string(id) + " reads %" + std::to_string(fwd) +
@@ -67,6 +70,7 @@ void emit_attention(Emitter& e, int id) {
   const int position = has_position ? n.inputs[position_input] : q;  // bound but not read when absent
   std::string what = n.attrs.count == kAttentionCausal ? "causal" : "";
   if (n.attrs.window) what += (what.empty() ? "" : ", ") + std::string("window ") + std::to_string(n.attrs.window);
+  if (n.attrs.seq_major) what += (what.empty() ? "" : ", ") + std::string("seq-major");
   const MatMulTiers& tiers = e.options().matmul;
   const bool coop_shape = g.d == g.dv && g.d % 16 == 0 && g.d <= kCoopAttentionMaxHeadDim;
   const bool split_shape = coop_shape && g.d <= kCoopSplitAttentionMaxHeadDim;
@@ -99,7 +103,7 @@ void emit_attention(Emitter& e, int id) {
                 ", Dv = " + std::to_string(g.dv) + ")");
   if (!backward) {
     KernelCall& c = e.call(Kernel::Attention, id, what);
-    c.spec = {has_position ? 1u : 0u};
+    c.spec = {has_position ? 1u : 0u, static_cast<uint32_t>(g.d), static_cast<uint32_t>(g.dv)};
     c.tensors = {{q, false}, {k, false}, {v, false}, {position, false}, {id, true}};
     c.groups = {groups_for(g.sq, 1), head_groups(g.batch * g.hq, id), 1};
     Emitter::set_params(c, p);
@@ -118,7 +122,7 @@ void emit_attention(Emitter& e, int id) {
     return;
   }
   KernelCall& c = e.call(Kernel::AttentionBackward, id, which_name[which] + (what.empty() ? "" : ", " + what));
-  c.spec = {which, has_position ? 1u : 0u};
+  c.spec = {which, has_position ? 1u : 0u, static_cast<uint32_t>(g.d), static_cast<uint32_t>(g.dv)};
   c.tensors = {{q, false}, {k, false}, {v, false}, {fwd, false}, {n.inputs[4], false}, {n.inputs[5], false}, {position, false},
                {id, true}};
   c.groups = which == ATT_GRAD_Q ? std::array<uint32_t, 3>{groups_for(g.sq, 1), head_groups(g.batch * g.hq, id), 1}

@@ -38,7 +38,7 @@ Generator::Generator(const LlamaConfig& config, const GeneratorOptions& options)
         Llama model(g, c);
         std::vector<Llama::Cache> caches;
         for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
-          const Shape s{1, c.num_key_value_heads, slots, c.head_dim};
+          const Shape s = model.cache_shape(1, slots);
           caches.push_back({g.state("cache.layers." + std::to_string(l) + ".k", s),
                             g.state("cache.layers." + std::to_string(l) + ".v", s)});
         }

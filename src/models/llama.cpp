@@ -46,6 +46,10 @@ Tensor Llama::operator()(Tensor ids, Tensor positions) const {
   return head(x);
 }
 
+Shape Llama::cache_shape(int64_t batch, int64_t slots) const {
+  return {batch, slots, config.num_key_value_heads * config.head_dim};
+}
+
 Tensor Llama::forward_cached(Tensor ids, Tensor positions, Tensor start, const std::vector<Cache>& caches) const {
   Graph& g = ids.graph();
   if (caches.size() != layers.size()) throw Error("Llama::forward_cached: one cache per layer is needed");
@@ -59,11 +63,16 @@ Tensor Llama::forward_cached(Tensor ids, Tensor positions, Tensor start, const s
     const nn::MultiHeadAttention& attn = layer.self_attn;
     auto scope = g.scope("model.layers." + std::to_string(l));
     Tensor h = layer.input_layernorm(x);
-    Tensor q = rope(attn.heads_of(attn.q_proj(h), attn.options.heads), positions);
-    Tensor k = rope(attn.heads_of(attn.k_proj(h), attn.options.kv_heads), positions);
-    Tensor v = attn.heads_of(attn.v_proj(h), attn.options.kv_heads);
-    Tensor keys = cache_write(caches[l].k, k, start), values = cache_write(caches[l].v, v, start);
-    Tensor a = attention(q, keys, values, start, {.causal = true, .window = attn.options.window});
+    Tensor q = rope(attn.heads_of(attn.q_proj(h), attn.options.heads), positions, /*seq_major=*/true);
+    Tensor k = rope(attn.heads_of(attn.k_proj(h), attn.options.kv_heads), positions, /*seq_major=*/true);
+    // The new rows [B, S, Hkv*D] go into the cache's slots as they are; attention reads the
+    // cache seq-major, [B, slots, Hkv, D].
+    const Shape kv_rows{k.dim(0), k.dim(1), k.dim(2) * k.dim(3)};
+    Tensor keys = cache_write(caches[l].k, reshape(k, kv_rows), start);
+    Tensor values = cache_write(caches[l].v, attn.v_proj(h), start);
+    const Shape slots{keys.dim(0), keys.dim(1), attn.options.kv_heads, attn.options.head_dim};
+    Tensor a = attention(q, reshape(keys, slots), reshape(values, slots), start,
+                         {.causal = true, .window = attn.options.window, .seq_major = true});
     x = x + attn.o_proj(attn.merge_heads(a));
     x = x + layer.mlp(layer.post_attention_layernorm(x));
   }

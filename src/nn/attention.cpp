@@ -1,4 +1,5 @@
-// Multi-head attention with grouped-query heads, on the fused attention op.
+// Multi-head attention with grouped-query heads, on the fused attention op. Heads stay where the
+// projections put them ([B, S, H, D], seq-major attention): no permute runs, forward or backward.
 #include "meganeura/error.hpp"
 #include "meganeura/nn.hpp"
 
@@ -18,12 +19,12 @@ MultiHeadAttention::MultiHeadAttention(Graph& g, const std::string& name, const 
 
 Tensor MultiHeadAttention::heads_of(Tensor projected, int64_t heads) const {
   const Shape s = projected.shape();  // [B, S, heads * head_dim]
-  return permute(reshape(projected, {s[0], s[1], heads, options.head_dim}), {0, 2, 1, 3});
+  return reshape(projected, {s[0], s[1], heads, options.head_dim});
 }
 
 Tensor MultiHeadAttention::merge_heads(Tensor attended) const {
-  const Shape s = attended.shape();  // [B, H, S, D]
-  return reshape(permute(attended, {0, 2, 1, 3}), {s[0], s[2], s[1] * s[3]});
+  const Shape s = attended.shape();  // [B, S, H, D]
+  return reshape(attended, {s[0], s[1], s[2] * s[3]});
 }
 
 Tensor MultiHeadAttention::operator()(Tensor x, Tensor positions, const Rotary* rope) const {
@@ -31,17 +32,17 @@ Tensor MultiHeadAttention::operator()(Tensor x, Tensor positions, const Rotary* 
   Tensor q = heads_of(q_proj(x), options.heads), k = heads_of(k_proj(x), options.kv_heads);
   Tensor v = heads_of(v_proj(x), options.kv_heads);
   if (rope) {
-    q = (*rope)(q, positions);
-    k = (*rope)(k, positions);
+    q = (*rope)(q, positions, /*seq_major=*/true);
+    k = (*rope)(k, positions, /*seq_major=*/true);
   }
-  Tensor a = attention(q, k, v, {.causal = options.causal, .window = options.window});
+  Tensor a = attention(q, k, v, {.causal = options.causal, .window = options.window, .seq_major = true});
   return o_proj(merge_heads(a));
 }
 
 Tensor MultiHeadAttention::cross(Tensor x, Tensor memory) const {
   Tensor q = heads_of(q_proj(x), options.heads), k = heads_of(k_proj(memory), options.kv_heads);
   Tensor v = heads_of(v_proj(memory), options.kv_heads);
-  return o_proj(merge_heads(attention(q, k, v)));
+  return o_proj(merge_heads(attention(q, k, v, {.seq_major = true})));
 }
 
 }  // namespace meganeura::nn

@@ -41,7 +41,8 @@ double CostModel::node_cost(const EGraph& g, const ENode& n) const {
   if (n.op == Op::Attention) {  // q·kᵀ and p·v: 2*Sq*Sk*(D + Dv) per head
     const Shape &q = g.data(n.children[0]).shape, &k = g.data(n.children[1]).shape;
     const double rows = static_cast<double>(numel(out.shape) / std::max<int64_t>(out.shape.back(), 1));
-    work = 2.0 * rows * static_cast<double>(k[k.size() - 2]) * static_cast<double>(q.back() + out.shape.back());
+    const size_t seq_axis = k.size() - (g.attrs(n.attrs).seq_major ? 3 : 2);
+    work = 2.0 * rows * static_cast<double>(k[seq_axis]) * static_cast<double>(q.back() + out.shape.back());
   }
   return moved + dispatch + flop * work;
 }

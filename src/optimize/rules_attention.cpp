@@ -91,6 +91,7 @@ std::optional<ClassId> attention_apply(EGraph& g, const Match& m) {
 // attention(q [.., Hkv, G, S, D], broadcast_to(reshape(k [.., Hkv, S, D])) [.., Hkv, G, S, D], same v)
 // -> reshape(attention(reshape(q, [.., Hkv*G, S, D]), k, v)): k and v are read in place.
 bool gqa_guard(const EGraph& g, const Match& m) {
+  if (g.attrs(m.nodes[0]->attrs).seq_major) return false;  // the pattern is written heads-major
   const Shape &q = d(g, m, "q").shape, &k = d(g, m, "k").shape, &val = d(g, m, "v").shape;
   const size_t r = q.size();
   if (r < 4 || k.size() != r - 1 || val.size() != r - 1) return false;
