@@ -218,6 +218,10 @@ std::vector<GradCase> rotary_cases() {
       {Op::Rotary, "x_only_unequal_sin_halves", [](GradBuilder& b) {
          b.out = rotary(b.param("x", {4, 7, 8}), b.input("cos", {7, 8}), b.input("sin", {1, 8}));
        }},
+      {Op::Rotary, "q_and_k_pair_seq_major", [](GradBuilder& b) {  // forward and backward in pairs
+         Tensor c = b.input("cos", {5, 1, 6}), s = b.input("sin", {5, 1, 6});
+         b.out = rotary(b.param("q", {2, 5, 3, 6}), c, s) * rotary(b.param("k", {2, 5, 3, 6}), c, s);
+       }},
   };
 }
 

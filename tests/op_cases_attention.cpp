@@ -109,6 +109,17 @@ std::vector<OpCase> rotary_cases() {
       {Op::Rotary, "head_dim_2_full_shape", [](CaseBuilder& b) {
          b.output("y", rotary(b.input("x", {9, 2}), b.input("cos", {9, 2}), b.input("sin", {9, 2})));
        }},
+      // Two rotaries on one cos/sin pair (a layer's q and k, seq-major): one dispatch for both.
+      {Op::Rotary, "q_and_k_share_tables_seq_major", [](CaseBuilder& b) {
+         Tensor c = b.input("cos", {5, 1, 8}), s = b.input("sin", {5, 1, 8});
+         b.output("q", rotary(b.input("xq", {2, 5, 6, 8}), c, s));
+         b.output("k", rotary(b.input("xk", {2, 5, 2, 8}), c, s));
+       }},
+      {Op::Rotary, "transposed_pair", [transposed](CaseBuilder& b) {
+         Tensor c = b.input("cos", {7, 4}), s = b.input("sin", {1, 4});
+         b.output("a", transposed(b.input("xa", {3, 7, 4}), c, s));
+         b.output("b", transposed(b.input("xb", {7, 4}), c, s));
+       }},
   };
 }
 

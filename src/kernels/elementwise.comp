@@ -9,7 +9,7 @@ layout(constant_id = 2) const uint DT_IN = 0u;   // input 0 (compares: both inpu
 layout(constant_id = 3) const uint DT_IN1 = 0u;  // carried for the ABI; no op reads it today
 layout(constant_id = 4) const uint DT_OUT = 0u;  // CONVERT's target
 
-const uint ARITY = (OP == EW_WHERE || OP == EW_ROTARY) ? 3u : (OP == EW_FILL ? 0u : (OP >= EW_ADD && OP != EW_ERF ? 2u : 1u));  // FILL reads nothing
+const uint ARITY = OP == EW_WHERE ? 3u : (OP == EW_FILL ? 0u : (OP >= EW_ADD && OP != EW_ERF ? 2u : 1u));  // FILL reads nothing
 const bool IS_COMPARE = OP >= EW_EQ && OP <= EW_GE;
 
 struct ElementwiseParams {
@@ -33,11 +33,10 @@ void main() {
   for (uint i = gl_GlobalInvocationID.x; i < p.n; i += gl_NumWorkGroups.x * WG) {
     // One unravel serves the output and every input.
     uint o = p.out_offset, i0 = p.in_offset[0], i1 = p.in_offset[1], i2 = p.in_offset[2];
-    uint rem = i, last = 0u;
+    uint rem = i;
     for (int d = int(p.rank) - 1; d >= 0; --d) {
       uint n_d = p.shape[d];
       uint c = d > 0 ? rem % n_d : rem;
-      if (d == int(p.rank) - 1) last = c;
       rem /= n_d;
       o += c * p.out_stride[d];
       i0 += c * p.in_stride[d];
@@ -50,22 +49,6 @@ void main() {
     else if (OP == EW_COPY) r = a;
     else if (OP == EW_CONVERT) r = ew_convert(a, DT_IN, DT_OUT);
     else if (OP == EW_WHERE) r = ew_truthy(a, DT_IN) ? t1[i1] : t2[i2];
-    else if (OP == EW_ROTARY) {
-      // y_j = x_j cos_j + rotate_half(x)_j sin_j, rotate_half(x) = (-x2, x1); the transpose
-      // (scalar 1) reads sin at the partner and flips the signs: x_j cos_j + (x2 s2, -x1 s1)_j.
-      uint r_ = p.rank - 1u, h = p.shape[r_] / 2u;
-      bool lo = last < h;
-      uint xp = lo ? i0 + h * p.in_stride[r_] : i0 - h * p.in_stride[r_];
-      float partner = uintBitsToFloat(t0[xp]), s;
-      if (p.scalar == 0.0f) {
-        s = uintBitsToFloat(t2[i2]);
-        partner = lo ? -partner : partner;
-      } else {
-        s = uintBitsToFloat(t2[lo ? i2 + h * p.in_stride[16u + r_] : i2 - h * p.in_stride[16u + r_]]);
-        partner = lo ? partner : -partner;
-      }
-      r = floatBitsToUint(uintBitsToFloat(a) * uintBitsToFloat(t1[i1]) + partner * s);
-    }
     else if (IS_COMPARE) r = ew_compare(OP, a, t1[i1], DT_IN);
     else if (ARITY == 2u) r = floatBitsToUint(ew_binary(OP, uintBitsToFloat(a), uintBitsToFloat(t1[i1])));
     else r = floatBitsToUint(ew_unary(OP, uintBitsToFloat(a), p.scalar));

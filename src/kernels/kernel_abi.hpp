@@ -47,6 +47,7 @@ enum class Kernel : uint8_t {
   AttentionCoopNV,      // Attention on tensor cores for D == Dv, D % 16 == 0, D <= 128 (spec 2: D)
   AttentionBackwardCoopNV,  // AttentionBackward likewise (spec 3: D)
   AttentionCoopSplitNV, // Attention on tensor cores, keys split among subgroups: short queries, D <= 64
+  Rotary,               // rotary embedding (or its transpose) of one or two tensors
   Count
 };
 
@@ -83,9 +84,25 @@ enum : uint32_t {
   EW_GELU_GRAD, EW_GELU_TANH_GRAD, EW_SILU_GRAD,
   EW_FILL,  // arity 1 (input bound, not read): writes `scalar` (as f32 bits) to every output element
   EW_SWIGLU,  // binary (a = g, b = u): silu(g) * u
-  EW_ERF,     // unary (appended: the GLSL side numbers the ops)
-  EW_ROTARY   // (x, cos, sin) along the last axis, which is never collapsed; scalar 1: the transpose
+  EW_ERF      // unary (appended: the GLSL side numbers the ops)
 };
+// ---- Rotary -----------------------------------------------------------------------------------
+// spec 1: TRANSPOSED. Bindings 2: x of part 0, 3: x of part 1 (part 0's again when alone), 4: cos,
+// 5: sin, 6: y of part 0, 7: y of part 1 (a second, otherwise unused tensor when alone: never a
+// binding the call reads). Part k: y = x cos + rotate_half(x) sin over n elements of x's
+// contiguous shape (collapsed to rank <= 8, the last axis D kept), cos/sin read at
+// offset + sum of index * stride (broadcast strides are 0); rotate_half(x) = (-x[D/2:], x[:D/2]).
+// TRANSPOSED: y = x cos + (x[D/2:] sin[D/2:], -x[:D/2] sin[:D/2]). One invocation per element of
+// part 0, then of part 1, grid-stride.
+struct RotaryPart {
+  uint32_t n, rank, cos_offset, sin_offset;
+  uint32_t shape[kMaxKernelRank], cos_stride[kMaxKernelRank], sin_stride[kMaxKernelRank];
+};
+struct RotaryParams {
+  uint32_t parts, pad[3];
+  RotaryPart part[2];
+};
+
 struct ElementwiseParams {
   uint32_t n, rank, out_offset, in_offset[3];
   float scalar;

@@ -42,6 +42,7 @@
 #include "one_hot.spv.h"
 #include "optimizer.spv.h"
 #include "reduce.spv.h"
+#include "rotary.spv.h"
 #include "scatter_add.spv.h"
 #include "softmax.spv.h"
 #include "softmax_backward.spv.h"
@@ -89,6 +90,7 @@ constexpr Entry entry(Kernel k) {
     case Kernel::AttentionBackward: return {"attention_backward", mn_spv_attention_backward};
     case Kernel::AttentionCoopNV: return {"attention_coop_nv", mn_spv_attention_coop_nv};
     case Kernel::AttentionCoopSplitNV: return {"attention_coop_split_nv", mn_spv_attention_coop_split_nv};
+    case Kernel::Rotary: return {"rotary", mn_spv_rotary};
     case Kernel::AttentionBackwardCoopNV: return {"attention_coop_backward_nv", mn_spv_attention_coop_backward_nv};
     case Kernel::Count: break;
   }

@@ -62,7 +62,11 @@ uint32_t ew_op(Op op);  // the EW_* code of an elementwise op
 // Per-archetype emitters (one file each).
 void emit_elementwise(Emitter& e, int node);  // unary, binary, compare, where, cast
 void emit_movement(Emitter& e, int node);     // permute, slice, concat, broadcast_to
-void emit_rotary(Emitter& e, int node);       // rotary (and its transpose) along the last axis
+// Rotary nodes that share a dispatch: partner[a] = b runs b with a (emitted at a); b is marked
+// kEmittedWithPartner; -1: alone.
+inline constexpr int kEmittedWithPartner = -2;
+std::vector<int> pair_rotaries(const Graph& g, const std::vector<bool>& live);
+void emit_rotary(Emitter& e, int node, int partner);  // rotary (or its transpose), with its partner
 void emit_matmul(Emitter& e, int node);
 // Several matmuls sharing A in one dispatch (see horizontal.hpp); offsets in elements.
 void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weights, int outputs,

@@ -124,14 +124,6 @@ void emit_elementwise(Emitter& e, int id) {
                 static_cast<float>(n.attrs.scalar));
 }
 
-void emit_rotary(Emitter& e, int id) {
-  const Node& n = e.node(id);
-  std::vector<Operand> ins;
-  for (int in : n.inputs) ins.push_back({in, 0, broadcast_strides(e.node(in).shape, n.shape)});
-  e.elementwise(id, EW_ROTARY, n.shape, std::move(ins), {id, 0, contiguous_strides(n.shape)}, {DT_F32, DT_F32, DT_F32},
-                n.attrs.count ? 1.0f : 0.0f, n.attrs.count ? "transposed" : "", /*keep_last_axis=*/true);
-}
-
 void emit_movement(Emitter& e, int id) {
   const Node& n = e.node(id);
   const Shape& in_shape = e.node(n.inputs[0]).shape;

@@ -137,6 +137,7 @@ Lowered lower(const Graph& g, const std::vector<int>& keep, const LowerOptions& 
   std::vector<MatMulGroup> groups;
   if (options.fuse && horizontal_fusion_enabled()) groups = group_matmuls(g, live, out, group_of);
   const Fusion fused = fusion(g, keep, live, options.fuse);
+  const std::vector<int> rotary_partner = options.fuse ? pair_rotaries(g, live) : std::vector<int>(static_cast<size_t>(g.size()), -1);
   Emitter e(g, out, options);
   for (int id = 0; id < g.size(); ++id) {
     const Node& n = g.node(id);
@@ -167,7 +168,7 @@ Lowered lower(const Graph& g, const std::vector<int>& keep, const LowerOptions& 
         emit_attention(e, id);
         continue;
       case Op::Rotary:
-        emit_rotary(e, id);
+        if (rotary_partner[static_cast<size_t>(id)] != kEmittedWithPartner) emit_rotary(e, id, rotary_partner[static_cast<size_t>(id)]);
         continue;
       default: break;
     }

@@ -1,0 +1,54 @@
+#version 450
+// Rotary position embedding of one or two tensors in one dispatch (a layer's q and k): part k
+// holds y = x cos + rotate_half(x) sin, rotate_half(x) = (-x2, x1) over the last axis (halves
+// of D); TRANSPOSED, its transpose (the gradient): y = x cos + (x2 s2, -x1 s1). x and y are
+// contiguous; cos and sin broadcast over x's shape by their strides. Invocation i works on
+// element i of part 0, then of part 1. See kernel_abi.hpp (Rotary).
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+layout(constant_id = 1) const uint TRANSPOSED = 0u;
+
+struct RotaryPart {
+  uint n, rank, cos_offset, sin_offset;
+  uint shape[8], cos_stride[8], sin_stride[8];  // collapsed, the last axis (D) kept
+};
+struct RotaryParams { uint parts, pad0, pad1, pad2; RotaryPart part[2]; };
+layout(std430, set = 0, binding = 0) readonly buffer Params { RotaryParams p; };
+layout(std430, set = 0, binding = 2) readonly buffer X0 { float x0[]; };
+layout(std430, set = 0, binding = 3) readonly buffer X1 { float x1[]; };
+layout(std430, set = 0, binding = 4) readonly buffer Cos { float cos_t[]; };
+layout(std430, set = 0, binding = 5) readonly buffer Sin { float sin_t[]; };
+layout(std430, set = 0, binding = 6) writeonly buffer Y0 { float y0[]; };
+layout(std430, set = 0, binding = 7) writeonly buffer Y1 { float y1[]; };
+
+void main() {
+  uint total = p.part[0].n + (p.parts > 1u ? p.part[1].n : 0u);
+  for (uint i = gl_GlobalInvocationID.x; i < total; i += gl_NumWorkGroups.x * WG) {
+    uint k = i < p.part[0].n ? 0u : 1u, e = k == 0u ? i : i - p.part[0].n;
+    uint rank = p.part[k].rank, d_len = p.part[k].shape[rank - 1u], h = d_len / 2u;
+    uint c_at = p.part[k].cos_offset, s_at = p.part[k].sin_offset, rem = e, last = 0u;
+    for (int d = int(rank) - 1; d >= 0; --d) {
+      uint n_d = p.part[k].shape[d];
+      uint c = d > 0 ? rem % n_d : rem;
+      if (d == int(rank) - 1) last = c;
+      rem /= n_d;
+      c_at += c * p.part[k].cos_stride[d];
+      s_at += c * p.part[k].sin_stride[d];
+    }
+    bool lo = last < h;
+    uint partner_at = lo ? e + h : e - h;
+    float x = k == 0u ? x0[e] : x1[e], partner = k == 0u ? x0[partner_at] : x1[partner_at], s;
+    if (TRANSPOSED == 0u) {
+      s = sin_t[s_at];
+      partner = lo ? -partner : partner;
+    } else {  // sin at the partner's place, signs flipped
+      uint stride = p.part[k].sin_stride[rank - 1u];
+      s = sin_t[lo ? s_at + h * stride : s_at - h * stride];
+      partner = lo ? partner : -partner;
+    }
+    float y = x * cos_t[c_at] + partner * s;
+    if (k == 0u) y0[e] = y;
+    else y1[e] = y;
+  }
+}

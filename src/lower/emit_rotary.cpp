@@ -1,0 +1,85 @@
+// Rotary embedding: one dispatch per rotary node, or per pair of them (a layer's q and k) that
+// share cos and sin. See kernel_abi.hpp (Rotary).
+#include "lower/emit.hpp"
+#include "meganeura/error.hpp"
+
+namespace meganeura::lower {
+
+using namespace kernels;
+
+namespace {
+
+// One part of a call: x's shape collapsed (its last axis kept), cos/sin strides over it.
+RotaryPart part_of(const Emitter& e, int id) {
+  const Node& n = e.node(id);
+  std::vector<Strides> st = {contiguous_strides(n.shape), broadcast_strides(e.node(n.inputs[1]).shape, n.shape),
+                             broadcast_strides(e.node(n.inputs[2]).shape, n.shape)};
+  Shape s = n.shape;  // collapse all but the last axis, whose halves the kernel pairs
+  const int64_t d = s.back();
+  std::vector<int64_t> last;
+  s.pop_back();
+  for (Strides& x : st) {
+    last.push_back(x.back());
+    x.pop_back();
+  }
+  collapse(s, st);
+  s.push_back(d);
+  for (size_t k = 0; k < st.size(); ++k) st[k].push_back(last[k]);
+  if (s.size() > kMaxKernelRank) throw ShapeError("internal: rotary rank " + std::to_string(s.size()) + " after collapsing");
+  RotaryPart p{};
+  p.n = u32(numel(n.shape), "rotary element count");
+  p.rank = static_cast<uint32_t>(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    p.shape[i] = u32(s[i], "dimension");
+    p.cos_stride[i] = u32(st[1][i], "stride");
+    p.sin_stride[i] = u32(st[2][i], "stride");
+  }
+  return p;
+}
+
+// Can `b` run in `a`'s dispatch? The same cos, sin and direction, and b's input already
+// computed where a is emitted.
+bool pairs_with(const Graph& g, int a, int b) {
+  const Node &x = g.node(a), &y = g.node(b);
+  return y.op == Op::Rotary && y.inputs[1] == x.inputs[1] && y.inputs[2] == x.inputs[2] &&
+         y.attrs.count == x.attrs.count && y.inputs[0] < a && numel(y.shape) > 0;
+}
+
+}  // namespace
+
+std::vector<int> pair_rotaries(const Graph& g, const std::vector<bool>& live) {
+  std::vector<int> partner(static_cast<size_t>(g.size()), -1);
+  for (int a = 0; a < g.size(); ++a) {
+    if (!live[static_cast<size_t>(a)] || g.node(a).op != Op::Rotary || partner[static_cast<size_t>(a)] != -1 ||
+        numel(g.node(a).shape) == 0)
+      continue;
+    for (int b = a + 1; b < g.size(); ++b)
+      if (live[static_cast<size_t>(b)] && partner[static_cast<size_t>(b)] == -1 && pairs_with(g, a, b)) {
+        partner[static_cast<size_t>(a)] = b;
+        partner[static_cast<size_t>(b)] = kEmittedWithPartner;
+        break;
+      }
+  }
+  return partner;
+}
+
+void emit_rotary(Emitter& e, int id, int partner) {
+  const Node& n = e.node(id);
+  const bool transposed = n.attrs.count != 0;
+  std::string what = transposed ? "transposed" : "";
+  if (partner >= 0) what += (what.empty() ? "with %" : ", with %") + std::to_string(partner);
+  KernelCall& c = e.call(Kernel::Rotary, id, what);
+  RotaryParams p{};
+  p.parts = partner >= 0 ? 2 : 1;
+  p.part[0] = part_of(e, id);
+  if (partner >= 0) p.part[1] = part_of(e, partner);
+  const int x1 = partner >= 0 ? e.node(partner).inputs[0] : n.inputs[0];
+  // Alone, binding 7 takes a scratch word: never a tensor this call reads (the sync checker).
+  const int y1 = partner >= 0 ? partner : e.scratch(4);
+  c.tensors = {{n.inputs[0], false}, {x1, false}, {n.inputs[1], false}, {n.inputs[2], false}, {id, true}, {y1, true}};
+  c.spec = {transposed ? 1u : 0u};
+  c.groups = {groups_for(int64_t{p.part[0].n} + (partner >= 0 ? int64_t{p.part[1].n} : 0)), 1, 1};
+  Emitter::set_params(c, p);
+}
+
+}  // namespace meganeura::lower
