@@ -62,8 +62,13 @@ uint32_t ew_op(Op op);  // the EW_* code of an elementwise op
 // Per-archetype emitters (one file each).
 void emit_elementwise(Emitter& e, int node);  // unary, binary, compare, where, cast
 void emit_movement(Emitter& e, int node);     // permute, slice, concat, broadcast_to
-// Rotary nodes that share a dispatch: partner[a] = b runs b with a (emitted at a); b is marked
-// kEmittedWithPartner; -1: alone.
+// A node lowering gives no kernel: its tensor views its input's bytes (a reshape, a permute of
+// size-1 axes).
+bool is_view(const Graph& g, const Node& n);
+
+// Rotary nodes that share a dispatch: partner[a] = b runs both where a is emitted (b's input is
+// ready there, or nothing reads b's partner before it), the other marked kEmittedWithPartner;
+// -1: alone.
 inline constexpr int kEmittedWithPartner = -2;
 std::vector<int> pair_rotaries(const Graph& g, const std::vector<bool>& live);
 void emit_rotary(Emitter& e, int node, int partner);  // rotary (or its transpose), with its partner

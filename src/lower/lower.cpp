@@ -101,7 +101,7 @@ static Fusion fusion(const Graph& g, const std::vector<int>& keep, const std::ve
 
 // A reshape, or a permute that moves only dimensions of size 1 (a [1, 1, H, D] query turned
 // [1, H, 1, D] when decoding): every element stays where it was, so the node is a view.
-static bool is_view(const Graph& g, const Node& n) {
+bool is_view(const Graph& g, const Node& n) {
   if (n.op == Op::Reshape) return true;
   if (n.op != Op::Permute) return false;
   const Shape& in = g.node(n.inputs[0]).shape;
