@@ -3,8 +3,9 @@
 // ds_ij = p_ij (dO_i·v_j - delta_i) are recomputed tile by tile, never stored. WHICH = d q: one
 // workgroup per query row, d q_i = scale sum_j ds_ij k_j. WHICH = d k / d v: one workgroup per
 // key row of a k/v head, summing over the query rows of every query head that reads it:
-// d k_j = scale sum_i ds_ij q_i, d v_j = sum_i p_ij dO_i. Invocation t owns output element t
-// (head dims <= 256 = WG). See kernel_abi.hpp (AttentionBackward).
+// d k_j = scale sum_i ds_ij q_i, d v_j = sum_i p_ij dO_i; WHICH = d k and d v: both from one
+// pass over the scores. Invocation t owns output element t (head dims <= 256 = WG). See
+// kernel_abi.hpp (AttentionBackward).
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
@@ -13,7 +14,7 @@ layout(constant_id = 2) const uint HAS_POSITION = 0u;
 // The head dims, fixed per pipeline: the dot products unroll and their loads overlap.
 layout(constant_id = 3) const uint D = 64u;
 layout(constant_id = 4) const uint DV = 64u;
-const uint GRAD_Q = 0u, GRAD_K = 1u, GRAD_V = 2u;
+const uint GRAD_Q = 0u, GRAD_K = 1u, GRAD_V = 2u, GRAD_KV = 3u;  // GRAD_KV: d k, and d v at binding 10
 
 layout(std430, set = 0, binding = 2) readonly buffer Q { uint q[]; };
 layout(std430, set = 0, binding = 3) readonly buffer K { uint k[]; };
@@ -23,6 +24,7 @@ layout(std430, set = 0, binding = 6) readonly buffer DO { uint dout[]; };
 layout(std430, set = 0, binding = 7) readonly buffer Delta { uint delta[]; };
 layout(std430, set = 0, binding = 8) readonly buffer Position { uint position_data[]; };
 layout(std430, set = 0, binding = 9) writeonly buffer Grad { uint grad[]; };
+layout(std430, set = 0, binding = 10) writeonly buffer GradV { uint grad_v[]; };  // GRAD_KV's d v
 layout(std430, set = 0, binding = 2) readonly buffer Q4 { vec4 q4[]; };
 layout(std430, set = 0, binding = 3) readonly buffer K4 { vec4 k4[]; };
 layout(std430, set = 0, binding = 4) readonly buffer V4 { vec4 v4[]; };
@@ -31,7 +33,7 @@ layout(std430, set = 0, binding = 6) readonly buffer DO4 { vec4 do4[]; };
 
 shared float row_a[256];  // d q: q_i; d k / d v: k_j
 shared float row_b[256];  // d q: dO_i; d k / d v: v_j
-shared float w[WG];       // this tile's ds (or p for d v)
+shared float w[WG];       // this tile's ds (d q, d k)
 #include "attention_slices.glsl"
 
 float f(uint word) { return uintBitsToFloat(word); }
@@ -107,13 +109,33 @@ void grad_q(uint t) {
   }
 }
 
-// d v sums rows of d out (Dv long), d k rows of q (D long).
-float rows_at(uint at) { return WHICH == GRAD_V ? f(dout[at]) : f(q[at]); }
+// GRAD_K / GRAD_KV: w holds the tile's ds; GRAD_V / GRAD_KV: p_tile holds its p.
+shared float p_tile[WG];
+
+// This invocation's share of sum_ii weight_ii * row(i0 + ii)[x] over the tile's n query rows:
+// d v (of_v) sums rows of d out (Dv long) weighted by p, d k rows of q (D long) weighted by ds.
+// Slice t / dim of WG / dim, element x = t % dim; four loads in flight.
+float sum_rows(bool of_v, uint q_first, uint q_step, uint i0, uint n, uint t) {
+  uint dim = of_v ? DV : D, slices = WG / dim;
+  if (t / dim >= slices) return 0.0f;
+  uint at = (q_first + i0 * q_step) * dim + t % dim, step = q_step * dim, ii = t / dim;
+#define TERM(r) ((of_v ? p_tile[r] : w[r]) * (of_v ? f(dout[at + (r) * step]) : f(q[at + (r) * step])))
+  float a = 0.0f, b2 = 0.0f, c2 = 0.0f, e2 = 0.0f;
+  for (; ii + 3u * slices < n; ii += 4u * slices) {
+    a += TERM(ii);
+    b2 += TERM(ii + slices);
+    c2 += TERM(ii + 2u * slices);
+    e2 += TERM(ii + 3u * slices);
+  }
+  for (; ii < n; ii += slices) a += TERM(ii);
+#undef TERM
+  return a + (b2 + c2 + e2);
+}
 
 void grad_kv(uint t) {
   const int base = query_base();
+  const bool with_k = WHICH != GRAD_V, with_v = WHICH != GRAD_K;
   uint kv = gl_WorkGroupID.y, hk = kv % p.hkv, b = kv / p.hkv, group = p.hq / p.hkv;
-  uint dim = WHICH == GRAD_K ? D : DV;
   const uint q_step = row_step(p.hq);
   for (uint j = gl_WorkGroupID.x; j < p.sk; j += gl_NumWorkGroups.x) {
     uint krow = first_row(kv, p.hkv, p.sk) + j * row_step(p.hkv);
@@ -122,41 +144,39 @@ void grad_kv(uint t) {
     barrier();
     // Causal: query i sees key j only when base + i >= j.
     uint first = p.causal != 0u ? uint(clamp(int(j) - base, 0, int(p.sq))) : 0u;
-    float acc = 0.0f;
+    float acc_k = 0.0f, acc_v = 0.0f;
     for (uint g = 0u; g < group; ++g) {
       uint q_first = first_row(b * p.hq + hk * group + g, p.hq, p.sq);
       for (uint i0 = first; i0 < p.sq; i0 += WG) {
         uint i = i0 + t;
-        float wt = 0.0f;
+        float pr = 0.0f, ds = 0.0f;
         uint lo = 0u, hi = 0u;
         if (i < p.sq) visible_keys(i, base, lo, hi);
         if (i < p.sq && j >= lo && j < hi) {
           uint row = q_first + i * q_step;
-          float pr = exp_diff(dot_q_k(row, krow, false), f(o[p.lse_offset + row]));
-          wt = WHICH == GRAD_V ? pr : pr * (dot_do_v(row, krow, false) - f(delta[row]));
+          pr = exp_diff(dot_q_k(row, krow, false), f(o[p.lse_offset + row]));
+          if (with_k) ds = pr * (dot_do_v(row, krow, false) - f(delta[row]));
         }
-        w[t] = wt;
+        if (with_k) w[t] = ds;
+        if (with_v) p_tile[t] = pr;
         barrier();
-        uint slices = WG / dim, x = t % dim;
-        if (t / dim < slices) {
-          uint n = min(WG, p.sq - i0);
-          // Element x of row i0 + ii of d out (d v) or q (d k) is at + ii * step.
-          uint at = (q_first + i0 * q_step) * dim + x, step = q_step * dim, ii = t / dim;
-          float b2 = 0.0f, c2 = 0.0f, e2 = 0.0f;  // four chains: four loads in flight
-          for (; ii + 3u * slices < n; ii += 4u * slices) {
-            acc += w[ii] * rows_at(at + ii * step);
-            b2 += w[ii + slices] * rows_at(at + (ii + slices) * step);
-            c2 += w[ii + 2u * slices] * rows_at(at + (ii + 2u * slices) * step);
-            e2 += w[ii + 3u * slices] * rows_at(at + (ii + 3u * slices) * step);
-          }
-          for (; ii < n; ii += slices) acc += w[ii] * rows_at(at + ii * step);
-          acc += b2 + c2 + e2;
-        }
+        uint n = min(WG, p.sq - i0);
+        if (with_k) acc_k += sum_rows(false, q_first, q_step, i0, n, t);
+        if (with_v) acc_v += sum_rows(true, q_first, q_step, i0, n, t);
         barrier();
       }
     }
-    float total = merge_slices(t, dim, acc);
-    if (t < dim) grad[krow * dim + t] = floatBitsToUint(WHICH == GRAD_K ? total * p.scale : total);
+    if (with_k) {
+      float total = merge_slices(t, D, acc_k);
+      if (t < D) grad[krow * D + t] = floatBitsToUint(total * p.scale);
+    }
+    if (with_v) {
+      float total = merge_slices(t, DV, acc_v);
+      if (t < DV) {
+        if (WHICH == GRAD_KV) grad_v[krow * DV + t] = floatBitsToUint(total);
+        else grad[krow * DV + t] = floatBitsToUint(total);
+      }
+    }
   }
 }
 

@@ -182,14 +182,16 @@ struct AttentionParams {
   uint32_t window, seq_major, pad;
 };
 // ---- AttentionBackward -------------------------------------------------------------------------
-// spec 1: which gradient (0 d q, 1 d k, 2 d v); spec 2: HAS_POSITION, 3: D, 4: Dv. Bindings 2: q, 3: k, 4: v,
-// 5: the forward output (its log-sum-exp at lse_offset), 6: d out, 7: delta [B, Hq, Sq] (seq_major
-// [B, Sq, Hq]) = rowsum(d out * out), 8: position (q again when absent), 9: the gradient. Visibility as the
+// spec 1: which gradient (0 d q, 1 d k, 2 d v, 3 d k and d v: AttentionBackward only); spec 2:
+// HAS_POSITION, 3: D, 4: Dv. Bindings 2: q, 3: k, 4: v, 5: the forward output (its log-sum-exp
+// at lse_offset), 6: d out, 7: delta [B, Hq, Sq] (seq_major [B, Sq, Hq]) = rowsum(d out * out),
+// 8: position (q again when absent), 9: the gradient (3: d k), 10: d v for 3 (else a word of
+// scratch the call never reads; the tensor-core backward has no binding 10). Visibility as the
 // forward's. With p = exp(s - lse), ds = p (d out·v_j - delta): d q_i = scale sum_j ds_ij k_j
 // (one workgroup per query row, as the forward); d k_j = scale sum_i ds_ij q_i and
 // d v_j = sum_i p_ij d out_i over every query head of k's group (one workgroup per key row:
 // x = j in [0, Sk), y = b*Hkv + h).
-enum : uint32_t { ATT_GRAD_Q = 0, ATT_GRAD_K, ATT_GRAD_V };
+enum : uint32_t { ATT_GRAD_Q = 0, ATT_GRAD_K, ATT_GRAD_V, ATT_GRAD_KV };
 // AttentionCoopNV: the forward's contract and bindings on tensor cores (attention_coop.glsl), for
 // D == Dv, D % 16 == 0, D <= 128; spec 1 HAS_POSITION, spec 2 D. Blocks of 128 query rows:
 // x = ceil(Sq / 128), y = b*Hq + h. AttentionBackwardCoopNV (attention_coop_backward.glsl): the

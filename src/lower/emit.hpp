@@ -66,12 +66,11 @@ void emit_movement(Emitter& e, int node);     // permute, slice, concat, broadca
 // size-1 axes).
 bool is_view(const Graph& g, const Node& n);
 
-// Rotary nodes that share a dispatch: partner[a] = b runs both where a is emitted (b's input is
-// ready there, or nothing reads b's partner before it), the other marked kEmittedWithPartner;
-// -1: alone.
-inline constexpr int kEmittedWithPartner = -2;
+// Rotaries sharing cos, sin and direction run in pairs (pairs.hpp), as do an attention's d k
+// and d v on the per-row kernel; `partner` is the other node of the pair, or -1.
 std::vector<int> pair_rotaries(const Graph& g, const std::vector<bool>& live);
-void emit_rotary(Emitter& e, int node, int partner);  // rotary (or its transpose), with its partner
+void emit_rotary(Emitter& e, int node, int partner);  // rotary (or its transpose)
+std::vector<int> pair_attention_grads(const Graph& g, const std::vector<bool>& live);
 void emit_matmul(Emitter& e, int node);
 // Several matmuls sharing A in one dispatch (see horizontal.hpp); offsets in elements.
 void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weights, int outputs,
@@ -83,7 +82,7 @@ void emit_index(Emitter& e, int node);        // gather, scatter_add, one_hot, c
 // cross_entropy, slice (gelu/gelu_tanh/silu_backward are elementwise: emit_elementwise).
 void emit_backward(Emitter& e, int node);
 
-void emit_attention(Emitter& e, int node);    // attention and attention_backward
+void emit_attention(Emitter& e, int node, int partner = -1);    // attention and attention_backward
 // An attention output's tensor holds, after the output, the log-sum-exp of each of its rows.
 int64_t attention_lse_rows(const Shape& out);
 

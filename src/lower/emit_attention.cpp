@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "lower/emit.hpp"
+#include "lower/pairs.hpp"
 #include "meganeura/error.hpp"
 #include "meganeura/ops.hpp"
 
@@ -55,7 +56,18 @@ uint32_t head_groups(int64_t n, int id) {
 
 }  // namespace
 
-void emit_attention(Emitter& e, int id) {
+std::vector<int> pair_attention_grads(const Graph& g, const std::vector<bool>& live) {
+  return pair_nodes(g, live, [&](int a, int b) {  // d k and d v of one attention
+    const Node &x = g.node(a), &y = g.node(b);
+    if (x.op != Op::AttentionBackward || y.op != Op::AttentionBackward || x.inputs != y.inputs) return false;
+    Attrs ax = x.attrs, ay = y.attrs;
+    if (ax.axis + ay.axis != ATT_GRAD_K + ATT_GRAD_V || ax.axis == ATT_GRAD_Q || ay.axis == ATT_GRAD_Q) return false;
+    ay.axis = ax.axis;
+    return ax == ay;
+  });
+}
+
+void emit_attention(Emitter& e, int id, int partner) {
   const Node& n = e.node(id);
   const bool backward = n.op == Op::AttentionBackward;
   const int q = n.inputs[0], k = n.inputs[1], v = n.inputs[2];
@@ -109,8 +121,13 @@ void emit_attention(Emitter& e, int id) {
     Emitter::set_params(c, p);
     return;
   }
-  static const std::string which_name[] = {"d q", "d k", "d v"};
-  const auto which = static_cast<uint32_t>(n.attrs.axis);
+  static const std::string which_name[] = {"d q", "d k", "d v", "d k and d v"};
+  if (partner >= 0 && pick != Pick::Rows) {  // the tensor-core backward computes one gradient a call
+    emit_attention(e, id);
+    emit_attention(e, partner);
+    return;
+  }
+  const auto which = partner >= 0 ? ATT_GRAD_KV : static_cast<uint32_t>(n.attrs.axis);
   if (pick == Pick::Blocks) {
     KernelCall& c = e.call(Kernel::AttentionBackwardCoopNV, id, which_name[which] + (what.empty() ? "" : ", " + what));
     c.spec = {which, has_position ? 1u : 0u, static_cast<uint32_t>(g.d)};
@@ -121,10 +138,14 @@ void emit_attention(Emitter& e, int id) {
     Emitter::set_params(c, p);
     return;
   }
+  // Paired, one call writes d k (binding 9) and d v (binding 10); alone, binding 10 is a word of
+  // scratch it never reads.
+  const int dk = partner < 0 || n.attrs.axis == ATT_GRAD_K ? id : partner;
+  const int dv = partner < 0 ? e.scratch(4) : dk == id ? partner : id;
   KernelCall& c = e.call(Kernel::AttentionBackward, id, which_name[which] + (what.empty() ? "" : ", " + what));
   c.spec = {which, has_position ? 1u : 0u, static_cast<uint32_t>(g.d), static_cast<uint32_t>(g.dv)};
   c.tensors = {{q, false}, {k, false}, {v, false}, {fwd, false}, {n.inputs[4], false}, {n.inputs[5], false}, {position, false},
-               {id, true}};
+               {dk, true}, {dv, true}};
   c.groups = which == ATT_GRAD_Q ? std::array<uint32_t, 3>{groups_for(g.sq, 1), head_groups(g.batch * g.hq, id), 1}
                                  : std::array<uint32_t, 3>{groups_for(g.sk, 1), head_groups(g.batch * g.hkv, id), 1};
   Emitter::set_params(c, p);

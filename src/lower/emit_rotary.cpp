@@ -1,8 +1,7 @@
 // Rotary embedding: one dispatch per rotary node, or per pair of them (a layer's q and k) that
 // share cos and sin. See kernel_abi.hpp (Rotary).
-#include <algorithm>
-
 #include "lower/emit.hpp"
+#include "lower/pairs.hpp"
 #include "meganeura/error.hpp"
 
 namespace meganeura::lower {
@@ -39,47 +38,14 @@ RotaryPart part_of(const Emitter& e, int id) {
   return p;
 }
 
-// Do rotaries a < b match: the same cos, sin and direction?
-bool same_tables(const Graph& g, int a, int b) {
-  const Node &x = g.node(a), &y = g.node(b);
-  return y.op == Op::Rotary && y.inputs[1] == x.inputs[1] && y.inputs[2] == x.inputs[2] && y.attrs.count == x.attrs.count &&
-         numel(y.shape) > 0;
-}
-
 }  // namespace
 
 std::vector<int> pair_rotaries(const Graph& g, const std::vector<bool>& live) {
-  const size_t n = static_cast<size_t>(g.size());
-  // The first kernel reading each node's bytes: a view's readers read its input.
-  std::vector<std::vector<int>> readers(n);
-  for (int id = 0; id < g.size(); ++id)
-    if (live[static_cast<size_t>(id)])
-      for (int in : g.node(id).inputs) readers[static_cast<size_t>(in)].push_back(id);
-  std::vector<int> first_use(n, g.size());
-  for (int id = g.size() - 1; id >= 0; --id)
-    for (int r : readers[static_cast<size_t>(id)])
-      first_use[static_cast<size_t>(id)] =
-          std::min(first_use[static_cast<size_t>(id)], is_view(g, g.node(r)) ? first_use[static_cast<size_t>(r)] : r);
-  std::vector<int> partner(n, -1);
-  for (int a = 0; a < g.size(); ++a) {
-    if (!live[static_cast<size_t>(a)] || g.node(a).op != Op::Rotary || partner[static_cast<size_t>(a)] != -1 ||
-        numel(g.node(a).shape) == 0)
-      continue;
-    for (int b = a + 1; b < g.size(); ++b) {
-      if (!live[static_cast<size_t>(b)] || partner[static_cast<size_t>(b)] != -1 || !same_tables(g, a, b)) continue;
-      if (g.node(b).inputs[0] < a) {  // b's input is ready at a: both run there
-        partner[static_cast<size_t>(a)] = b;
-        partner[static_cast<size_t>(b)] = kEmittedWithPartner;
-        break;
-      }
-      if (first_use[static_cast<size_t>(a)] > b) {  // nothing reads a before b: both run at b
-        partner[static_cast<size_t>(b)] = a;
-        partner[static_cast<size_t>(a)] = kEmittedWithPartner;
-        break;
-      }
-    }
-  }
-  return partner;
+  return pair_nodes(g, live, [&](int a, int b) {  // the same cos, sin and direction
+    const Node &x = g.node(a), &y = g.node(b);
+    return x.op == Op::Rotary && y.op == Op::Rotary && y.inputs[1] == x.inputs[1] && y.inputs[2] == x.inputs[2] &&
+           y.attrs.count == x.attrs.count;
+  });
 }
 
 void emit_rotary(Emitter& e, int id, int partner) {

@@ -7,6 +7,7 @@
 #include "lower/emit.hpp"
 #include "lower/fuse_elementwise.hpp"
 #include "lower/horizontal.hpp"
+#include "lower/pairs.hpp"
 #include "meganeura/error.hpp"
 
 namespace meganeura::lower {
@@ -137,7 +138,12 @@ Lowered lower(const Graph& g, const std::vector<int>& keep, const LowerOptions& 
   std::vector<MatMulGroup> groups;
   if (options.fuse && horizontal_fusion_enabled()) groups = group_matmuls(g, live, out, group_of);
   const Fusion fused = fusion(g, keep, live, options.fuse);
-  const std::vector<int> rotary_partner = options.fuse ? pair_rotaries(g, live) : std::vector<int>(static_cast<size_t>(g.size()), -1);
+  // Nodes computed in pairs (pairs.hpp): a layer's rotaries, an attention's d k and d v.
+  std::vector<int> partner(static_cast<size_t>(g.size()), -1);
+  if (options.fuse)
+    for (const std::vector<int>& pairs : {pair_rotaries(g, live), pair_attention_grads(g, live)})
+      for (size_t i = 0; i < partner.size(); ++i)
+        if (pairs[i] != -1) partner[i] = pairs[i];
   Emitter e(g, out, options);
   for (int id = 0; id < g.size(); ++id) {
     const Node& n = g.node(id);
@@ -165,10 +171,10 @@ Lowered lower(const Graph& g, const std::vector<int>& keep, const LowerOptions& 
         emit_backward(e, id);
         continue;
       case Op::Attention: case Op::AttentionBackward:
-        emit_attention(e, id);
+        if (partner[static_cast<size_t>(id)] != kEmittedWithPartner) emit_attention(e, id, partner[static_cast<size_t>(id)]);
         continue;
       case Op::Rotary:
-        if (rotary_partner[static_cast<size_t>(id)] != kEmittedWithPartner) emit_rotary(e, id, rotary_partner[static_cast<size_t>(id)]);
+        if (partner[static_cast<size_t>(id)] != kEmittedWithPartner) emit_rotary(e, id, partner[static_cast<size_t>(id)]);
         continue;
       default: break;
     }
