@@ -63,6 +63,17 @@ class Rotary {
   Tensor operator()(Tensor x, Tensor positions, bool seq_major = false) const;
   Tensor cos_table, sin_table;
   RotaryOptions options;
+
+ private:
+  // The rows of the tables last picked: every layer's q and k at the same positions share one
+  // gather, so their rotaries (and their gradients) pair up in one dispatch each.
+  struct Picked {
+    const Graph* graph = nullptr;
+    int positions = -1;
+    bool seq_major = false;
+    Tensor cos, sin;
+  };
+  mutable Picked picked_;
 };
 
 // Multi-head attention with grouped-query heads (kv_heads divides heads): q/k/v/o projections

@@ -35,13 +35,16 @@ Tensor Rotary::operator()(Tensor x, Tensor positions, bool seq_major) const {
     throw ShapeError("nn::Rotary: the last dim of " + shape_str(x.shape()) + " is not head_dim " + std::to_string(d));
   if (seq_major && x.rank() < 3)
     throw ShapeError("nn::Rotary: seq-major x must be [..., S, H, head_dim], got " + shape_str(x.shape()));
-  Tensor cos_t = gather(cos_table, positions, 0), sin_t = gather(sin_table, positions, 0);  // [S, d]
-  if (seq_major) {  // [S, 1, d]: the same angle for every head of a position
-    const int64_t s = cos_t.dim(0);
-    cos_t = reshape(cos_t, {s, 1, d});
-    sin_t = reshape(sin_t, {s, 1, d});
+  if (picked_.graph != &positions.graph() || picked_.positions != positions.id() || picked_.seq_major != seq_major) {
+    Tensor cos_t = gather(cos_table, positions, 0), sin_t = gather(sin_table, positions, 0);  // [S, d]
+    if (seq_major) {  // [S, 1, d]: the same angle for every head of a position
+      const int64_t s = cos_t.dim(0);
+      cos_t = reshape(cos_t, {s, 1, d});
+      sin_t = reshape(sin_t, {s, 1, d});
+    }
+    picked_ = {&positions.graph(), positions.id(), seq_major, cos_t, sin_t};
   }
-  return rotary(x, cos_t, sin_t);  // x*cos + cat(-x2, x1)*sin in one dispatch
+  return rotary(x, picked_.cos, picked_.sin);  // x*cos + cat(-x2, x1)*sin in one dispatch
 }
 
 }  // namespace meganeura::nn
