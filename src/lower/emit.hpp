@@ -46,10 +46,8 @@ class Emitter {
   }
 
   // out[...] = OP(inputs[...]) over `shape`, every operand addressed by its own strides.
-  // keep_last_axis: dimensions are merged where every operand allows, except the last (rotary
-  // pairs elements across its halves).
   void elementwise(int node, uint32_t op, const Shape& shape, std::vector<Operand> inputs, Operand out,
-                   std::vector<uint32_t> dtypes, float scalar = 0, std::string what = "", bool keep_last_axis = false);
+                   std::vector<uint32_t> dtypes, float scalar = 0, std::string what = "");
 
  private:
   const Graph& g_;

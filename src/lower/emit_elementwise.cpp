@@ -8,25 +8,12 @@ namespace meganeura::lower {
 using namespace kernels;
 
 void Emitter::elementwise(int node, uint32_t op, const Shape& shape, std::vector<Operand> inputs, Operand out,
-                          std::vector<uint32_t> dtypes, float scalar, std::string what, bool keep_last_axis) {
+                          std::vector<uint32_t> dtypes, float scalar, std::string what) {
   Shape s = shape;
   std::vector<Strides> st;
   for (auto& in : inputs) st.push_back(in.strides);
   st.push_back(out.strides);
-  if (keep_last_axis && !s.empty()) {
-    const int64_t last = s.back();
-    std::vector<int64_t> last_strides;
-    s.pop_back();
-    for (auto& x : st) {
-      last_strides.push_back(x.back());
-      x.pop_back();
-    }
-    collapse(s, st);
-    s.push_back(last);
-    for (size_t k = 0; k < st.size(); ++k) st[k].push_back(last_strides[k]);
-  } else {
-    collapse(s, st);
-  }
+  collapse(s, st);
   if (s.size() > kMaxKernelRank) throw ShapeError("internal: elementwise rank " + std::to_string(s.size()) + " after collapsing");
   ElementwiseParams p{};
   p.n = u32(numel(s), "elementwise element count");

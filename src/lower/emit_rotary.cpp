@@ -15,17 +15,8 @@ RotaryPart part_of(const Emitter& e, int id) {
   const Node& n = e.node(id);
   std::vector<Strides> st = {contiguous_strides(n.shape), broadcast_strides(e.node(n.inputs[1]).shape, n.shape),
                              broadcast_strides(e.node(n.inputs[2]).shape, n.shape)};
-  Shape s = n.shape;  // collapse all but the last axis, whose halves the kernel pairs
-  const int64_t d = s.back();
-  std::vector<int64_t> last;
-  s.pop_back();
-  for (Strides& x : st) {
-    last.push_back(x.back());
-    x.pop_back();
-  }
-  collapse(s, st);
-  s.push_back(d);
-  for (size_t k = 0; k < st.size(); ++k) st[k].push_back(last[k]);
+  Shape s = n.shape;
+  collapse_but_last(s, st);  // the kernel pairs the halves of the last axis
   if (s.size() > kMaxKernelRank) throw ShapeError("internal: rotary rank " + std::to_string(s.size()) + " after collapsing");
   RotaryPart p{};
   p.n = u32(numel(n.shape), "rotary element count");

@@ -49,4 +49,18 @@ uint32_t u32(int64_t v, const char* what) {
   return static_cast<uint32_t>(v);
 }
 
+void collapse_but_last(Shape& shape, std::vector<Strides>& strides) {
+  if (shape.empty()) return;
+  const int64_t last = shape.back();
+  std::vector<int64_t> last_strides;
+  shape.pop_back();
+  for (Strides& st : strides) {
+    last_strides.push_back(st.back());
+    st.pop_back();
+  }
+  collapse(shape, strides);
+  shape.push_back(last);
+  for (size_t k = 0; k < strides.size(); ++k) strides[k].push_back(last_strides[k]);
+}
+
 }  // namespace meganeura::lower

@@ -17,6 +17,8 @@ Strides broadcast_strides(const Shape& in, const Shape& out);
 // Drops size-1 dims and merges neighbours that every operand walks contiguously. `strides`
 // holds one stride vector per operand, each the length of `shape`; all are rewritten.
 void collapse(Shape& shape, std::vector<Strides>& strides);
+// The same, leaving the last dimension alone (a kernel that pairs elements along it: rotary).
+void collapse_but_last(Shape& shape, std::vector<Strides>& strides);
 
 // Narrows to the 32-bit fields of the kernel ABI, or throws naming what overflowed.
 uint32_t u32(int64_t v, const char* what);
