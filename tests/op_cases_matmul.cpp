@@ -41,25 +41,6 @@ std::vector<OpCase> matmul_cases() {
          Tensor h = matmul(c.input("x", {4, 33}), c.param("w1", {33, 65}, -0.3, 0.3)) + c.param("b1", {65});
          c.output("y", matmul(relu(h), c.param("w2", {63, 65}, -0.3, 0.3), {.transpose_b = true}));
        }},
-      // A gated MLP's down projection, swiglu(x·Wg, x·Wu)·Wd: optimized, the gate and up products
-      // share a dispatch and the swiglu runs as the down projection reads A (A_SWIGLU); 36: whole
-      // 16-byte rows, 13: not; one and two rows take the GEMV.
-      {Op::MatMul, "swiglu_down_m5_k7_h36_n6", [](CaseBuilder& c) {
-         Tensor x = c.input("x", {5, 7});
-         Tensor h = swiglu(matmul(x, c.param("wg", {7, 36})), matmul(x, c.param("wu", {7, 36})));
-         c.output("y", matmul(h, c.param("wd", {36, 6})));
-       }},
-      {Op::MatMulAdd, "swiglu_down_rows_2_h13_transposed_residual", [](CaseBuilder& c) {
-         Tensor x = c.input("x", {1, 2, 9});
-         Tensor h = swiglu(matmul(x, c.param("wg", {13, 9}), {.transpose_b = true}),
-                           matmul(x, c.param("wu", {13, 9}), {.transpose_b = true}));
-         c.output("y", matmul_add(h, c.param("wd", {6, 13}), c.input("r", {1, 2, 6}), {.transpose_b = true}));
-       }},
-      {Op::MatMul, "swiglu_down_m70_k40_h64_n96", [](CaseBuilder& c) {  // the tiled and tensor-core tiers
-         Tensor x = c.input("x", {70, 40});
-         Tensor h = swiglu(matmul(x, c.param("wg", {40, 64})), matmul(x, c.param("wu", {40, 64})));
-         c.output("y", matmul(h, c.param("wd", {64, 96})));
-       }},
       {Op::MatMul, "permuted_operand", [](CaseBuilder& c) {
          // A permuted (strided) operand: q·kᵀ as attention computes it.
          Tensor q = permute(c.input("q", {2, 5, 3, 16}), {0, 2, 1, 3});  // [2,3,5,16]

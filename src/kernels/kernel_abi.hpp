@@ -153,9 +153,7 @@ struct Cast16Params { uint32_t n; };
 // 5: bias [N] at bias_offset, 6: residual R(b,m,n) = R[r_offset + r_batch + m*r_row_stride
 // + n*r_col_stride] (broadcast strides may be 0). Every call binds five tensors: a plain matmul
 // binds A and B again at 5 and 6 (never C), and its spec constants are all 0.
-// C = act(A·B + bias) + R. Spec 9 A_SWIGLU (the kernels that read A): A(m, k) = silu(G) * U
-// with G where A would be and U a_up_delta elements after it (a swiglu of the gate and up
-// products that horizontal fusion packed together, computed as A is read).
+// C = act(A·B + bias) + R.
 inline constexpr uint32_t kMatMulMaxGroups = 4;
 enum : uint32_t { LIN_ACT_NONE = 0, LIN_ACT_RELU, LIN_ACT_GELU, LIN_ACT_GELU_TANH, LIN_ACT_SILU };
 struct MatMulParams {
@@ -166,7 +164,6 @@ struct MatMulParams {
   uint32_t N[kMatMulMaxGroups], tile0[kMatMulMaxGroups + 1], k_chunk, splits, split_stride;
   uint32_t b_offset[kMatMulMaxGroups], c_offset[kMatMulMaxGroups];
   uint32_t b_row_stride[kMatMulMaxGroups], b_col_stride[kMatMulMaxGroups];
-  uint32_t a_up_delta;  // spec 9 A_SWIGLU: U's element offset from G's (see above)
 };
 
 // ---- Attention --------------------------------------------------------------------------------

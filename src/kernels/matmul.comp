@@ -14,6 +14,7 @@
 
 layout(constant_id = 6) const uint VEC4_A = 0u;  // A rows k-contiguous, 16-byte aligned, K % 4 == 0
 layout(constant_id = 8) const uint VEC4_B = 0u;  // B's contiguous axis (n, or k) in aligned vec4s
+layout(std430, set = 0, binding = 2) readonly buffer A4 { vec4 a4[]; };
 layout(std430, set = 0, binding = 3) readonly buffer B4 { vec4 b4[]; };
 
 const uint TM = 64u, TN = 64u, TK = 16u;
@@ -52,7 +53,7 @@ void main() {
           // and 8); out-of-range elements load as zero.
           if (VEC4_A != 0u) {
             uint am = tid / 4u, ak = (tid % 4u) * 4u, gm = m0 + am, gk = k0 + ak;
-            vec4 v = (gm < p.M && gk < k_end) ? load_a4((a_base + gm * p.a_row_stride + gk) / 4u) : vec4(0.0f);
+            vec4 v = (gm < p.M && gk < k_end) ? a4[(a_base + gm * p.a_row_stride + gk) / 4u] : vec4(0.0f);
             As[ak][am] = v.x; As[ak + 1u][am] = v.y; As[ak + 2u][am] = v.z; As[ak + 3u][am] = v.w;
           } else {
             for (uint l = 0u; l < 4u; ++l) {
@@ -61,7 +62,7 @@ void main() {
               uint ak = a_k_contig ? e % TK : e / TM;
               uint gm = m0 + am, gk = k0 + ak;
               As[ak][am] = (gm < p.M && gk < k_end)
-                  ? load_a(a_base + gm * p.a_row_stride + gk * p.a_col_stride) : 0.0f;
+                  ? uintBitsToFloat(a_data[a_base + gm * p.a_row_stride + gk * p.a_col_stride]) : 0.0f;
             }
           }
           if (VEC4_B != 0u && b_n_contig) {

@@ -10,30 +10,14 @@ struct MatMulParams {
   uint N[4], tile0[5], k_chunk, splits, split_stride;
   uint b_offset[4], c_offset[4];
   uint b_row_stride[4], b_col_stride[4];
-  uint a_up_delta;
 };
 layout(std430, set = 0, binding = 0) readonly buffer Params { MatMulParams p; };
 layout(std430, set = 0, binding = 2) readonly buffer A { uint a_data[]; };
-layout(std430, set = 0, binding = 2) readonly buffer A4 { vec4 a4[]; };
 layout(std430, set = 0, binding = 3) readonly buffer B { uint b_data[]; };
 layout(std430, set = 0, binding = 4) writeonly buffer C { uint c_data[]; };
 // Bound to A and B when the epilogue does not read them (never to C).
 layout(std430, set = 0, binding = 5) readonly buffer Bias { uint bias_data[]; };
 layout(std430, set = 0, binding = 6) readonly buffer Res { uint res_data[]; };
-
-// A's prologue: A(m, k) = silu(G) * U, U a_up_delta elements after G (kernel_abi.hpp, MatMul):
-// a gated MLP's swiglu computed as its down projection reads it, not in a dispatch of its own.
-layout(constant_id = 9) const uint A_SWIGLU = 0u;
-float load_a(uint i) {
-  float g = uintBitsToFloat(a_data[i]);
-  return A_SWIGLU != 0u ? silu_p(g) * uintBitsToFloat(a_data[i + p.a_up_delta]) : g;
-}
-vec4 load_a4(uint q) {  // elements 4q .. 4q + 3
-  vec4 g = a4[q];
-  if (A_SWIGLU == 0u) return g;
-  vec4 u = a4[q + p.a_up_delta / 4u];
-  return vec4(silu_p(g.x) * u.x, silu_p(g.y) * u.y, silu_p(g.z) * u.z, silu_p(g.w) * u.w);
-}
 
 layout(constant_id = 1) const uint HAS_BIAS = 0u;
 layout(constant_id = 2) const uint ACT = 0u;  // LIN_ACT_*

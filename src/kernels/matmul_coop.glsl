@@ -50,6 +50,7 @@ const uint WARPS_M = 4u, WARPS_N = 2u, FRAG_M = 1u, FRAG_N = 2u;
 layout(constant_id = 6) const uint VEC4_A = 0u;     // A k-contiguous, rows 16-byte aligned, K % 4 == 0
 layout(constant_id = 7) const uint B_KCONTIG = 0u;  // B(k, n) contiguous along k (transpose_b)
 layout(constant_id = 8) const uint VEC4_B = 0u;     // B's contiguous axis in aligned 16-byte vectors
+layout(std430, set = 0, binding = 2) readonly buffer A4 { vec4 a4[]; };
 layout(std430, set = 0, binding = 3) readonly buffer B4 { vec4 b4[]; };
 
 const uint BM = WARPS_M * FRAG_M * 16u, BN = WARPS_N * FRAG_N * 16u, BK = 32u;
@@ -111,7 +112,7 @@ void main() {
     for (uint l = 0u; l < A_LOADS; l += 4u) {                                                  \
       A_ELEM(l, am, ak)                                                                        \
       uint gm = m0 + am, gk = (k0) + ak;                                                       \
-      vec4 v = (gm < p.M && gk < k_end) ? load_a4((a_base + gm * p.a_row_stride + gk) / 4u) : vec4(0.0f); \
+      vec4 v = (gm < p.M && gk < k_end) ? a4[(a_base + gm * p.a_row_stride + gk) / 4u] : vec4(0.0f); \
       ra[l] = v.x; ra[l + 1u] = v.y; ra[l + 2u] = v.z; ra[l + 3u] = v.w;                       \
     }                                                                                          \
   } else {                                                                                     \
@@ -119,7 +120,7 @@ void main() {
       A_ELEM(l, am, ak)                                                                        \
       uint gm = m0 + am, gk = (k0) + ak;                                                       \
       ra[l] = (gm < p.M && gk < k_end)                                                         \
-          ? load_a(a_base + gm * p.a_row_stride + gk * p.a_col_stride) : 0.0f; \
+          ? uintBitsToFloat(a_data[a_base + gm * p.a_row_stride + gk * p.a_col_stride]) : 0.0f; \
     }                                                                                          \
   }                                                                                            \
   if (VEC4_B != 0u) {                                                                          \

@@ -17,6 +17,7 @@
 layout(constant_id = 5) const uint K_CONTIG = 1u;
 // With K_CONTIG: A and B rows 16-byte aligned and K % 4 == 0, so a team walks k in vec4s.
 layout(constant_id = 6) const uint VEC4 = 0u;
+layout(std430, set = 0, binding = 2) readonly buffer A4 { vec4 a4[]; };
 layout(std430, set = 0, binding = 3) readonly buffer B4 { vec4 b4[]; };
 const uint T = K_CONTIG != 0u ? 32u : 4u;  // invocations per column
 const uint COLS = 256u / T;                // columns per workgroup
@@ -49,13 +50,13 @@ void main() {
           for (uint k4 = lane; k4 < p.K / 4u; k4 += T) {
             vec4 b = b4[b_at / 4u + k4];
             uint a_at = (a_base + m0 * p.a_row_stride) / 4u + k4;
-            for (uint r = 0u; r < rows; ++r) acc[r] += dot(load_a4(a_at + r * a_row4), b);
+            for (uint r = 0u; r < rows; ++r) acc[r] += dot(a4[a_at + r * a_row4], b);
           }
         } else if (n < N) {
           for (uint k = lane; k < p.K; k += T) {
             float b = uintBitsToFloat(b_data[b_at + k * b_row]);
             uint a_at = a_base + m0 * p.a_row_stride + k * p.a_col_stride;
-            for (uint r = 0u; r < rows; ++r) acc[r] += load_a(a_at + r * p.a_row_stride) * b;
+            for (uint r = 0u; r < rows; ++r) acc[r] += uintBitsToFloat(a_data[a_at + r * p.a_row_stride]) * b;
           }
         }
         for (uint r = 0u; r < ROWS; ++r) partial[r][col * T + lane] = acc[r];

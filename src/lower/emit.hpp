@@ -32,12 +32,6 @@ class Emitter {
   const Graph& graph() const { return g_; }
   const LowerOptions& options() const { return options_; }
   const Node& node(int id) const { return g_.node(id); }
-  const Lowered& lowered() const { return out_; }
-  // Swiglu nodes computed in their one reader's A prologue (matmul A_SWIGLU), not on their own.
-  void set_swiglu_prologues(std::vector<bool> nodes) { swiglu_prologue_ = std::move(nodes); }
-  bool swiglu_prologue(int node) const {
-    return static_cast<size_t>(node) < swiglu_prologue_.size() && swiglu_prologue_[static_cast<size_t>(node)];
-  }
 
   KernelCall& call(kernels::Kernel k, int node, std::string what);
   // A call of a kernel generated from the graph (identical sources share one entry).
@@ -59,7 +53,6 @@ class Emitter {
   const Graph& g_;
   Lowered& out_;
   const LowerOptions& options_;
-  std::vector<bool> swiglu_prologue_;
 };
 
 uint32_t ew_op(Op op);  // the EW_* code of an elementwise op

@@ -28,16 +28,6 @@ void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weig
   // Element (m,k) of A and (k,n) of B: transposes are just swapped strides.
   p.a_row_stride = ta ? 1 : u32(K, "stride");
   p.a_col_stride = ta ? u32(M, "stride") : 1;
-  // A = swiglu(G, U) computed as it is read (A_SWIGLU): bind the tensor packing G and U.
-  int a_tensor = n.inputs[0];
-  const bool swiglu_a = e.swiglu_prologue(n.inputs[0]);
-  if (swiglu_a) {
-    const Lowered& low = e.lowered();
-    const int gate = e.node(n.inputs[0]).inputs[0], up = e.node(n.inputs[0]).inputs[1];
-    a_tensor = low.root(gate);
-    p.a_offset = u32(low.offset_in_root(gate) / 4, "swiglu gate offset");
-    p.a_up_delta = u32((low.offset_in_root(up) - low.offset_in_root(gate)) / 4, "swiglu up offset");
-  }
   p.groups = static_cast<uint32_t>(products.size());
   std::string what;
   for (size_t g = 0; g < products.size(); ++g) {
@@ -91,7 +81,7 @@ void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weig
     throw ShapeError("matmul %" + std::to_string(id) + ": " + std::to_string(M) + " rows are too many for one dispatch");
 
   // Bindings 5 and 6 (bias, residual) read A and B again when there is no epilogue.
-  int bias = n.op == Op::Linear ? n.inputs[2] : a_tensor;
+  int bias = n.op == Op::Linear ? n.inputs[2] : n.inputs[0];
   int res = has_res ? n.inputs[static_cast<size_t>(res_input)] : n.inputs[1];
   const std::vector<uint32_t> epilogue = {n.op == Op::Linear ? 1u : 0u,
                                           n.op == Op::Linear ? static_cast<uint32_t>(n.attrs.count) : LIN_ACT_NONE,
@@ -108,13 +98,9 @@ void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weig
                      (tb ? p.K % 4 == 0 : aligned(p.N, p.groups));
   if (plan.kernel == Kernel::MatMulGemv) layout = {plan.k_contiguous, plan.k_contiguous && vec_a && vec_b ? 1u : 0u};
   if (is_coop(plan.kernel) || plan.kernel == Kernel::MatMul) layout = {0u, vec_a ? 1u : 0u, tb ? 1u : 0u, vec_b ? 1u : 0u};
-  if (swiglu_a) {  // spec 9 A_SWIGLU, after 5-8
-    layout.resize(4, 0u);
-    layout.push_back(1u);
-  }
   if (plan.splits == 1) {
     KernelCall& c = e.call(plan.kernel, id, what);
-    c.tensors = {{a_tensor, false}, {weights, false}, {outputs, true}, {bias, false}, {res, false}};
+    c.tensors = {{n.inputs[0], false}, {weights, false}, {outputs, true}, {bias, false}, {res, false}};
     c.spec = epilogue;
     if (!layout.empty()) c.spec.push_back(0u);  // SPLIT_PARTIAL
     c.spec.insert(c.spec.end(), layout.begin(), layout.end());
@@ -130,7 +116,7 @@ void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weig
   p.split_stride = u32(c_extent, "split-K partial size");
   const int partials = e.scratch(uint64_t{p.split_stride} * plan.splits * 4);
   KernelCall& part = e.call(plan.kernel, id, what + (what.empty() ? "" : " ") + "split-K x" + std::to_string(plan.splits));
-  part.tensors = {{a_tensor, false}, {weights, false}, {partials, true}, {bias, false}, {res, false}};
+  part.tensors = {{n.inputs[0], false}, {weights, false}, {partials, true}, {bias, false}, {res, false}};
   part.spec = {0u, LIN_ACT_NONE, 0u, 1u};  // SPLIT_PARTIAL
   part.spec.insert(part.spec.end(), layout.begin(), layout.end());
   part.groups = groups;

@@ -115,37 +115,6 @@ bool is_view(const Graph& g, const Node& n) {
   return true;
 }
 
-// Swiglu nodes a matmul can compute as it reads its A (A_SWIGLU): read by that matmul alone, not
-// an output nor kept, their gate and up operands whole, side by side in one packed tensor (the outputs of
-// a horizontally fused gate/up pair), up 16-byte aligned after gate.
-static std::vector<bool> swiglu_prologues(const Graph& g, const std::vector<int>& keep, const std::vector<bool>& live,
-                                          const Lowered& out, const Fusion& fused) {
-  std::vector<int> readers(static_cast<size_t>(g.size()), 0), reader(static_cast<size_t>(g.size()), -1);
-  for (int id = 0; id < g.size(); ++id)
-    if (live[static_cast<size_t>(id)])
-      for (int in : g.node(id).inputs) {
-        ++readers[static_cast<size_t>(in)];
-        reader[static_cast<size_t>(in)] = id;
-      }
-  std::vector<bool> on(static_cast<size_t>(g.size()), false);
-  for (int id = 0; id < g.size(); ++id) {
-    const Node& s = g.node(id);
-    if (!live[static_cast<size_t>(id)] || s.op != Op::SwiGlu || fused.group_of[static_cast<size_t>(id)] >= 0 ||
-        out.tensors[static_cast<size_t>(id)].output || readers[static_cast<size_t>(id)] != 1 ||
-        std::find(keep.begin(), keep.end(), id) != keep.end())
-      continue;
-    const Node& r = g.node(reader[static_cast<size_t>(id)]);
-    const bool product = r.op == Op::MatMul || r.op == Op::MatMulAdd || r.op == Op::Linear;
-    if (!product || r.inputs[0] != id || r.attrs.transpose_a || r.inputs[1] == id) continue;
-    const int gate = s.inputs[0], up = s.inputs[1];
-    if (g.node(gate).shape != s.shape || g.node(up).shape != s.shape || out.root(gate) != out.root(up) || out.root(gate) == gate)
-      continue;
-    const uint64_t at_gate = out.offset_in_root(gate), at_up = out.offset_in_root(up);
-    on[static_cast<size_t>(id)] = at_up > at_gate && (at_up - at_gate) % 16 == 0 && at_gate % 16 == 0;
-  }
-  return on;
-}
-
 Lowered lower(const Graph& g, const std::vector<int>& keep, const LowerOptions& options) {
   if (g.outputs().empty()) throw Error("the graph has no outputs: mark results with Graph::output(name, tensor)");
   Lowered out;
@@ -176,10 +145,9 @@ Lowered lower(const Graph& g, const std::vector<int>& keep, const LowerOptions& 
       for (size_t i = 0; i < partner.size(); ++i)
         if (pairs[i] != -1) partner[i] = pairs[i];
   Emitter e(g, out, options);
-  if (options.fuse) e.set_swiglu_prologues(swiglu_prologues(g, keep, live, out, fused));
   for (int id = 0; id < g.size(); ++id) {
     const Node& n = g.node(id);
-    if (!live[static_cast<size_t>(id)] || op_kind(n.op) == OpKind::Leaf || is_view(g, n) || e.swiglu_prologue(id)) continue;
+    if (!live[static_cast<size_t>(id)] || op_kind(n.op) == OpKind::Leaf || is_view(g, n)) continue;
     if (numel(n.shape) == 0) continue;  // nothing to compute
     if (!group_of.empty() && group_of[static_cast<size_t>(id)] >= 0) {
       const MatMulGroup& grp = groups[static_cast<size_t>(group_of[static_cast<size_t>(id)])];
