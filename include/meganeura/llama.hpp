@@ -94,6 +94,8 @@ class Generator {
   std::vector<float> prefill(const std::vector<int32_t>& prompt);
   // Appends `token`; returns the logits of the next one.
   std::vector<float> decode(int32_t token);
+  // decode() without reading the logits back: they stay on the device.
+  void advance(int32_t token);
   int64_t position() const { return position_; }  // tokens in the cache
 
  private:

@@ -31,27 +31,24 @@ shared uint wg_index[WG];  // argmax: the index of each partial (values live in 
 // log(1 - a) without the rounding of 1 - a for small a.
 float log1m(float a) { return a < 0.5f ? log1p_p(-a) : log_p(1.0f - a); }
 
-float map_value(uint off) {
-  float a = uintBitsToFloat(a_data[off]);
+const bool READS_B = MAP != MAP_NONE && MAP != MAP_SQUARE;
+
+float map_of(float a, float b) {
   if (MAP == MAP_NONE) return a;
-  if (MAP == MAP_SQUARE) return a * a;  // b is not read
-  float b = uintBitsToFloat(b_data[off]);
+  if (MAP == MAP_SQUARE) return a * a;
   if (MAP == MAP_SQDIFF) return (a - b) * (a - b);
   if (MAP == MAP_BCE) return -(b * max(log_p(a), -100.0f) + (1.0f - b) * max(log1m(a), -100.0f));
   return max(a, 0.0f) - a * b + log1p_p(exp_p(-abs(a)));  // MAP_BCE_LOGITS
 }
 
+float map_value(uint off) {
+  return map_of(uintBitsToFloat(a_data[off]), READS_B ? uintBitsToFloat(b_data[off]) : 0.0f);
+}
+
 // The map of four adjacent elements, element 4q (16-byte loads; sums and maxima only).
 vec4 map_value4(uint q) {
-  vec4 a = a4[q];
-  if (MAP == MAP_NONE) return a;
-  if (MAP == MAP_SQUARE) return a * a;
-  vec4 b = b4[q];
-  if (MAP == MAP_SQDIFF) return (a - b) * (a - b);
-  vec4 r;
-  for (uint k = 0u; k < 4u; ++k)
-    r[k] = MAP == MAP_BCE ? -(b[k] * max(log_p(a[k]), -100.0f) + (1.0f - b[k]) * max(log1m(a[k]), -100.0f))
-                          : max(a[k], 0.0f) - a[k] * b[k] + log1p_p(exp_p(-abs(a[k])));
+  vec4 a = a4[q], b = READS_B ? b4[q] : vec4(0.0f), r;
+  for (uint k = 0u; k < 4u; ++k) r[k] = map_of(a[k], b[k]);
   return r;
 }
 

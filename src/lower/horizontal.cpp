@@ -13,7 +13,6 @@ namespace meganeura::lower {
 
 namespace {
 
-uint64_t pack_offset(uint64_t bytes) { return (bytes + kPackAlignment - 1) / kPackAlignment * kPackAlignment; }
 
 // A matmul that can join a group: live, plain, f32, B an f32 rank-2 parameter.
 bool candidate(const Graph& g, const Node& n, bool live) {

@@ -77,6 +77,11 @@ std::vector<float> Generator::prefill(const std::vector<int32_t>& prompt) {
 }
 
 std::vector<float> Generator::decode(int32_t token) {
+  advance(token);
+  return session_.read_output("decode.logits").to_f32();
+}
+
+void Generator::advance(int32_t token) {
   if (position_ == 0) throw Error("Generator::decode before prefill()");
   if (position_ >= options_.max_seq)
     throw Error("Generator::decode: the sequence is at max_seq (" + std::to_string(options_.max_seq) + " tokens)");
@@ -87,7 +92,6 @@ std::vector<float> Generator::decode(int32_t token) {
   session_.set_input("decode.last", one_i32(0));
   session_.run(1);
   ++position_;
-  return session_.read_output("decode.logits").to_f32();
 }
 
 int32_t sample_token(const std::vector<float>& logits, const SamplingOptions& o, std::mt19937_64& rng) {

@@ -67,11 +67,9 @@ Tensor Llama::forward_cached(Tensor ids, Tensor positions, Tensor start, const s
     Tensor k = rope(attn.heads_of(attn.k_proj(h), attn.options.kv_heads), positions, /*seq_major=*/true);
     // The new rows [B, S, Hkv*D] go into the cache's slots as they are; attention reads the
     // cache seq-major, [B, slots, Hkv, D].
-    const Shape kv_rows{k.dim(0), k.dim(1), k.dim(2) * k.dim(3)};
-    Tensor keys = cache_write(caches[l].k, reshape(k, kv_rows), start);
+    Tensor keys = cache_write(caches[l].k, attn.merge_heads(k), start);
     Tensor values = cache_write(caches[l].v, attn.v_proj(h), start);
-    const Shape slots{keys.dim(0), keys.dim(1), attn.options.kv_heads, attn.options.head_dim};
-    Tensor a = attention(q, reshape(keys, slots), reshape(values, slots), start,
+    Tensor a = attention(q, attn.heads_of(keys, attn.options.kv_heads), attn.heads_of(values, attn.options.kv_heads), start,
                          {.causal = true, .window = attn.options.window, .seq_major = true});
     x = x + attn.o_proj(attn.merge_heads(a));
     x = x + layer.mlp(layer.post_attention_layernorm(x));

@@ -54,7 +54,8 @@ std::unique_ptr<Session::Impl> Session::Impl::build(const Graph& g, const lower:
   impl->options = options;
   impl->ctx = vk::Context::get();
   impl->trace_hold = std::make_unique<trace::SessionHold>(impl->ctx->info().name);
-  const uint64_t split = options.max_buffer_bytes ? std::min(options.max_buffer_bytes, largest_buffer()) : largest_buffer();
+  const uint64_t largest = largest_buffer();
+  const uint64_t split = options.max_buffer_bytes ? std::min(options.max_buffer_bytes, largest) : largest;
   {
     trace::Scope phase("plan");
     impl->planned = plan::plan_program(low, g, {.reuse_memory = options.reuse_memory, .max_buffer_bytes = split});

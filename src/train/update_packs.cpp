@@ -17,8 +17,6 @@ struct Unit {
   std::vector<size_t> members;
 };
 
-uint64_t aligned(uint64_t bytes) { return (bytes + lower::kPackAlignment - 1) / lower::kPackAlignment * lower::kPackAlignment; }
-
 int add_root(lower::Lowered& low, uint64_t bytes, Role role) {
   lower::TensorDesc t;
   t.bytes = bytes;
@@ -95,7 +93,7 @@ UpdatePlan pack_updates(const Graph& g, lower::Lowered& low, const std::vector<P
       const uint64_t bytes = low.tensors[static_cast<size_t>(u->root)].bytes;
       if (fill > 0 && fill + bytes > max_bytes) close();
       open.push_back({u, fill});
-      fill = aligned(fill + bytes);
+      fill = lower::pack_offset(fill + bytes);
     }
     close();
   }
