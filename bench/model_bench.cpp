@@ -8,6 +8,7 @@
 //
 //   meganeura-bench-model --model DIR [--name NAME] [--seq 128] [--runs 30] [--warmup 5]
 //                         [--modes inference,decode,train] [--optimize on|off] [--lr 1e-4]
+//                         [--breakdown N] [--listing DIR]
 //
 // wall: Session::step() (host submit, every dispatch, fence wait) in a session without timestamps.
 // gpu: the sum of the per-dispatch timestamps (SessionOptions::profile) in a second session of the
@@ -48,6 +49,7 @@ struct Options {
   bool optimize = true;
   float lr = 1e-4f;
   int breakdown = 0;  // print the N kinds of dispatch that take the most GPU time (stderr)
+  std::string listing;  // a folder: each mode's recorded step (<mode>.txt) and GPU time per dispatch (<mode>-profile.txt)
 };
 
 struct Bench {
@@ -79,6 +81,28 @@ Stats stats(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return {n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2, v.front()};
+}
+
+// With --listing: the session's recorded step (dispatch labels, copies, barriers) to <dir>/<mode>.txt.
+void write_listing(const Options& o, const std::string& mode, const Session& s) {
+  if (o.listing.empty()) return;
+  const std::string path = o.listing + "/" + mode + ".txt";
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) throw mn::Error("--listing: cannot write " + path);
+  const std::string text = s.listing();
+  std::fwrite(text.data(), 1, text.size(), f);
+  std::fclose(f);
+}
+
+// With --listing: the profiled session's last step, one dispatch a line (GPU µs, label), to
+// <dir>/<mode>-profile.txt.
+void write_profile(const Options& o, const std::string& mode, const Session& s) {
+  if (o.listing.empty()) return;
+  const std::string path = o.listing + "/" + mode + "-profile.txt";
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) throw mn::Error("--listing: cannot write " + path);
+  for (const auto& [label, ns] : s.profile()) std::fprintf(f, "%9.2f  %s\n", ns / 1e3, label.c_str());
+  std::fclose(f);
 }
 
 // Runs f warmup times, then runs times; returns the wall-clock ms of each timed run.
@@ -216,7 +240,9 @@ Json inference(const Bench& b) {
   mn::models::load_weights(p, *g, b.weights);
   set_tokens(p, b);
   j.times("gpu", stats(gpu_ms(b.opt, p, [&] { p.step(); })));
-  j.num("dispatches", s.stats().dispatches);
+  j.num("dispatches", s.stats().dispatches).num("barriers", s.stats().barriers);
+  write_listing(b.opt, "inference", s);
+  write_profile(b.opt, "inference", p);
   j.nums("sample", first(s.read_output("last").to_f32(), 4));
   j.num("checksum", sum(s.read_output("row_abs_sum").to_f32()));
   j.num("sum", sum(s.read_output("row_sum").to_f32()));
@@ -276,7 +302,9 @@ Json decode(const Bench& b) {
             p.step();
             ++position;
           })));
-  j.num("dispatches", p.stats().dispatches);
+  j.num("dispatches", p.stats().dispatches).num("barriers", p.stats().barriers);
+  write_listing(b.opt, "decode", p);
+  write_profile(b.opt, "decode", p);
   j.times("prefill", prefill);
   j.nums("sample", first(logits, 4));
   j.num("checksum", abs_sum(logits));
@@ -322,7 +350,9 @@ Json train(const Bench& b) {
   Session p = mn::build_session(*g, loss, cfg);
   prepare(p);
   j.times("gpu", stats(gpu_ms(b.opt, p, [&] { p.step(); })));
-  j.num("dispatches", s.stats().dispatches);
+  j.num("dispatches", s.stats().dispatches).num("barriers", s.stats().barriers);
+  write_listing(b.opt, "train", s);
+  write_profile(b.opt, "train", p);
   j.num("loss", first_loss);
   j.num("loss_last", s.read_loss());
   j.nums("sample", first(grad, 4));
@@ -358,6 +388,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--optimize") o.optimize = value() != "off";
     else if (a == "--lr") o.lr = std::stof(value());
     else if (a == "--breakdown") o.breakdown = std::stoi(value());
+    else if (a == "--listing") o.listing = value();
     else throw mn::Error("unknown option '" + a + "'");
   }
   if (o.model_dir.empty()) throw mn::Error("--model DIR (config.json + model.safetensors) is required");
@@ -378,7 +409,7 @@ int main(int argc, char** argv) {
     o = parse(argc, argv);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "meganeura-bench-model: %s\nusage: meganeura-bench-model --model DIR [--name NAME] [--seq 128] "
-                         "[--runs 30] [--warmup 5] [--modes inference,decode,train] [--optimize on|off] [--lr 1e-4] [--breakdown N]\n",
+                         "[--runs 30] [--warmup 5] [--modes inference,decode,train] [--optimize on|off] [--lr 1e-4] [--breakdown N] [--listing DIR]\n",
                  e.what());
     return 2;
   }

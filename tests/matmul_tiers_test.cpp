@@ -4,8 +4,10 @@
 // (lavapipe); run them on a GPU.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <optional>
+#include <sstream>
 #include <string>
 
 #include "op_case.hpp"
@@ -174,6 +176,121 @@ TEST(MatMulSplitK, RepeatedStepsAreExact) {
           ASSERT_NEAR(y[static_cast<size_t>(m * N + n)], want, tol) << "step " << step << " (" << m << ", " << n << ")";
         }
     }
+  }
+}
+
+// A norm that reads a split-K product's rows runs in the product's summing pass (one workgroup
+// per row: sum, epilogue, store, normalise): an rms_norm of a matmul_add and a layer_norm of a
+// linear, with batch dimensions and a row length that is no multiple of the workgroup. A second
+// norm of the same rows, whose weight is computed after the product, runs on its own. Unsplit, the
+// norms run as their own dispatches; both ways must match the double reference.
+TEST(MatMulSplitK, NormOfTheSumRunsInTheSummingPass) {
+  constexpr int64_t B = 2, M = 5, K = 300, N = 1100, N2 = 40;  // N: more than a pass of 4 x 256 columns
+  constexpr double eps = 1e-5;
+  for (const char* split : {"3", "0"}) {
+    SCOPED_TRACE(std::string("MEGANEURA_SPLIT_K=") + split);
+    ScopedEnv force("MEGANEURA_MATMUL", "tiled"), splits("MEGANEURA_SPLIT_K", split),
+        precision("MEGANEURA_MATMUL_PRECISION", "f32");
+    Graph g;
+    Tensor a = g.input("a", {B, M, K}), b = g.input("b", {K, N}), r = g.input("r", {B, M, N}), w = g.input("w", {N});
+    Tensor a2 = g.input("a2", {B, M, K}), b2 = g.input("b2", {K, N2}), bias = g.input("bias", {N2});
+    Tensor w2 = g.input("w2", {N2}), beta = g.input("beta", {N2});
+    Tensor h = matmul_add(a, b, r);
+    g.output("h", h);
+    g.output("y", rms_norm(h, w, static_cast<float>(eps)));
+    g.output("z", layer_norm(linear(a2, b2, bias), w2, beta, static_cast<float>(eps)));
+    g.output("u", rms_norm(h, w * 2.0f, static_cast<float>(eps)));  // its weight is computed after h
+    Session s = build_inference_session(g);  // pairing is lowering's fusion: on with the optimizer
+    const std::string listing = s.listing();
+    size_t norms = 0;
+    for (size_t at = listing.find("dispatch norm "); at != std::string::npos; at = listing.find("dispatch norm ", at + 1)) ++norms;
+    EXPECT_EQ(norms, std::string(split) == "0" ? 3u : 1u) << listing;
+    if (std::string(split) != "0") {
+      EXPECT_NE(listing.find("split-K sum, rms_norm %"), std::string::npos) << listing;
+      EXPECT_NE(listing.find("split-K sum, layer_norm %"), std::string::npos) << listing;
+    }
+    Rng rng;
+    SCOPED_TRACE(seed_note(rng.seed()));
+    auto in = [&](const char* name, Shape shape) {
+      std::vector<float> v = rng.floats(numel(shape), -1, 1);
+      s.set_input(name, host_f32(shape, v));
+      return std::vector<double>(v.begin(), v.end());
+    };
+    const auto av = in("a", {B, M, K}), bv = in("b", {K, N}), rv = in("r", {B, M, N}), wv = in("w", {N});
+    const auto a2v = in("a2", {B, M, K}), b2v = in("b2", {K, N2}), biasv = in("bias", {N2}), w2v = in("w2", {N2}),
+               betav = in("beta", {N2});
+    s.step();
+    const std::vector<float> hy = s.read_output("h").to_f32(), yy = s.read_output("y").to_f32(),
+                             zy = s.read_output("z").to_f32(), uy = s.read_output("u").to_f32();
+    for (int64_t row = 0; row < B * M; ++row) {
+      std::vector<double> hv(N), xv(N2);
+      double ss = 0, mean = 0, var = 0;
+      for (int64_t n = 0; n < N; ++n) {
+        hv[n] = rv[row * N + n];
+        for (int64_t k = 0; k < K; ++k) hv[n] += av[row * K + k] * bv[k * N + n];
+        ss += hv[n] * hv[n];
+      }
+      for (int64_t n = 0; n < N2; ++n) {
+        xv[n] = biasv[n];
+        for (int64_t k = 0; k < K; ++k) xv[n] += a2v[row * K + k] * b2v[k * N2 + n];
+        mean += xv[n] / N2;
+      }
+      for (int64_t n = 0; n < N2; ++n) var += (xv[n] - mean) * (xv[n] - mean) / N2;
+      const double rstd = 1 / std::sqrt(ss / N + eps), rstd2 = 1 / std::sqrt(var + eps);
+      for (int64_t n = 0; n < N; ++n) {
+        const size_t i = static_cast<size_t>(row * N + n);
+        ASSERT_NEAR(hy[i], hv[n], 1e-4 * std::max(1.0, std::abs(hv[n]))) << "h row " << row << " col " << n;
+        ASSERT_NEAR(yy[i], hv[n] * rstd * wv[n], 1e-4) << "y row " << row << " col " << n;
+        ASSERT_NEAR(uy[i], hv[n] * rstd * 2 * wv[n], 1e-4) << "u row " << row << " col " << n;
+      }
+      for (int64_t n = 0; n < N2; ++n)
+        ASSERT_NEAR(zy[static_cast<size_t>(row * N2 + n)], (xv[n] - mean) * rstd2 * w2v[n] + betav[n], 1e-4)
+            << "z row " << row << " col " << n;
+    }
+  }
+}
+
+// A gated MLP's gate and up projections share x and run as one tensor-core dispatch, which also
+// computes swiglu(gate, up) as it stores (GLU): no swiglu dispatch follows. N = 150 ends inside a
+// 16-column run. Checked against the same graph lowered without fusion (same f16 staging), forward
+// and the gradients through it.
+TEST(MatMulGlu, SwigluRunsInTheTensorCoreEpilogue) {
+  ScopedEnv force("MEGANEURA_MATMUL", "coopmat"), precision("MEGANEURA_MATMUL_PRECISION", "f16");
+  if (auto why = unavailable()) GTEST_SKIP() << *why;
+  Graph g;
+  const MatMulOptions t{.transpose_b = true};
+  Tensor x = g.input("x", {3, 37, 72});
+  Tensor y = swiglu(matmul(x, g.parameter("gate", {150, 72}), t), matmul(x, g.parameter("up", {150, 72}), t));
+  g.output("y", y);
+  Tensor loss = mean(y * y);
+  g.output("loss", loss);
+  Session fused = build_inference_session(g), plain = build_inference_session(g, {.optimize = false});
+  const std::string listing = fused.listing();
+  EXPECT_NE(listing.find("swiglu %"), std::string::npos) << listing;
+  std::istringstream lines(listing);
+  for (std::string line; std::getline(lines, line);)
+    EXPECT_FALSE(line.rfind("dispatch elementwise", 0) == 0 && line.find("swiglu") != std::string::npos) << listing;
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  const auto feeds = step_both(fused, plain, g, rng, -1, 1);
+  const std::vector<float> got = fused.read_output("y").to_f32(), want = plain.read_output("y").to_f32();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4 * (1 + std::abs(want[i]))) << "y " << i;
+
+  TrainConfig cfg;
+  cfg.optimizer = SGD{.lr = 0.0f};
+  TrainConfig off = cfg;
+  off.optimize = false;
+  Session train = build_session(g, loss, cfg), train_plain = build_session(g, loss, off);
+  EXPECT_NE(train.listing().find("swiglu %"), std::string::npos) << train.listing();
+  for (Session* s : {&train, &train_plain})
+    for (const auto& [name, value] : feeds) (name == "x" ? s->set_input(name, value) : s->set_parameter(name, value));
+  train.step();
+  train_plain.step();
+  EXPECT_NEAR(train.read_loss(), train_plain.read_loss(), 1e-4 * std::abs(train_plain.read_loss()));
+  for (const char* w : {"gate", "up"}) {
+    const std::vector<float> gg = train.read_grad(w).to_f32(), gw = train_plain.read_grad(w).to_f32();
+    for (size_t i = 0; i < gg.size(); ++i) ASSERT_NEAR(gg[i], gw[i], 1e-4 * (1e-3 + std::abs(gw[i]))) << w << " grad " << i;
   }
 }
 

@@ -107,6 +107,23 @@ const RuleCase kWritten[] = {
        g.output("y", up * (sigmoid(gate) * gate));
      },
      Op::SwiGlu, Op::Sigmoid},
+    {"scatter_into",  // x + scatter_add(0, i, u): the updates go straight into x (in place, no copy)
+     [](Graph& g) {
+       const std::vector<int32_t> idx = {3, 0, 3, 49, 17};
+       auto x = g.input("x", {50, 7}), u = g.input("u", {5, 7});
+       auto w = g.input("w", {7, 7});
+       auto zero = broadcast_to(g.scalar(0.0f), {50, 7});
+       g.output("y", matmul(x, w) + scatter_add(zero, g.constant(std::span<const int32_t>(idx), {5}), u));
+     },
+     Op::ScatterAdd, Op::BroadcastTo},
+    {"scatter_into_swapped",
+     [](Graph& g) {
+       const std::vector<int32_t> idx = {2, 2, 0};
+       auto x = g.input("x", {2, 6, 5}), u = g.input("u", {2, 3, 5});
+       auto zero = broadcast_to(g.scalar(0.0f), {2, 6, 5});
+       g.output("y", scatter_add(zero, g.constant(std::span<const int32_t>(idx), {3}), u, 1) + exp(x));
+     },
+     Op::ScatterAdd, Op::Add},
     {"linear_bias",
      [](Graph& g) {
        auto x = g.input("x", {63, 65}), w = g.input("w", {65, 130}), b = g.input("b", {130});
@@ -541,6 +558,72 @@ TEST(Optimize, GeluWithOtherConstantsIsNotFused) {
 }
 
 // Inputs and parameters survive with their names, even unused ones; outputs keep their names.
+// A scatter_add whose base nothing else reads adds into the base's bytes (no "copy base" pass);
+// a base that is also an output, or read again, is copied first. Values as the reference.
+TEST(Optimize, ScatterIntoADyingTensorRunsInPlace) {
+  for (bool base_read_again : {false, true}) {
+    SCOPED_TRACE(base_read_again ? "base read again" : "base dies");
+    Graph g;
+    const std::vector<int32_t> idx = {3, 0, 3, 9};
+    Tensor x = g.input("x", {10, 6}), u = g.input("u", {4, 6});
+    Tensor base = exp(x);
+    Tensor y = scatter_add(base, g.constant(std::span<const int32_t>(idx), {4}), u);
+    g.output("y", base_read_again ? y * base : y);
+    Session s = build_inference_session(g);
+    EXPECT_EQ(s.listing().find("copy base") != std::string::npos, base_read_again) << s.listing();
+    Rng rng;
+    const std::vector<float> xv = rng.floats(60, -1, 1), uv = rng.floats(24, -1, 1);
+    s.set_input("x", mntest::host_f32({10, 6}, xv));
+    s.set_input("u", mntest::host_f32({4, 6}, uv));
+    s.step();
+    const std::vector<float> got = s.read_output("y").to_f32();
+    for (int r = 0; r < 10; ++r)
+      for (int c = 0; c < 6; ++c) {
+        double b = std::exp(double(xv[r * 6 + c])), want = b;
+        for (size_t k = 0; k < idx.size(); ++k)
+          if (idx[k] == r) want += uv[k * 6 + c];
+        if (base_read_again) want *= b;
+        ASSERT_NEAR(got[r * 6 + c], want, 1e-5 * (1 + std::abs(want))) << r << "," << c << " " << mntest::seed_note(rng.seed());
+      }
+  }
+}
+
+// A residual block's gradient: d x = d h + norm_backward(...). The norm backward adds d h as it
+// stores (one dispatch, labelled "+ %"); gradients as the unfused session's, for rms_norm and
+// layer_norm, a row longer than the workgroup.
+TEST(Optimize, NormBackwardJoinsTheResidualGradient) {
+  for (bool layer : {false, true}) {
+    SCOPED_TRACE(layer ? "layer_norm" : "rms_norm");
+    Graph g;
+    Tensor x = g.parameter("x", {3, 7, 300}), w = g.parameter("w", {300}), v = g.parameter("v", {300, 300});
+    Tensor n = layer ? layer_norm(x, w) : rms_norm(x, w);
+    Tensor h = x + matmul(n, v);
+    Tensor loss = mean(h * h);
+    g.output("loss", loss);
+    TrainConfig cfg;
+    cfg.optimizer = SGD{.lr = 0.0f};
+    TrainConfig off = cfg;
+    off.optimize = false;
+    Session fused = build_session(g, loss, cfg), plain = build_session(g, loss, off);
+    EXPECT_NE(fused.listing().find("norm_backward"), std::string::npos);
+    EXPECT_NE(fused.listing().find("+ %"), std::string::npos) << fused.listing();
+    EXPECT_LT(fused.stats().dispatches, plain.stats().dispatches);
+    Rng rng;
+    for (const char* name : {"x", "w", "v"}) {
+      const Shape shape = std::string(name) == "x" ? Shape{3, 7, 300} : std::string(name) == "w" ? Shape{300} : Shape{300, 300};
+      HostTensor t = mntest::host_f32(shape, rng.floats(numel(shape), -1, 1));
+      fused.set_parameter(name, t);
+      plain.set_parameter(name, t);
+    }
+    fused.step();
+    plain.step();
+    const std::vector<float> a = fused.read_grad("x").to_f32(), b = plain.read_grad("x").to_f32();
+    double scale = 1e-30;
+    for (float e : b) scale = std::max(scale, static_cast<double>(std::abs(e)));
+    for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-4 * scale) << "d x " << i << " " << mntest::seed_note(rng.seed());
+  }
+}
+
 TEST(Optimize, KeepsNamesOfInputsParametersAndOutputs) {
   Graph g;
   auto x = g.input("x", {3});

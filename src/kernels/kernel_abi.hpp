@@ -48,6 +48,7 @@ enum class Kernel : uint8_t {
   AttentionBackwardCoopNV,  // AttentionBackward likewise (spec 3: D)
   AttentionCoopSplitNV, // Attention on tensor cores, keys split among subgroups: short queries, D <= 64
   Rotary,               // rotary embedding (or its transpose) of one or two tensors
+  MatMulSplitSumNorm,   // MatMulSplitSum for one product, then rms_norm / layer_norm of each row
   Count
 };
 
@@ -147,7 +148,10 @@ struct Cast16Params { uint32_t n; };
 // tensor-core kernels, 4 rows x 8 or 64 columns for MatMulGemv.
 // Split-K (splits > 1, one group): row job y covers K range y % splits of k_chunk elements and
 // spec 4 SPLIT_PARTIAL writes raw sums to binding 4 (scratch) at split * split_stride; then
-// MatMulSplitSum (binding 2: that scratch) adds them and applies the epilogue. Spec 5 of
+// MatMulSplitSum (binding 2: that scratch) adds them and applies the epilogue.
+// MatMulSplitSumNorm does the same for one contiguous product, a workgroup per row, and then
+// normalises the row as Norm does: spec 5 NORM_KIND (NORM_RMS/NORM_LAYER), 6 HAS_WEIGHT,
+// 7 HAS_BIAS, 8 eps (f32 bits); bindings 7: weight, 8: bias, 9: the norm's output. Spec 5 of
 // MatMulGemv: K_CONTIG (B(k, n) contiguous along k).
 // Linear's epilogue (one group only): spec 1 HAS_BIAS, spec 2 ACT (LIN_ACT_*), spec 3 HAS_RESIDUAL; bindings
 // 5: bias [N] at bias_offset, 6: residual R(b,m,n) = R[r_offset + r_batch + m*r_row_stride

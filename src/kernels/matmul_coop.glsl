@@ -11,6 +11,11 @@
 // step's global loads are issued before this step's multiplies, so they overlap. The epilogue
 // goes through a 16x16 f32 staging fragment per subgroup and store_c (bounds, bias, activation,
 // residual, split-K partials), so any M, N, K and strides work.
+//
+// GLU (spec 9): the two products are a gated MLP's gate and up projections (same N). A tile's 64
+// columns are 32 output columns of each, interleaved by 16, so that a subgroup's two accumulators
+// hold the gate and the up value of the same 16 columns; the epilogue stores both and silu(gate)
+// * up at binding 7, and no swiglu dispatch follows. Calls without GLU bind a scratch word there.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require
@@ -50,8 +55,10 @@ const uint WARPS_M = 4u, WARPS_N = 2u, FRAG_M = 1u, FRAG_N = 2u;
 layout(constant_id = 6) const uint VEC4_A = 0u;     // A k-contiguous, rows 16-byte aligned, K % 4 == 0
 layout(constant_id = 7) const uint B_KCONTIG = 0u;  // B(k, n) contiguous along k (transpose_b)
 layout(constant_id = 8) const uint VEC4_B = 0u;     // B's contiguous axis in aligned 16-byte vectors
+layout(constant_id = 9) const uint GLU = 0u;        // gate and up interleaved, swiglu in the epilogue
 layout(std430, set = 0, binding = 2) readonly buffer A4 { vec4 a4[]; };
 layout(std430, set = 0, binding = 3) readonly buffer B4 { vec4 b4[]; };
+layout(std430, set = 0, binding = 7) writeonly buffer Glu { uint glu_data[]; };  // [batch, M, N] silu(gate) * up
 
 const uint BM = WARPS_M * FRAG_M * 16u, BN = WARPS_N * FRAG_N * 16u, BK = 32u;
 // Rows padded by 16 bytes: spreads the banks and keeps every fragment 16-byte aligned.
@@ -60,7 +67,7 @@ const uint B_STRIDE = B_KCONTIG != 0u ? BK + 8u : BN + 8u;
 const uint A_LOADS = BM * BK / 256u, B_LOADS = BK * BN / 256u;  // elements per invocation
 shared STAGE_T As[BM * A_STRIDE];                    // As[m][k]
 shared STAGE_T Bs[BN * (BK + 8u) + BK * (BN + 8u)];  // Bs[n][k] (B_KCONTIG) or Bs[k][n]
-shared float Cs[8u * 256u];        // one 16x16 fragment per subgroup, on its way to store_c
+shared float Cs[8u * 256u * (GLU != 0u ? 2u : 1u)];  // a 16x16 fragment per subgroup (GLU: two) on its way out
 
 void main() {
   uint tid = gl_LocalInvocationID.x;
@@ -80,8 +87,8 @@ void main() {
       uint m0 = (job / p.splits) * BM, split = job % p.splits;
       uint k_begin = split * p.k_chunk, k_end = min(p.K, k_begin + p.k_chunk);
       for (uint tile = gl_WorkGroupID.x; tile < tiles; tile += gl_NumWorkGroups.x) {
-        uint g = group_of(tile);
-        uint N = p.N[g], n0 = (tile - p.tile0[g]) * BN;
+        uint g = GLU != 0u ? 0u : group_of(tile);
+        uint N = p.N[g], n0 = GLU != 0u ? tile * (BN / 2u) : (tile - p.tile0[g]) * BN;
         uint b_base = b_batch + p.b_offset[g];
         uint b_row = p.b_row_stride[g], b_col = p.b_col_stride[g];
         bool b_n_contig = b_col == 1u || b_row != 1u;
@@ -107,6 +114,11 @@ void main() {
     bn = along_k_ ? e_ / BK : e_ % BN;                                         \
     bk = along_k_ ? e_ % BK : e_ / BN;                                         \
   }
+// B's column gn of tile column bn and where its product starts (GLU: alternating 16-column runs
+// of gate and up, each product's column n0 + 16 * (bn / 32) + bn % 16).
+#define B_COLUMN(bn, gn, bb)                                                   \
+  uint gn = GLU != 0u ? n0 + ((bn) / 32u) * 16u + (bn) % 16u : n0 + (bn);     \
+  uint bb = GLU != 0u ? b_batch + p.b_offset[((bn) / 16u) % 2u] : b_base;
 #define LOAD_STEP(k0)                                                                          \
   if (VEC4_A != 0u) {                                                                          \
     for (uint l = 0u; l < A_LOADS; l += 4u) {                                                  \
@@ -126,15 +138,17 @@ void main() {
   if (VEC4_B != 0u) {                                                                          \
     for (uint l = 0u; l < B_LOADS; l += 4u) {                                                  \
       B_ELEM(l, bk, bn)                                                                        \
-      uint gn = n0 + bn, gk = (k0) + bk;                                                       \
-      vec4 v = (gn < N && gk < k_end) ? b4[(b_base + gk * b_row + gn * b_col) / 4u] : vec4(0.0f); \
+      B_COLUMN(bn, gn, bb)                                                                     \
+      uint gk = (k0) + bk;                                                                     \
+      vec4 v = (gn < N && gk < k_end) ? b4[(bb + gk * b_row + gn * b_col) / 4u] : vec4(0.0f);  \
       rb[l] = v.x; rb[l + 1u] = v.y; rb[l + 2u] = v.z; rb[l + 3u] = v.w;                       \
     }                                                                                          \
   } else {                                                                                     \
     for (uint l = 0u; l < B_LOADS; ++l) {                                                      \
       B_ELEM(l, bk, bn)                                                                        \
-      uint gn = n0 + bn, gk = (k0) + bk;                                                       \
-      rb[l] = (gn < N && gk < k_end) ? uintBitsToFloat(b_data[b_base + gk * b_row + gn * b_col]) : 0.0f; \
+      B_COLUMN(bn, gn, bb)                                                                     \
+      uint gk = (k0) + bk;                                                                     \
+      rb[l] = (gn < N && gk < k_end) ? uintBitsToFloat(b_data[bb + gk * b_row + gn * b_col]) : 0.0f; \
     }                                                                                          \
   }
 
@@ -168,6 +182,26 @@ void main() {
 #undef LOAD_STEP
 #undef A_ELEM
 #undef B_ELEM
+#undef B_COLUMN
+
+        if (GLU != 0u) {  // acc[0]: gate, acc[1]: up, of output columns n0 + 16 wn ..
+          FRAG_STORE(acc[0], Cs, warp * 512u, 16u);
+          FRAG_STORE(acc[1], Cs, warp * 512u + 256u, 16u);
+          subgroupMemoryBarrierShared();
+          subgroupBarrier();
+          uint fm = m0 + wm * 16u, fn = n0 + wn * 16u;
+          for (uint e = lane; e < 256u; e += gl_SubgroupSize) {
+            uint gm = fm + e / 16u, gn = fn + e % 16u;
+            if (gm >= p.M || gn >= N) continue;
+            float gate = Cs[warp * 512u + e], up = Cs[warp * 512u + 256u + e];
+            store_c(0u, bt, gm, gn, gate, split);
+            store_c(1u, bt, gm, gn, up, split);
+            glu_data[(bt * p.M + gm) * N + gn] = floatBitsToUint(silu_p(gate) * up);
+          }
+          subgroupMemoryBarrierShared();
+          subgroupBarrier();
+          continue;
+        }
 
         for (uint i = 0u; i < FRAG_M; ++i) {
           for (uint j = 0u; j < FRAG_N; ++j) {

@@ -3,12 +3,15 @@
 // one workgroup per row. With xhat = (x - mean) * rstd (mean = 0 for rms) and g = dy * w:
 //   rms:   dx = rstd * (g - xhat * mean(g * xhat))
 //   layer: dx = rstd * (g - mean(g) - xhat * mean(g * xhat))
+// HAS_ADD: dx + R (binding 6, the same layout): the residual branch's gradient joined in the
+// same pass (an `add` of this result that nothing else reads; lowering binds x there otherwise).
 #extension GL_GOOGLE_include_directive : require
 #define MN_WORKGROUP_REDUCE
 #include "common.glsl"
 
 layout(constant_id = 1) const uint KIND = 0u;
 layout(constant_id = 2) const uint HAS_WEIGHT = 0u;
+layout(constant_id = 3) const uint HAS_ADD = 0u;
 const uint NORM_RMS = 0u, NORM_LAYER = 1u;
 
 struct NormParams { uint rows, dim; float eps; uint pad; };
@@ -17,6 +20,7 @@ layout(std430, set = 0, binding = 2) readonly buffer X { uint x[]; };
 layout(std430, set = 0, binding = 3) readonly buffer W { uint w[]; };
 layout(std430, set = 0, binding = 4) readonly buffer DY { uint dy[]; };
 layout(std430, set = 0, binding = 5) writeonly buffer DX { uint dx[]; };
+layout(std430, set = 0, binding = 6) readonly buffer R { uint addend[]; };
 
 float grad_at(uint base, uint j) {
   float g = uintBitsToFloat(dy[base + j]);
@@ -39,7 +43,9 @@ void main() {
     mean_gx /= float(p.dim);
     for (uint j = t; j < p.dim; j += WG) {
       float xhat = (uintBitsToFloat(x[base + j]) - mean) * rstd;
-      dx[base + j] = floatBitsToUint(rstd * ((grad_at(base, j) - mean_g) - xhat * mean_gx));
+      float v = rstd * ((grad_at(base, j) - mean_g) - xhat * mean_gx);
+      if (HAS_ADD != 0u) v += uintBitsToFloat(addend[base + j]);
+      dx[base + j] = floatBitsToUint(v);
     }
   }
 }

@@ -23,6 +23,7 @@
 #include "attention_coop_split_nv.spv.h"
 #include "matmul_gemv.spv.h"
 #include "matmul_split_sum.spv.h"
+#include "matmul_split_sum_norm.spv.h"
 #if defined(MEGANEURA_KERNEL_MATMUL_COOP_KHR)
 #include "matmul_coop_khr.spv.h"
 #define MN_KHR(name) name
@@ -91,6 +92,7 @@ constexpr Entry entry(Kernel k) {
     case Kernel::AttentionCoopNV: return {"attention_coop_nv", mn_spv_attention_coop_nv};
     case Kernel::AttentionCoopSplitNV: return {"attention_coop_split_nv", mn_spv_attention_coop_split_nv};
     case Kernel::Rotary: return {"rotary", mn_spv_rotary};
+    case Kernel::MatMulSplitSumNorm: return {"matmul_split_sum_norm", mn_spv_matmul_split_sum_norm};
     case Kernel::AttentionBackwardCoopNV: return {"attention_coop_backward_nv", mn_spv_attention_coop_backward_nv};
     case Kernel::Count: break;
   }

@@ -32,6 +32,7 @@ class Emitter {
   const Graph& graph() const { return g_; }
   const LowerOptions& options() const { return options_; }
   const Node& node(int id) const { return g_.node(id); }
+  const Lowered& lowered() const { return out_; }
 
   KernelCall& call(kernels::Kernel k, int node, std::string what);
   // A call of a kernel generated from the graph (identical sources share one entry).
@@ -69,16 +70,27 @@ bool is_view(const Graph& g, const Node& n);
 std::vector<int> pair_rotaries(const Graph& g, const std::vector<bool>& live);
 void emit_rotary(Emitter& e, int node, int partner);  // rotary (or its transpose)
 std::vector<int> pair_attention_grads(const Graph& g, const std::vector<bool>& live);
-void emit_matmul(Emitter& e, int node);
-// Several matmuls sharing A in one dispatch (see horizontal.hpp); offsets in elements.
+// A single-product matmul and the rms_norm / layer_norm that reads its result (pairs.hpp): a
+// split-K product normalises its rows in the summing pass; otherwise the norm follows it.
+inline constexpr int64_t kMaxFusedNormDim = 4096;  // matmul_split_sum_norm.comp keeps a row in shared memory
+std::vector<int> pair_matmul_norms(const Graph& g, const std::vector<bool>& live, const std::vector<int>& group_of);
+// `norm`: the paired norm, or -1.
+void emit_matmul(Emitter& e, int node, int norm = -1);
+// Several matmuls sharing A in one dispatch (see horizontal.hpp); offsets in elements. `glu`: the
+// swiglu(products[0], products[1]) node, computed in the tensor-core kernel's epilogue where it
+// runs the pair unsplit, else emitted after it (-1: none).
 void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weights, int outputs,
-                          const std::vector<uint32_t>& b_offsets, const std::vector<uint32_t>& c_offsets);
+                          const std::vector<uint32_t>& b_offsets, const std::vector<uint32_t>& c_offsets, int norm = -1,
+                          int glu = -1);
 void emit_reduce(Emitter& e, int node);       // sum, mean, max, argmax, and the pair losses
 void emit_row(Emitter& e, int node);          // softmax, log_softmax, rms_norm, layer_norm
 void emit_index(Emitter& e, int node);        // gather, scatter_add, one_hot, cross_entropy
 // The fused backward ops of autodiff: softmax/log_softmax, norms and their weight gradients,
 // cross_entropy, slice (gelu/gelu_tanh/silu_backward are elementwise: emit_elementwise).
 void emit_backward(Emitter& e, int node);
+// rms_norm / layer_norm backward; `add`: an add of its result and another tensor, computed in
+// the same pass (pair_norm_backward_adds), or -1.
+void emit_norm_backward(Emitter& e, int node, int add = -1);
 
 void emit_attention(Emitter& e, int node, int partner = -1);    // attention and attention_backward
 // An attention output's tensor holds, after the output, the log-sum-exp of each of its rows.

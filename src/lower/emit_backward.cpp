@@ -23,15 +23,19 @@ static void emit_softmax_backward(Emitter& e, int id) {
   Emitter::set_params(c, p);
 }
 
-// (x, dy[, w]) -> dx.
-static void emit_norm_backward(Emitter& e, int id) {
+// (x, dy[, w]) -> dx; with `add` >= 0, the add node reading dx and another tensor: dx + that,
+// written as the add's tensor (dx itself is never stored).
+void emit_norm_backward(Emitter& e, int id, int add) {
   const Node& n = e.node(id);
   NormParams p = norm_params(n.shape, n.attrs.scalar);
   int x = n.inputs[0];
   bool has_w = n.inputs.size() > 2;
-  KernelCall& c = e.call(Kernel::NormBackward, id, "");
-  c.spec = {n.op == Op::RmsNormBackward ? NORM_RMS : NORM_LAYER, has_w ? 1u : 0u};
-  c.tensors = {{x, false}, {has_w ? n.inputs[2] : x, false}, {n.inputs[1], false}, {id, true}};
+  const int out = add >= 0 ? add : id;
+  int addend = x;
+  if (add >= 0) addend = e.node(add).inputs[0] == id ? e.node(add).inputs[1] : e.node(add).inputs[0];
+  KernelCall& c = e.call(Kernel::NormBackward, id, add >= 0 ? "+ %" + std::to_string(addend) + " -> %" + std::to_string(add) : "");
+  c.spec = {n.op == Op::RmsNormBackward ? NORM_RMS : NORM_LAYER, has_w ? 1u : 0u, add >= 0 ? 1u : 0u};
+  c.tensors = {{x, false}, {has_w ? n.inputs[2] : x, false}, {n.inputs[1], false}, {out, true}, {addend, false}};
   c.groups = {row_groups(p.rows), 1, 1};
   Emitter::set_params(c, p);
 }

@@ -1,7 +1,9 @@
 // Matmul, reductions (and the losses that are a map then a reduction), row ops.
 #include <algorithm>
+#include <cstring>
 
 #include "lower/emit.hpp"
+#include "lower/pairs.hpp"
 #include "meganeura/error.hpp"
 
 namespace meganeura::lower {
@@ -15,8 +17,30 @@ static bool is_coop(Kernel k) {
   return k == Kernel::MatMulCoopNV || k == Kernel::MatMulCoopKHR || k == Kernel::MatMulCoopKHRBf16;
 }
 
+std::vector<int> pair_matmul_norms(const Graph& g, const std::vector<bool>& live, const std::vector<int>& group_of) {
+  std::vector<int> partner(static_cast<size_t>(g.size()), -1);
+  for (int b = 0; b < g.size(); ++b) {
+    const Node& norm = g.node(b);
+    if (!live[static_cast<size_t>(b)] || (norm.op != Op::RmsNorm && norm.op != Op::LayerNorm) || norm.dtype != DType::f32)
+      continue;
+    const int m = norm.inputs[0];
+    const Node& mm = g.node(m);
+    const bool single = group_of.empty() || group_of[static_cast<size_t>(m)] < 0;
+    if (!live[static_cast<size_t>(m)] || (mm.op != Op::MatMul && mm.op != Op::MatMulAdd && mm.op != Op::Linear) ||
+        !single || partner[static_cast<size_t>(m)] != -1 || mm.shape != norm.shape || numel(norm.shape) == 0 ||
+        norm.shape.back() > kMaxFusedNormDim)
+      continue;
+    // The norm runs where the matmul does: its weight and bias must be ready there.
+    if (!std::all_of(norm.inputs.begin() + 1, norm.inputs.end(), [&](int in) { return in < m; })) continue;
+    partner[static_cast<size_t>(m)] = b;
+    partner[static_cast<size_t>(b)] = kEmittedWithPartner;
+  }
+  return partner;
+}
+
 void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weights, int outputs,
-                          const std::vector<uint32_t>& b_offsets, const std::vector<uint32_t>& c_offsets) {
+                          const std::vector<uint32_t>& b_offsets, const std::vector<uint32_t>& c_offsets, int norm,
+                          int glu) {
   const int id = products[0];
   const Node& n = e.node(id);
   const Shape &a = e.node(n.inputs[0]).shape, &b = e.node(n.inputs[1]).shape;
@@ -74,6 +98,13 @@ void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weig
   const MatMulPlan plan = plan_matmul(e.options().matmul, p.M, n_total, p.K, p.batch, /*b_k_contiguous=*/tb && K > 1);
   for (size_t g = 0; g < products.size(); ++g)
     p.tile0[g + 1] = p.tile0[g] + u32((p.N[g] + plan.tile_n - 1) / plan.tile_n, "matmul column tiles");
+  // A gate/up pair whose swiglu the tensor-core kernel computes as it stores (GLU, matmul_coop.glsl):
+  // each tile holds tile_n / 2 columns of both.
+  const bool glu_here = glu >= 0 && is_coop(plan.kernel) && plan.splits == 1 && products.size() == 2 && p.N[0] == p.N[1];
+  if (glu_here) {
+    p.tile0[1] = p.tile0[2] = u32((p.N[0] + plan.tile_n / 2 - 1) / (plan.tile_n / 2), "matmul column tiles");
+    what += ", swiglu %" + std::to_string(glu);
+  }
   p.splits = plan.splits;
   p.k_chunk = plan.k_chunk;
   const uint64_t row_jobs = (M + plan.tile_m - 1) / plan.tile_m * plan.splits;
@@ -98,14 +129,23 @@ void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weig
                      (tb ? p.K % 4 == 0 : aligned(p.N, p.groups));
   if (plan.kernel == Kernel::MatMulGemv) layout = {plan.k_contiguous, plan.k_contiguous && vec_a && vec_b ? 1u : 0u};
   if (is_coop(plan.kernel) || plan.kernel == Kernel::MatMul) layout = {0u, vec_a ? 1u : 0u, tb ? 1u : 0u, vec_b ? 1u : 0u};
+  // The tensor-core kernels' binding 7: the swiglu output (GLU), else C's own bytes again (never
+  // written there; a tensor of its own would be a write that orders independent products).
+  auto glu_binding = [&](KernelCall& c) {
+    if (is_coop(plan.kernel)) c.tensors.push_back({glu_here ? glu : c.tensors[2].tensor, true});
+  };
   if (plan.splits == 1) {
     KernelCall& c = e.call(plan.kernel, id, what);
     c.tensors = {{n.inputs[0], false}, {weights, false}, {outputs, true}, {bias, false}, {res, false}};
+    glu_binding(c);
     c.spec = epilogue;
     if (!layout.empty()) c.spec.push_back(0u);  // SPLIT_PARTIAL
     c.spec.insert(c.spec.end(), layout.begin(), layout.end());
+    if (glu_here) c.spec.push_back(1u);  // GLU
     c.groups = groups;
     Emitter::set_params(c, p);
+    if (norm >= 0) emit_row(e, norm);
+    if (glu >= 0 && !glu_here) emit_elementwise(e, glu);
     return;
   }
   // Split-K: partial sums of each K range into scratch, then one pass adds them (and applies
@@ -117,18 +157,36 @@ void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weig
   const int partials = e.scratch(uint64_t{p.split_stride} * plan.splits * 4);
   KernelCall& part = e.call(plan.kernel, id, what + (what.empty() ? "" : " ") + "split-K x" + std::to_string(plan.splits));
   part.tensors = {{n.inputs[0], false}, {weights, false}, {partials, true}, {bias, false}, {res, false}};
+  glu_binding(part);
   part.spec = {0u, LIN_ACT_NONE, 0u, 1u};  // SPLIT_PARTIAL
   part.spec.insert(part.spec.end(), layout.begin(), layout.end());
   part.groups = groups;
   Emitter::set_params(part, p);
-  KernelCall& sum = e.call(Kernel::MatMulSplitSum, id, "split-K sum");
-  sum.tensors = {{partials, false}, {weights, false}, {outputs, true}, {bias, false}, {res, false}};
+  if (norm < 0) {
+    KernelCall& sum = e.call(Kernel::MatMulSplitSum, id, "split-K sum");
+    sum.tensors = {{partials, false}, {weights, false}, {outputs, true}, {bias, false}, {res, false}};
+    sum.spec = epilogue;
+    sum.groups = {groups_for(p.split_stride), 1, 1};
+    Emitter::set_params(sum, p);
+    if (glu >= 0) emit_elementwise(e, glu);
+    return;
+  }
+  // The norm reading this product's rows normalises them in the summing pass, a row per workgroup.
+  const Node& nn = e.node(norm);
+  const bool has_w = nn.inputs.size() > 1, has_b = nn.inputs.size() > 2;
+  KernelCall& sum = e.call(Kernel::MatMulSplitSumNorm, id, "split-K sum, " + std::string(op_name(nn.op)) + " %" + std::to_string(norm));
+  sum.tensors = {{partials, false}, {weights, false}, {outputs, true}, {bias, false}, {res, false},
+                 {has_w ? nn.inputs[1] : partials, false}, {has_b ? nn.inputs[2] : partials, false}, {norm, true}};
   sum.spec = epilogue;
-  sum.groups = {groups_for(p.split_stride), 1, 1};
+  const float eps = static_cast<float>(nn.attrs.scalar);
+  uint32_t eps_bits = 0;
+  std::memcpy(&eps_bits, &eps, 4);
+  sum.spec.insert(sum.spec.end(), {0u, nn.op == Op::RmsNorm ? NORM_RMS : NORM_LAYER, has_w ? 1u : 0u, has_b ? 1u : 0u, eps_bits});
+  sum.groups = {std::min<uint32_t>(p.batch * p.M, kMaxGroups), 1, 1};
   Emitter::set_params(sum, p);
 }
 
-void emit_matmul(Emitter& e, int id) { emit_matmul_products(e, {id}, e.node(id).inputs[1], id, {0}, {0}); }
+void emit_matmul(Emitter& e, int id, int norm) { emit_matmul_products(e, {id}, e.node(id).inputs[1], id, {0}, {0}, norm); }
 
 // A reduction of `x` (and `b`, for two-input maps) over `axes` of `shape`.
 static void reduce_call(Emitter& e, int id, int x, int b, const Shape& shape, const std::vector<int64_t>& axes,

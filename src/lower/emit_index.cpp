@@ -44,9 +44,10 @@ void emit_index(Emitter& e, int id) {
       Emitter::set_params(c, p);
       return;
     }
-    case Op::ScatterAdd: {  // out = base, then out += updates at the indices
+    case Op::ScatterAdd: {  // out = base (unless it is the base's bytes: lower.cpp), then out += updates at the indices
       Operand base{n.inputs[0], 0, contiguous_strides(n.shape)}, out{id, 0, contiguous_strides(n.shape)};
-      e.elementwise(id, EW_COPY, n.shape, {base}, out, {DT_U32, DT_U32, DT_U32}, 0, "copy base");
+      if (e.lowered().tensors[static_cast<size_t>(id)].alias_of != n.inputs[0])
+        e.elementwise(id, EW_COPY, n.shape, {base}, out, {DT_U32, DT_U32, DT_U32}, 0, "copy base");
       auto ax = static_cast<size_t>(n.attrs.axis);
       p.outer = u32(prod(n.shape, 0, ax), "scatter outer");
       p.len = u32(n.shape[ax], "scatter length");

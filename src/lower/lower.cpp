@@ -138,12 +138,67 @@ Lowered lower(const Graph& g, const std::vector<int>& keep, const LowerOptions& 
   std::vector<MatMulGroup> groups;
   if (options.fuse && horizontal_fusion_enabled()) groups = group_matmuls(g, live, out, group_of);
   const Fusion fused = fusion(g, keep, live, options.fuse);
-  // Nodes computed in pairs (pairs.hpp): a layer's rotaries, an attention's d k and d v.
+  // A scatter_add whose base nothing else reads (a computed tensor, not kept) adds its updates
+  // into the base's bytes: no copy of the base (a tied embedding's gradient, 113 MB in SmolLM2).
+  std::vector<int> readers(static_cast<size_t>(g.size()), 0);
+  std::vector<bool> kept(static_cast<size_t>(g.size()), false);
+  for (int id : keep) kept[static_cast<size_t>(id)] = true;
+  for (int id = 0; id < g.size(); ++id)
+    if (live[static_cast<size_t>(id)])
+      for (int in : g.node(id).inputs) ++readers[static_cast<size_t>(in)];
+  for (int id = 0; id < g.size(); ++id) {
+    const Node& n = g.node(id);
+    if (n.op != Op::ScatterAdd || !live[static_cast<size_t>(id)] || fused.group_of[static_cast<size_t>(id)] >= 0) continue;
+    const auto base = static_cast<size_t>(n.inputs[0]);
+    const TensorDesc& b = out.tensors[base];
+    if (b.role == Role::Intermediate && b.alias_of < 0 && !b.output && !kept[base] && readers[base] == 1 &&
+        fused.group_of[base] < 0 && !is_view(g, g.node(n.inputs[0])) && g.node(n.inputs[0]).dtype == n.dtype)
+      out.tensors[static_cast<size_t>(id)].alias_of = n.inputs[0];
+  }
+  // Nodes computed in pairs (pairs.hpp): a layer's rotaries, an attention's d k and d v, a
+  // projection and the norm of its result.
   std::vector<int> partner(static_cast<size_t>(g.size()), -1);
   if (options.fuse)
-    for (const std::vector<int>& pairs : {pair_rotaries(g, live), pair_attention_grads(g, live)})
+    for (const std::vector<int>& pairs :
+         {pair_rotaries(g, live), pair_attention_grads(g, live), pair_matmul_norms(g, live, group_of)})
       for (size_t i = 0; i < partner.size(); ++i)
         if (pairs[i] != -1) partner[i] = pairs[i];
+  // An add of a norm backward's d x (read by nothing else) and a tensor of its shape: the norm
+  // backward adds it as it stores, at the add's place (the residual stream's gradient).
+  std::vector<int> norm_of_add(static_cast<size_t>(g.size()), -1);
+  if (options.fuse)
+    for (int id = 0; id < g.size(); ++id) {
+      const Node& n = g.node(id);
+      if (n.op != Op::Add || !live[static_cast<size_t>(id)] || fused.group_of[static_cast<size_t>(id)] >= 0 ||
+          n.dtype != DType::f32 || n.inputs[0] == n.inputs[1])
+        continue;
+      for (int nb : n.inputs) {
+        const Node& b = g.node(nb);
+        const int other = nb == n.inputs[0] ? n.inputs[1] : n.inputs[0];
+        if ((b.op == Op::RmsNormBackward || b.op == Op::LayerNormBackward) && readers[static_cast<size_t>(nb)] == 1 &&
+            !kept[static_cast<size_t>(nb)] && !out.tensors[static_cast<size_t>(nb)].output && b.shape == n.shape &&
+            g.node(other).shape == n.shape && g.node(other).dtype == DType::f32 && partner[static_cast<size_t>(nb)] == -1) {
+          norm_of_add[static_cast<size_t>(id)] = nb;
+          partner[static_cast<size_t>(nb)] = kEmittedWithPartner;
+          break;
+        }
+      }
+    }
+  // A group of two (gate, up) whose swiglu(gate, up) reads nothing else runs that swiglu too.
+  std::vector<int> glu_of_group(groups.size(), -1);
+  if (options.fuse)
+    for (int id = 0; id < g.size(); ++id) {
+      const Node& n = g.node(id);
+      if (n.op != Op::SwiGlu || !live[static_cast<size_t>(id)] || fused.group_of[static_cast<size_t>(id)] >= 0 ||
+          n.dtype != DType::f32 || group_of.empty())
+        continue;
+      const int grp = group_of[static_cast<size_t>(n.inputs[0])];
+      if (grp < 0 || groups[static_cast<size_t>(grp)].members != n.inputs || glu_of_group[static_cast<size_t>(grp)] >= 0 ||
+          g.node(n.inputs[0]).shape != n.shape)
+        continue;
+      glu_of_group[static_cast<size_t>(grp)] = id;
+      partner[static_cast<size_t>(id)] = kEmittedWithPartner;
+    }
   Emitter e(g, out, options);
   for (int id = 0; id < g.size(); ++id) {
     const Node& n = g.node(id);
@@ -157,7 +212,8 @@ Lowered lower(const Graph& g, const std::vector<int>& keep, const LowerOptions& 
         b_offsets.push_back(static_cast<uint32_t>(out.tensors[static_cast<size_t>(g.node(m).inputs[1])].alias_offset / 4));
         c_offsets.push_back(static_cast<uint32_t>(out.tensors[static_cast<size_t>(m)].alias_offset / 4));
       }
-      emit_matmul_products(e, grp.members, grp.weights, grp.outputs, b_offsets, c_offsets);
+      emit_matmul_products(e, grp.members, grp.weights, grp.outputs, b_offsets, c_offsets, -1,
+                           glu_of_group[static_cast<size_t>(group_of[static_cast<size_t>(id)])]);
       continue;
     }
     if (int grp = fused.group_of[static_cast<size_t>(id)]; grp >= 0) {  // computed by its group's kernel
@@ -165,8 +221,16 @@ Lowered lower(const Graph& g, const std::vector<int>& keep, const LowerOptions& 
       if (group.root == id) emit_fused(e, group);
       continue;
     }
+    if (int nb = norm_of_add[static_cast<size_t>(id)]; nb >= 0) {
+      emit_norm_backward(e, nb, id);
+      continue;
+    }
     switch (n.op) {  // autodiff's fused backward ops, whatever their kind
-      case Op::SoftmaxBackward: case Op::LogSoftmaxBackward: case Op::RmsNormBackward: case Op::LayerNormBackward:
+      case Op::RmsNormBackward: case Op::LayerNormBackward:
+        if (partner[static_cast<size_t>(id)] == kEmittedWithPartner) continue;  // with the add reading it
+        emit_backward(e, id);
+        continue;
+      case Op::SoftmaxBackward: case Op::LogSoftmaxBackward:
       case Op::RmsNormWeightGrad: case Op::LayerNormWeightGrad: case Op::CrossEntropyBackward: case Op::SliceBackward:
         emit_backward(e, id);
         continue;
@@ -176,6 +240,9 @@ Lowered lower(const Graph& g, const std::vector<int>& keep, const LowerOptions& 
       case Op::Rotary:
         if (partner[static_cast<size_t>(id)] != kEmittedWithPartner) emit_rotary(e, id, partner[static_cast<size_t>(id)]);
         continue;
+      case Op::RmsNorm: case Op::LayerNorm: case Op::SwiGlu:
+        if (partner[static_cast<size_t>(id)] == kEmittedWithPartner) continue;  // with its matmul
+        break;
       default: break;
     }
     switch (op_kind(n.op)) {
@@ -185,7 +252,7 @@ Lowered lower(const Graph& g, const std::vector<int>& keep, const LowerOptions& 
       case OpKind::Select:
       case OpKind::Convert: emit_elementwise(e, id); break;
       case OpKind::Movement: emit_movement(e, id); break;
-      case OpKind::Contract: emit_matmul(e, id); break;
+      case OpKind::Contract: emit_matmul(e, id, partner[static_cast<size_t>(id)]); break;
       case OpKind::Reduce: emit_reduce(e, id); break;
       case OpKind::Row: emit_row(e, id); break;
       case OpKind::Index: emit_index(e, id); break;

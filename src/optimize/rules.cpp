@@ -69,6 +69,20 @@ std::vector<Rewrite> make_rules() {
   r.push_back({"div-one", node(Op::Div, {x(), c()}),
                [](const EGraph& g, const Match& m) { return is_const(g, m, "c", 1) && keeps_shape(g, m); }, to_x});
 
+  // x + scatter_add(0, i, u) -> scatter_add(x, i, u): a tied embedding's gradient (the gather's
+  // scatter into zeros, plus the output projection's) becomes one scatter into the projection's.
+  auto scatter_into = [](const EGraph& g, const Match& m) {
+    const ClassData& xd = d(g, m, "x");
+    return is_const(g, m, "z", 0) && xd.dtype == f32 && xd.shape == g.data(m.root).shape &&
+           d(g, m, "z").shape == xd.shape;
+  };
+  auto scatter_x = [](EGraph& g, const Match& m) -> std::optional<ClassId> {
+    return make(g, Op::ScatterAdd, {v(m, "x"), v(m, "i"), v(m, "u")}, g.attrs(m.nodes[1]->attrs));
+  };
+  Pattern scatter_zero = node(Op::ScatterAdd, {var("z"), var("i"), var("u")});
+  r.push_back({"add-scatter-into", node(Op::Add, {x(), scatter_zero}), scatter_into, scatter_x});
+  r.push_back({"scatter-into-add", node(Op::Add, {scatter_zero, x()}), scatter_into, scatter_x});  // nodes[1]: the scatter
+
   // ---- data movement ----------------------------------------------------------------------------
   r.push_back({"reshape-identity", node(Op::Reshape, {x()}), keeps_shape, to_x});
   r.push_back({"reshape-reshape", node(Op::Reshape, {node(Op::Reshape, {x()})}), nullptr,
