@@ -8,6 +8,7 @@
 #include <functional>
 #include <limits>
 #include <set>
+#include <sstream>
 
 #include "meganeura/meganeura.hpp"
 #include "optimize/optimize.hpp"
@@ -621,6 +622,30 @@ TEST(Optimize, NormBackwardJoinsTheResidualGradient) {
     double scale = 1e-30;
     for (float e : b) scale = std::max(scale, static_cast<double>(std::abs(e)));
     for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-4 * scale) << "d x " << i << " " << mntest::seed_note(rng.seed());
+  }
+}
+
+// sum / mean of a product nothing else reads is one reduction mapping a * b (no mul dispatch):
+// over the last axis (16-byte reads), over outer axes (strided), and a product also read
+// elsewhere, which stays a dispatch of its own.
+TEST(Optimize, ReductionOfAProductMapsIt) {
+  Graph g;
+  Tensor a = g.input("a", {3, 37, 301}), b = g.input("b", {3, 37, 301}), c = g.input("c", {5, 8}), d = g.input("d", {5, 8});
+  g.output("rows", sum(a * b, {2}));
+  g.output("cols", mean(g.input("e", {4, 6, 9}) * g.input("f", {4, 6, 9}), {0, 2}));
+  Tensor cd = c * d;
+  g.output("kept", sum(cd, {0}) + cd);
+  Session fused = build_inference_session(g), plain = build_inference_session(g, {.optimize = false});
+  int muls = 0;
+  std::istringstream lines(fused.listing());
+  for (std::string line; std::getline(lines, line);) muls += line.rfind("dispatch", 0) == 0 && line.find(" mul %") != std::string::npos;
+  EXPECT_EQ(muls, 1) << fused.listing();  // only c * d, which the add reads too
+  Rng rng;
+  mntest::step_both(fused, plain, g, rng, -1, 1);
+  for (const char* out : {"rows", "cols", "kept"}) {
+    const std::vector<float> x = fused.read_output(out).to_f32(), y = plain.read_output(out).to_f32();
+    ASSERT_EQ(x.size(), y.size()) << out;
+    for (size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(x[i], y[i], 1e-5 * (1 + std::abs(y[i]))) << out << " " << i;
   }
 }
 

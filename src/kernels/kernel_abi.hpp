@@ -219,8 +219,8 @@ inline constexpr int64_t kCoopAttentionMinBlocks = 32;  // blocks of 128 query r
 enum : uint32_t { RED_SUM = 0, RED_MAX, RED_ARGMAX };
 // MAP_SQDIFF: (a-b)^2. MAP_BCE: -(b*max(log a,-100) + (1-b)*max(log(1-a),-100)).
 // MAP_BCE_LOGITS: max(a,0) - a*b + log1p(exp(-|a|)).
-// MAP_SQUARE: a*a (b not read).
-enum : uint32_t { MAP_NONE = 0, MAP_SQDIFF, MAP_BCE, MAP_BCE_LOGITS, MAP_SQUARE };
+// MAP_SQUARE: a*a (b not read). MAP_MUL: a*b (a sum of a product nothing else reads, lower.cpp).
+enum : uint32_t { MAP_NONE = 0, MAP_SQDIFF, MAP_BCE, MAP_BCE_LOGITS, MAP_SQUARE, MAP_MUL };
 struct ReduceParams {
   uint32_t n_out, n_red, kept_rank, red_rank;
   float scale;

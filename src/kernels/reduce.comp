@@ -9,7 +9,7 @@
 layout(constant_id = 1) const uint RED_OP = 0u;
 layout(constant_id = 2) const uint MAP = 0u;
 const uint RED_SUM = 0u, RED_MAX = 1u, RED_ARGMAX = 2u;
-const uint MAP_NONE = 0u, MAP_SQDIFF = 1u, MAP_BCE = 2u, MAP_BCE_LOGITS = 3u, MAP_SQUARE = 4u;
+const uint MAP_NONE = 0u, MAP_SQDIFF = 1u, MAP_BCE = 2u, MAP_BCE_LOGITS = 3u, MAP_SQUARE = 4u, MAP_MUL = 5u;
 
 struct ReduceParams {
   uint n_out, n_red, kept_rank, red_rank;
@@ -37,6 +37,7 @@ float map_of(float a, float b) {
   if (MAP == MAP_NONE) return a;
   if (MAP == MAP_SQUARE) return a * a;
   if (MAP == MAP_SQDIFF) return (a - b) * (a - b);
+  if (MAP == MAP_MUL) return a * b;
   if (MAP == MAP_BCE) return -(b * max(log_p(a), -100.0f) + (1.0f - b) * max(log1m(a), -100.0f));
   return max(a, 0.0f) - a * b + log1p_p(exp_p(-abs(a)));  // MAP_BCE_LOGITS
 }

@@ -82,7 +82,9 @@ void emit_matmul(Emitter& e, int node, int norm = -1);
 void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weights, int outputs,
                           const std::vector<uint32_t>& b_offsets, const std::vector<uint32_t>& c_offsets, int norm = -1,
                           int glu = -1);
-void emit_reduce(Emitter& e, int node);       // sum, mean, max, argmax, and the pair losses
+// sum, mean, max, argmax, and the pair losses; `mul`: the sum's or mean's input, an a * b of
+// one shape that nothing else reads, computed as the reduction's map (-1: none).
+void emit_reduce(Emitter& e, int node, int mul = -1);
 void emit_row(Emitter& e, int node);          // softmax, log_softmax, rms_norm, layer_norm
 void emit_index(Emitter& e, int node);        // gather, scatter_add, one_hot, cross_entropy
 // The fused backward ops of autodiff: softmax/log_softmax, norms and their weight gradients,

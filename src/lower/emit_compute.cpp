@@ -223,9 +223,16 @@ static void reduce_call(Emitter& e, int id, int x, int b, const Shape& shape, co
   Emitter::set_params(c, p);
 }
 
-void emit_reduce(Emitter& e, int id) {
+void emit_reduce(Emitter& e, int id, int mul) {
   const Node& n = e.node(id);
   int x = n.inputs[0];
+  if (mul >= 0) {  // sum/mean of a * b: the product is the reduction's map
+    const Shape& s = e.node(mul).shape;
+    int64_t n_red = 1;
+    for (int64_t a : n.attrs.axes) n_red *= s[static_cast<size_t>(a)];
+    const float scale = n.op == Op::Mean ? 1.0f / static_cast<float>(n_red) : 1.0f;
+    return reduce_call(e, id, e.node(mul).inputs[0], e.node(mul).inputs[1], s, n.attrs.axes, RED_SUM, MAP_MUL, scale);
+  }
   const Shape& s = e.node(x).shape;
   const std::vector<int64_t>& axes = n.attrs.axes;
   int64_t n_red = 1;

@@ -184,6 +184,23 @@ Lowered lower(const Graph& g, const std::vector<int>& keep, const LowerOptions& 
         }
       }
     }
+  // sum/mean(a * b) where nothing else reads the product (attention backward's delta): one
+  // reduction mapping a * b.
+  std::vector<int> mul_of_reduce(static_cast<size_t>(g.size()), -1);
+  if (options.fuse)
+    for (int id = 0; id < g.size(); ++id) {
+      const Node& n = g.node(id);
+      if ((n.op != Op::Sum && n.op != Op::Mean) || !live[static_cast<size_t>(id)] || n.dtype != DType::f32) continue;
+      const int m = n.inputs[0];
+      const Node& mn = g.node(m);
+      if (mn.op != Op::Mul || readers[static_cast<size_t>(m)] != 1 || fused.group_of[static_cast<size_t>(m)] >= 0 ||
+          kept[static_cast<size_t>(m)] || out.tensors[static_cast<size_t>(m)].output || partner[static_cast<size_t>(m)] != -1 ||
+          g.node(mn.inputs[0]).shape != mn.shape || g.node(mn.inputs[1]).shape != mn.shape ||
+          g.node(mn.inputs[0]).dtype != DType::f32 || g.node(mn.inputs[1]).dtype != DType::f32)
+        continue;
+      mul_of_reduce[static_cast<size_t>(id)] = m;
+      partner[static_cast<size_t>(m)] = kEmittedWithPartner;
+    }
   // A group of two (gate, up) whose swiglu(gate, up) reads nothing else runs that swiglu too.
   std::vector<int> glu_of_group(groups.size(), -1);
   if (options.fuse)
@@ -240,8 +257,8 @@ Lowered lower(const Graph& g, const std::vector<int>& keep, const LowerOptions& 
       case Op::Rotary:
         if (partner[static_cast<size_t>(id)] != kEmittedWithPartner) emit_rotary(e, id, partner[static_cast<size_t>(id)]);
         continue;
-      case Op::RmsNorm: case Op::LayerNorm: case Op::SwiGlu:
-        if (partner[static_cast<size_t>(id)] == kEmittedWithPartner) continue;  // with its matmul
+      case Op::RmsNorm: case Op::LayerNorm: case Op::SwiGlu: case Op::Mul:
+        if (partner[static_cast<size_t>(id)] == kEmittedWithPartner) continue;  // with its matmul or reduction
         break;
       default: break;
     }
@@ -253,7 +270,7 @@ Lowered lower(const Graph& g, const std::vector<int>& keep, const LowerOptions& 
       case OpKind::Convert: emit_elementwise(e, id); break;
       case OpKind::Movement: emit_movement(e, id); break;
       case OpKind::Contract: emit_matmul(e, id, partner[static_cast<size_t>(id)]); break;
-      case OpKind::Reduce: emit_reduce(e, id); break;
+      case OpKind::Reduce: emit_reduce(e, id, mul_of_reduce[static_cast<size_t>(id)]); break;
       case OpKind::Row: emit_row(e, id); break;
       case OpKind::Index: emit_index(e, id); break;
       case OpKind::Loss:
