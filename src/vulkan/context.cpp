@@ -142,6 +142,8 @@ const Pipeline& Context::pipeline(const kernels::GeneratedKernel& k, uint32_t te
   return impl_->pipelines->get(k, tensor_bindings);
 }
 
+void Context::prepare_pipelines(std::span<const PipelineWant> wants) { impl_->pipelines->prepare(wants); }
+
 void Context::save_pipeline_cache() { impl_->pipelines->save(); }
 
 uint64_t Context::max_allocation_size() const { return impl_->probe.max_allocation_size; }

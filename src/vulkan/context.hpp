@@ -28,6 +28,14 @@ struct Pipeline {
   uint32_t tensor_bindings = 0;
 };
 
+// A pipeline a program will ask for: a built-in kernel with its spec constants, or a generated one.
+struct PipelineWant {
+  kernels::Kernel kernel = kernels::Kernel::Elementwise;
+  const kernels::GeneratedKernel* generated = nullptr;  // set: this one, and kernel/spec unused
+  std::span<const uint32_t> spec;
+  uint32_t tensor_bindings = 0;
+};
+
 class Context {
  public:
   // The shared default context (created on first use; see default_device_info for the choice).
@@ -47,6 +55,8 @@ class Context {
   // The pipeline of a kernel generated from the graph, compiled (or read from the disk cache)
   // on first use. Throws Error when its source does not compile.
   const Pipeline& pipeline(const kernels::GeneratedKernel& k, uint32_t tensor_bindings);
+  // Creates the missing pipelines among `wants` in parallel (see PipelineCache::prepare).
+  void prepare_pipelines(std::span<const PipelineWant> wants);
   // Saves the driver's pipeline cache to disk if pipelines were created since the last save.
   void save_pipeline_cache();
 

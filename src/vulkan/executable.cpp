@@ -236,6 +236,19 @@ Executable::Executable(std::shared_ptr<Context> ctx, const plan::Program& progra
       b.flush();
     }
   m.create_pools(program, opts.timestamps);
+  // Every pipeline the lists use, made in parallel before recording asks for them one by one.
+  std::vector<PipelineWant> wants;
+  auto want = [&](const std::vector<plan::Command>& commands) {
+    for (const auto& command : commands)
+      if (const auto* d = std::get_if<plan::Dispatch>(&command)) {
+        if (d->generated >= static_cast<int>(m.generated.size())) continue;  // record() reports it
+        const kernels::GeneratedKernel* g = d->generated >= 0 ? &m.generated[static_cast<size_t>(d->generated)] : nullptr;
+        wants.push_back({d->kernel, g, d->spec, static_cast<uint32_t>(d->tensors.size())});
+      }
+  };
+  want(program.commands);
+  for (const auto& list : program.extra) want(list);
+  m.ctx->prepare_pipelines(wants);
   m.record(0, program.commands, program.status_buffer);
   for (size_t i = 0; i < program.extra.size(); ++i) m.record(1 + i, program.extra[i], program.status_buffer);
   m.ctx->save_pipeline_cache();  // the next process starts with this session's pipelines compiled

@@ -1,6 +1,11 @@
 #include "vulkan/pipelines.hpp"
 
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <set>
 #include <string>
+#include <thread>
 
 #include "kernels/generated_kernel.hpp"
 #include "kernels/spirv.hpp"
@@ -108,11 +113,8 @@ void PipelineCache::save() {
   unsaved_ = false;
 }
 
-const Pipeline& PipelineCache::pipeline(VkShaderModule module, std::string_view name, std::span<const uint32_t> spec,
-                                        uint32_t tensor_bindings) {
-  Key key{module, std::vector<uint32_t>(spec.begin(), spec.end()), tensor_bindings};
-  if (auto it = pipelines_.find(key); it != pipelines_.end()) return it->second;
-  const Layout& l = layout(tensor_bindings);
+VkPipeline PipelineCache::create(VkShaderModule module, std::string_view name, std::span<const uint32_t> spec,
+                                 VkPipelineLayout layout) {
   // Constant 0 is the workgroup size (local_size_x_id = 0); constants 1.. are the kernel's.
   std::vector<uint32_t> values{kernels::kWorkgroupSize};
   values.insert(values.end(), spec.begin(), spec.end());
@@ -127,12 +129,85 @@ const Pipeline& PipelineCache::pipeline(VkShaderModule module, std::string_view 
   info.stage.module = module;
   info.stage.pName = "main";
   info.stage.pSpecializationInfo = &spec_info;
-  info.layout = l.pipeline;
-  Pipeline p{VK_NULL_HANDLE, l.pipeline, l.set, tensor_bindings};
-  check(vkCreateComputePipelines(device_, cache_, 1, &info, nullptr, &p.pipeline),
-        "vkCreateComputePipelines (" + std::string(name) + ")");
+  info.layout = layout;
+  VkPipeline p = VK_NULL_HANDLE;
+  check(vkCreateComputePipelines(device_, cache_, 1, &info, nullptr, &p), "vkCreateComputePipelines (" + std::string(name) + ")");
+  return p;
+}
+
+const Pipeline& PipelineCache::pipeline(VkShaderModule module, std::string_view name, std::span<const uint32_t> spec,
+                                        uint32_t tensor_bindings) {
+  Key key{module, std::vector<uint32_t>(spec.begin(), spec.end()), tensor_bindings};
+  if (auto it = pipelines_.find(key); it != pipelines_.end()) return it->second;
+  const Layout& l = layout(tensor_bindings);
+  Pipeline p{create(module, name, spec, l.pipeline), l.pipeline, l.set, tensor_bindings};
   unsaved_ = true;
   return pipelines_.emplace(std::move(key), p).first->second;
+}
+
+void PipelineCache::prepare(std::span<const PipelineWant> wants) {
+  struct Job {
+    Key key;
+    std::string name;
+    Layout layout;
+    VkPipeline made = VK_NULL_HANDLE;
+    std::exception_ptr error;
+  };
+  std::vector<Job> jobs;
+  {
+    std::lock_guard lock(mutex_);
+    std::set<Key> queued;
+    for (const PipelineWant& w : wants) {
+      VkShaderModule m = VK_NULL_HANDLE;
+      std::string name;
+      if (w.generated) {  // compiled here, serially: the shader compiler runs one source at a time
+        VkShaderModule& gm = generated_modules_[w.generated->source];
+        if (!gm) {
+          try {
+            gm = create_module(kernels::generated_spirv(*w.generated), w.generated->name);
+          } catch (...) {
+            generated_modules_.erase(w.generated->source);
+            throw;
+          }
+        }
+        m = gm;
+        name = w.generated->name;
+      } else {
+        m = module(w.kernel);
+        name = kernels::kernel_name(w.kernel);
+      }
+      Key key{m, w.generated ? std::vector<uint32_t>{} : std::vector<uint32_t>(w.spec.begin(), w.spec.end()), w.tensor_bindings};
+      if (pipelines_.count(key) || !queued.insert(key).second) continue;
+      jobs.push_back({std::move(key), std::move(name), layout(w.tensor_bindings), VK_NULL_HANDLE, nullptr});
+    }
+  }
+  if (jobs.empty()) return;
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next++) < jobs.size();) {
+      Job& j = jobs[i];
+      try {
+        j.made = create(std::get<0>(j.key), j.name, std::get<1>(j.key), j.layout.pipeline);
+      } catch (...) {
+        j.error = std::current_exception();
+      }
+    }
+  };
+  const size_t threads = std::min<size_t>({jobs.size(), std::max(1u, std::thread::hardware_concurrency()), 16});
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  std::exception_ptr first_error;
+  std::lock_guard lock(mutex_);
+  for (Job& j : jobs) {
+    if (j.error && !first_error) first_error = j.error;
+    if (!j.made) continue;
+    unsaved_ = true;
+    auto [it, inserted] = pipelines_.emplace(j.key, Pipeline{j.made, j.layout.pipeline, j.layout.set, std::get<2>(j.key)});
+    if (!inserted) vkDestroyPipeline(device_, j.made, nullptr);  // another thread made it meanwhile
+  }
+  if (first_error) std::rethrow_exception(first_error);
 }
 
 }  // namespace meganeura::vk

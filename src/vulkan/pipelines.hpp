@@ -34,6 +34,10 @@ class PipelineCache {
   // A kernel generated from the graph (no spec constants but the workgroup size); its SPIR-V
   // comes from kernels::generated_spirv (the disk cache, else shaderc) the first time.
   const Pipeline& get(const kernels::GeneratedKernel& k, uint32_t tensor_bindings);
+  // Creates the pipelines of these dispatches that do not exist yet, several threads at once: a
+  // driver compiles a pipeline on the calling thread (tens of ms each on NVIDIA), and a cold
+  // session needs tens of them. Later get()s of these find them made.
+  void prepare(std::span<const PipelineWant> wants);
   // Writes the driver's pipeline cache to disk if pipelines were created since the last save.
   void save();
 
@@ -48,6 +52,9 @@ class PipelineCache {
   VkShaderModule module(kernels::Kernel k);
   const Pipeline& pipeline(VkShaderModule module, std::string_view name, std::span<const uint32_t> spec,
                            uint32_t tensor_bindings);
+  // vkCreateComputePipelines for one pipeline (no lock needed: the VkPipelineCache is internally
+  // synchronized); the caller owns the result.
+  VkPipeline create(VkShaderModule module, std::string_view name, std::span<const uint32_t> spec, VkPipelineLayout layout);
 
   using Key = std::tuple<VkShaderModule, std::vector<uint32_t>, uint32_t>;
   VkDevice device_;
