@@ -250,6 +250,39 @@ TEST(MatMulSplitK, NormOfTheSumRunsInTheSummingPass) {
   }
 }
 
+// A q/k/v group split along K whose q and k go through one rotary pair next: the summing pass
+// rotates them (no rotary dispatch). GQA-like head counts, cos/sin broadcast over the heads.
+// Unsplit, the pair runs right after the group. Both against the unfused graph (exact f32).
+TEST(MatMulSplitK, RotaryOfTheSumRunsInTheSummingPass) {
+  for (const char* split : {"3", "0"}) {
+    SCOPED_TRACE(std::string("MEGANEURA_SPLIT_K=") + split);
+    ScopedEnv force("MEGANEURA_MATMUL", "tiled"), splits("MEGANEURA_SPLIT_K", split),
+        precision("MEGANEURA_MATMUL_PRECISION", "f32");
+    Graph g;
+    const MatMulOptions t{.transpose_b = true};
+    Tensor cs = g.input("cos", {13, 1, 16}), sn = g.input("sin", {13, 1, 16});
+    Tensor x = g.input("x", {2, 13, 96});
+    Tensor q = reshape(matmul(x, g.parameter("wq", {64, 96}), t), {2, 13, 4, 16});
+    Tensor k = reshape(matmul(x, g.parameter("wk", {32, 96}), t), {2, 13, 2, 16});
+    Tensor v = matmul(x, g.parameter("wv", {32, 96}), t);
+    g.output("q", rotary(q, cs, sn));
+    g.output("k", rotary(k, cs, sn));
+    g.output("v", v);
+    Session fused = build_inference_session(g), plain = build_inference_session(g, {.optimize = false});
+    const std::string listing = fused.listing();
+    EXPECT_EQ(listing.find("dispatch rotary") == std::string::npos, std::string(split) != "0") << listing;
+    if (std::string(split) != "0") EXPECT_NE(listing.find("split-K sum, rotary %"), std::string::npos) << listing;
+    Rng rng;
+    SCOPED_TRACE(seed_note(rng.seed()));
+    step_both(fused, plain, g, rng, -1, 1);
+    for (const char* out : {"q", "k", "v"}) {
+      const std::vector<float> got = fused.read_output(out).to_f32(), want = plain.read_output(out).to_f32();
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-5 * (1 + std::abs(want[i]))) << out << " " << i;
+    }
+  }
+}
+
 // A gated MLP's gate and up projections share x and run as one tensor-core dispatch, which also
 // computes swiglu(gate, up) as it stores (GLU): no swiglu dispatch follows. N = 150 ends inside a
 // 16-column run. Checked against the same graph lowered without fusion (same f16 staging), forward

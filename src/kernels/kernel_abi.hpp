@@ -49,6 +49,7 @@ enum class Kernel : uint8_t {
   AttentionCoopSplitNV, // Attention on tensor cores, keys split among subgroups: short queries, D <= 64
   Rotary,               // rotary embedding (or its transpose) of one or two tensors
   MatMulSplitSumNorm,   // MatMulSplitSum for one product, then rms_norm / layer_norm of each row
+  MatMulSplitSumRotary, // MatMulSplitSum for a group, then the rotary embedding of two of its products
   Count
 };
 
@@ -168,6 +169,15 @@ struct MatMulParams {
   uint32_t N[kMatMulMaxGroups], tile0[kMatMulMaxGroups + 1], k_chunk, splits, split_stride;
   uint32_t b_offset[kMatMulMaxGroups], c_offset[kMatMulMaxGroups];
   uint32_t b_row_stride[kMatMulMaxGroups], b_col_stride[kMatMulMaxGroups];
+};
+
+// MatMulSplitSumRotary: MatMulParams, then this tail. Bindings 2..6 as MatMulSplitSum, 7: cos,
+// 8: sin, 9 and 10: the rotary of part 0 and part 1, each part (as Rotary's, not transposed) the
+// whole of product[k]'s output.
+struct MatMulRotaryParams {
+  MatMulParams matmul;
+  uint32_t product[2], pad[2];
+  RotaryPart part[2];
 };
 
 // ---- Attention --------------------------------------------------------------------------------

@@ -11,7 +11,12 @@ struct MatMulParams {
   uint b_offset[4], c_offset[4];
   uint b_row_stride[4], b_col_stride[4];
 };
-layout(std430, set = 0, binding = 0) readonly buffer Params { MatMulParams p; };
+// A kernel whose params block carries more after MatMulParams defines MATMUL_PARAMS_TAIL (the
+// members) before including this file.
+#ifndef MATMUL_PARAMS_TAIL
+#define MATMUL_PARAMS_TAIL
+#endif
+layout(std430, set = 0, binding = 0) readonly buffer Params { MatMulParams p; MATMUL_PARAMS_TAIL };
 layout(std430, set = 0, binding = 2) readonly buffer A { uint a_data[]; };
 layout(std430, set = 0, binding = 3) readonly buffer B { uint b_data[]; };
 layout(std430, set = 0, binding = 4) writeonly buffer C { uint c_data[]; };

@@ -9,10 +9,8 @@
 
 layout(constant_id = 1) const uint TRANSPOSED = 0u;
 
-struct RotaryPart {
-  uint n, rank, cos_offset, sin_offset;
-  uint shape[8], cos_stride[8], sin_stride[8];  // collapsed, the last axis (D) kept
-};
+#include "rotary_common.glsl"
+
 struct RotaryParams { uint parts, pad0, pad1, pad2; RotaryPart part[2]; };
 layout(std430, set = 0, binding = 0) readonly buffer Params { RotaryParams p; };
 layout(std430, set = 0, binding = 2) readonly buffer X0 { float x0[]; };
@@ -27,15 +25,8 @@ void main() {
   for (uint i = gl_GlobalInvocationID.x; i < total; i += gl_NumWorkGroups.x * WG) {
     uint k = i < p.part[0].n ? 0u : 1u, e = k == 0u ? i : i - p.part[0].n;
     uint rank = p.part[k].rank, d_len = p.part[k].shape[rank - 1u], h = d_len / 2u;
-    uint c_at = p.part[k].cos_offset, s_at = p.part[k].sin_offset, rem = e, last = 0u;
-    for (int d = int(rank) - 1; d >= 0; --d) {
-      uint n_d = p.part[k].shape[d];
-      uint c = d > 0 ? rem % n_d : rem;
-      if (d == int(rank) - 1) last = c;
-      rem /= n_d;
-      c_at += c * p.part[k].cos_stride[d];
-      s_at += c * p.part[k].sin_stride[d];
-    }
+    uint c_at, s_at, last;
+    rotary_at(p.part[k], e, c_at, s_at, last);
     bool lo = last < h;
     uint partner_at = lo ? e + h : e - h;
     float x = k == 0u ? x0[e] : x1[e], partner = k == 0u ? x0[partner_at] : x1[partner_at], s;

@@ -24,6 +24,7 @@
 #include "matmul_gemv.spv.h"
 #include "matmul_split_sum.spv.h"
 #include "matmul_split_sum_norm.spv.h"
+#include "matmul_split_sum_rotary.spv.h"
 #if defined(MEGANEURA_KERNEL_MATMUL_COOP_KHR)
 #include "matmul_coop_khr.spv.h"
 #define MN_KHR(name) name
@@ -93,6 +94,7 @@ constexpr Entry entry(Kernel k) {
     case Kernel::AttentionCoopSplitNV: return {"attention_coop_split_nv", mn_spv_attention_coop_split_nv};
     case Kernel::Rotary: return {"rotary", mn_spv_rotary};
     case Kernel::MatMulSplitSumNorm: return {"matmul_split_sum_norm", mn_spv_matmul_split_sum_norm};
+    case Kernel::MatMulSplitSumRotary: return {"matmul_split_sum_rotary", mn_spv_matmul_split_sum_rotary};
     case Kernel::AttentionBackwardCoopNV: return {"attention_coop_backward_nv", mn_spv_attention_coop_backward_nv};
     case Kernel::Count: break;
   }

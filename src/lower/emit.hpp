@@ -69,6 +69,13 @@ bool is_view(const Graph& g, const Node& n);
 // and d v on the per-row kernel; `partner` is the other node of the pair, or -1.
 std::vector<int> pair_rotaries(const Graph& g, const std::vector<bool>& live);
 void emit_rotary(Emitter& e, int node, int partner);  // rotary (or its transpose)
+kernels::RotaryPart rotary_part(const Emitter& e, int node);  // a rotary node as a kernel part
+// A q/k rotary pair that a q/k/v group's split-K summing pass computes (node[i] rotates product
+// product[i] of the group); node[0] < 0: none.
+struct GroupRotary {
+  int node[2] = {-1, -1};
+  uint32_t product[2] = {0, 0};
+};
 std::vector<int> pair_attention_grads(const Graph& g, const std::vector<bool>& live);
 // A single-product matmul and the rms_norm / layer_norm that reads its result (pairs.hpp): a
 // split-K product normalises its rows in the summing pass; otherwise the norm follows it.
@@ -79,9 +86,11 @@ void emit_matmul(Emitter& e, int node, int norm = -1);
 // Several matmuls sharing A in one dispatch (see horizontal.hpp); offsets in elements. `glu`: the
 // swiglu(products[0], products[1]) node, computed in the tensor-core kernel's epilogue where it
 // runs the pair unsplit, else emitted after it (-1: none).
+// `rotary`: a rotary pair of two of the products, computed in the summing pass where the group
+// splits along K (matmul_split_sum_rotary.comp), else emitted right after.
 void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weights, int outputs,
                           const std::vector<uint32_t>& b_offsets, const std::vector<uint32_t>& c_offsets, int norm = -1,
-                          int glu = -1);
+                          int glu = -1, const GroupRotary& rotary = {});
 // sum, mean, max, argmax, and the pair losses; `mul`: the sum's or mean's input, an a * b of
 // one shape that nothing else reads, computed as the reduction's map (-1: none).
 void emit_reduce(Emitter& e, int node, int mul = -1);

@@ -40,7 +40,7 @@ std::vector<int> pair_matmul_norms(const Graph& g, const std::vector<bool>& live
 
 void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weights, int outputs,
                           const std::vector<uint32_t>& b_offsets, const std::vector<uint32_t>& c_offsets, int norm,
-                          int glu) {
+                          int glu, const GroupRotary& rotary) {
   const int id = products[0];
   const Node& n = e.node(id);
   const Shape &a = e.node(n.inputs[0]).shape, &b = e.node(n.inputs[1]).shape;
@@ -146,6 +146,7 @@ void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weig
     Emitter::set_params(c, p);
     if (norm >= 0) emit_row(e, norm);
     if (glu >= 0 && !glu_here) emit_elementwise(e, glu);
+    if (rotary.node[0] >= 0) emit_rotary(e, rotary.node[0], rotary.node[1]);
     return;
   }
   // Split-K: partial sums of each K range into scratch, then one pass adds them (and applies
@@ -162,6 +163,24 @@ void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weig
   part.spec.insert(part.spec.end(), layout.begin(), layout.end());
   part.groups = groups;
   Emitter::set_params(part, p);
+  if (rotary.node[0] >= 0) {  // the q/k rotary pair in the summing pass
+    MatMulRotaryParams rp{};
+    rp.matmul = p;
+    for (int k = 0; k < 2; ++k) {
+      rp.product[k] = rotary.product[k];
+      rp.part[k] = rotary_part(e, rotary.node[k]);
+    }
+    const Node& r0 = e.node(rotary.node[0]);
+    KernelCall& sum = e.call(Kernel::MatMulSplitSumRotary, id,
+                             "split-K sum, rotary %" + std::to_string(rotary.node[0]) + ", %" + std::to_string(rotary.node[1]));
+    sum.tensors = {{partials, false}, {weights, false}, {outputs, true},         {bias, false},
+                   {res, false},      {r0.inputs[1], false}, {r0.inputs[2], false}, {rotary.node[0], true},
+                   {rotary.node[1], true}};
+    sum.groups = {groups_for(p.split_stride), 1, 1};
+    Emitter::set_params(sum, rp);
+    if (glu >= 0) emit_elementwise(e, glu);
+    return;
+  }
   if (norm < 0) {
     KernelCall& sum = e.call(Kernel::MatMulSplitSum, id, "split-K sum");
     sum.tensors = {{partials, false}, {weights, false}, {outputs, true}, {bias, false}, {res, false}};

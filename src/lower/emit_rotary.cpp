@@ -8,10 +8,8 @@ namespace meganeura::lower {
 
 using namespace kernels;
 
-namespace {
-
 // One part of a call: x's shape collapsed (its last axis kept), cos/sin strides over it.
-RotaryPart part_of(const Emitter& e, int id) {
+RotaryPart rotary_part(const Emitter& e, int id) {
   const Node& n = e.node(id);
   std::vector<Strides> st = {contiguous_strides(n.shape), broadcast_strides(e.node(n.inputs[1]).shape, n.shape),
                              broadcast_strides(e.node(n.inputs[2]).shape, n.shape)};
@@ -29,8 +27,6 @@ RotaryPart part_of(const Emitter& e, int id) {
   return p;
 }
 
-}  // namespace
-
 std::vector<int> pair_rotaries(const Graph& g, const std::vector<bool>& live) {
   return pair_nodes(g, live, [&](int a, int b) {  // the same cos, sin and direction
     const Node &x = g.node(a), &y = g.node(b);
@@ -47,8 +43,8 @@ void emit_rotary(Emitter& e, int id, int partner) {
   KernelCall& c = e.call(Kernel::Rotary, id, what);
   RotaryParams p{};
   p.parts = partner >= 0 ? 2 : 1;
-  p.part[0] = part_of(e, id);
-  if (partner >= 0) p.part[1] = part_of(e, partner);
+  p.part[0] = rotary_part(e, id);
+  if (partner >= 0) p.part[1] = rotary_part(e, partner);
   const int x1 = partner >= 0 ? e.node(partner).inputs[0] : n.inputs[0];
   // Alone, binding 7 takes a scratch word: never a tensor this call reads (the sync checker).
   const int y1 = partner >= 0 ? partner : e.scratch(4);

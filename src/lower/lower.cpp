@@ -216,6 +216,39 @@ Lowered lower(const Graph& g, const std::vector<int>& keep, const LowerOptions& 
       glu_of_group[static_cast<size_t>(grp)] = id;
       partner[static_cast<size_t>(id)] = kEmittedWithPartner;
     }
+  // A q/k rotary pair whose inputs are two products of one group (through reshapes), with cos
+  // and sin computed before the group: the group's emission computes the pair.
+  std::vector<GroupRotary> rotary_of_group(groups.size());
+  auto product_of = [&](int x, int grp) -> int {  // x's index among the group's members, or -1
+    if (g.node(x).op == Op::Reshape) x = g.node(x).inputs[0];
+    const std::vector<int>& m = groups[static_cast<size_t>(grp)].members;
+    auto it = std::find(m.begin(), m.end(), x);
+    return it == m.end() ? -1 : static_cast<int>(it - m.begin());
+  };
+  if (options.fuse && !group_of.empty())
+    for (int a = 0; a < g.size(); ++a) {
+      const int b = partner[static_cast<size_t>(a)];
+      if (g.node(a).op != Op::Rotary || b < 0 || g.node(a).attrs.count != 0 || g.node(b).attrs.count != 0) continue;
+      int x = g.node(a).inputs[0];
+      if (g.node(x).op == Op::Reshape) x = g.node(x).inputs[0];
+      const int grp = group_of[static_cast<size_t>(x)];
+      if (grp < 0 || rotary_of_group[static_cast<size_t>(grp)].node[0] >= 0) continue;
+      const int pa = product_of(g.node(a).inputs[0], grp), pb = product_of(g.node(b).inputs[0], grp);
+      const int first = groups[static_cast<size_t>(grp)].members[0];
+      auto whole = [&](int r, int prod) {  // the rotary covers all of the product, in f32
+        return g.node(r).dtype == DType::f32 &&
+               numel(g.node(r).shape) == numel(g.node(groups[static_cast<size_t>(grp)].members[static_cast<size_t>(prod)]).shape);
+      };
+      if (pa < 0 || pb < 0 || pa == pb || !whole(a, pa) || !whole(b, pb) || g.node(a).inputs[1] >= first ||
+          g.node(a).inputs[2] >= first)
+        continue;
+      GroupRotary& r = rotary_of_group[static_cast<size_t>(grp)];
+      r.node[0] = a;
+      r.node[1] = b;
+      r.product[0] = static_cast<uint32_t>(pa);
+      r.product[1] = static_cast<uint32_t>(pb);
+      partner[static_cast<size_t>(a)] = kEmittedWithPartner;  // b already is
+    }
   Emitter e(g, out, options);
   for (int id = 0; id < g.size(); ++id) {
     const Node& n = g.node(id);
@@ -229,8 +262,9 @@ Lowered lower(const Graph& g, const std::vector<int>& keep, const LowerOptions& 
         b_offsets.push_back(static_cast<uint32_t>(out.tensors[static_cast<size_t>(g.node(m).inputs[1])].alias_offset / 4));
         c_offsets.push_back(static_cast<uint32_t>(out.tensors[static_cast<size_t>(m)].alias_offset / 4));
       }
-      emit_matmul_products(e, grp.members, grp.weights, grp.outputs, b_offsets, c_offsets, -1,
-                           glu_of_group[static_cast<size_t>(group_of[static_cast<size_t>(id)])]);
+      const auto grp_index = static_cast<size_t>(group_of[static_cast<size_t>(id)]);
+      emit_matmul_products(e, grp.members, grp.weights, grp.outputs, b_offsets, c_offsets, -1, glu_of_group[grp_index],
+                           rotary_of_group[grp_index]);
       continue;
     }
     if (int grp = fused.group_of[static_cast<size_t>(id)]; grp >= 0) {  // computed by its group's kernel
