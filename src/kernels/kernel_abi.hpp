@@ -35,7 +35,6 @@ enum class Kernel : uint8_t {
   // backward and training kernels
   SoftmaxBackward,      // softmax / log-softmax backward along one axis
   NormBackward,         // rms_norm / layer_norm: d x
-  NormRowStats,         // per-row mean and rstd (for NormWeightGrad)
   NormWeightGrad,       // d weight = sum over rows of dy * normalised x
   CrossEntropyCount,    // number of labels that count (not ignore_index)
   CrossEntropyBackward, // d logits, fused: never builds a one-hot or a softmax tensor
@@ -279,17 +278,16 @@ struct IndexParams { uint32_t outer, len, inner, n_idx, node, pad[3]; };
 // dispatch as Softmax (SoftmaxParams). softmax: dx = y * (dy - sum_l(dy*y));
 // log-softmax: dx = dy - exp(y) * sum_l(dy).
 
-// ---- NormBackward / NormRowStats / NormWeightGrad (NormParams) -------------------------------
+// ---- NormBackward / NormWeightGrad (NormParams) -----------------------------------------------
 // spec 1: NORM_KIND; NormBackward spec 2: has weight. Rows [rows, dim] contiguous.
 // xhat = (x - mean) * rstd (mean = 0 for rms), rstd = 1/sqrt(var + eps) (rms: mean(x^2)).
-// NormBackward: bindings 2: x, 3: weight (bound to x when absent, not read), 4: dy, 5: dx.
+// NormBackward: bindings 2: x, 3: weight (bound to x when absent, not read), 4: dy, 5: dx,
+//   6: an addend (spec 3 HAS_ADD: dx + it is stored; bound to x otherwise).
 //   g = dy * w;  rms: dx = rstd * (g - xhat * mean(g * xhat));
 //   layer: dx = rstd * (g - mean(g) - xhat * mean(g * xhat)). One workgroup per row.
-// NormRowStats: bindings 2: x, 3: stats [2*rows] f32 (stats[2r] = mean, stats[2r+1] = rstd).
-//   One workgroup per row.
-// NormWeightGrad: bindings 2: x, 3: dy, 4: stats, 5: dw [dim]: dw[d] = sum_r dy[r,d] * xhat[r,d].
-//   Each workgroup owns 16 columns (grid-stride over dim; dispatch ceil(dim/16) groups); its
-//   invocations split the rows and add their sums in shared memory.
+// NormWeightGrad: bindings 2: x, 3: dy, 4: dw [dim]: dw[d] = sum_r dy[r,d] * xhat[r,d], the row
+//   statistics worked out in the same pass. Each workgroup owns 16 columns (grid-stride over
+//   dim; dispatch ceil(dim/16) groups); its invocations take 16 rows at a time.
 
 // ---- CrossEntropyCount / CrossEntropyBackward (CrossEntropyParams) ---------------------------
 // Count (one workgroup): bindings 2: labels [rows] i32, 3: count [1] f32 = number of labels

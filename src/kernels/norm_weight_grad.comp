@@ -1,32 +1,60 @@
 #version 450
 // d weight of rms_norm / layer_norm: dw[d] = sum over rows r of dy[r,d] * (x[r,d] - mean_r) * rstd_r,
-// with the row statistics from NormRowStats. A workgroup owns COLS columns; its invocations split
-// the rows into WG / COLS interleaved slices (adjacent invocations read adjacent words of a row),
-// and the slices' sums meet in shared memory: a few long serial walks would leave the GPU idle.
+// in one pass. A workgroup owns COLS columns and walks the rows SLICES at a time: the COLS
+// invocations of slice s first work out row s's mean and rstd together (adjacent invocations
+// read adjacent words), then each adds its column's term of that row. Each workgroup works out
+// the statistics of every row again -- cheaper than a dispatch of its own, whose scratch also
+// ordered the norm weight gradients behind barriers. The slices' sums meet in shared memory.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+
+layout(constant_id = 1) const uint KIND = 0u;
+const uint NORM_RMS = 0u, NORM_LAYER = 1u;
 
 struct NormParams { uint rows, dim; float eps; uint pad; };
 layout(std430, set = 0, binding = 0) readonly buffer Params { NormParams p; };
 layout(std430, set = 0, binding = 2) readonly buffer X { uint x[]; };
 layout(std430, set = 0, binding = 3) readonly buffer DY { uint dy[]; };
-layout(std430, set = 0, binding = 4) readonly buffer Stats { uint stats[]; };
-layout(std430, set = 0, binding = 5) writeonly buffer DW { uint dw[]; };
+layout(std430, set = 0, binding = 4) writeonly buffer DW { uint dw[]; };
 
 const uint COLS = 16u, SLICES = WG / COLS;
 shared float partial[WG];
 
+// The sum over the COLS invocations of this slice (every one of them gets it).
+float slice_sum(float v) {
+  const uint t = gl_LocalInvocationID.x, first = t - t % COLS;
+  partial[t] = v;
+  barrier();
+  float total = 0.0f;
+  for (uint k = 0u; k < COLS; ++k) total += partial[first + k];
+  barrier();
+  return total;
+}
+
 void main() {
-  uint col = gl_LocalInvocationID.x % COLS, slice = gl_LocalInvocationID.x / COLS;
+  const uint col = gl_LocalInvocationID.x % COLS, slice = gl_LocalInvocationID.x / COLS;
   for (uint d0 = gl_WorkGroupID.x * COLS; d0 < p.dim; d0 += gl_NumWorkGroups.x * COLS) {
-    uint d = d0 + col;
+    const uint d = d0 + col;
     float s = 0.0f, c = 0.0f;
-    if (d < p.dim) {
-      for (uint r = slice; r < p.rows; r += SLICES) {
-        uint e = r * p.dim + d;
-        float xhat = (uintBitsToFloat(x[e]) - uintBitsToFloat(stats[2u * r])) * uintBitsToFloat(stats[2u * r + 1u]);
-        kahan_add(s, c, uintBitsToFloat(dy[e]) * xhat);
+    for (uint r0 = 0u; r0 < p.rows; r0 += SLICES) {
+      const uint r = r0 + slice, base = r * p.dim;
+      const bool row_in = r < p.rows;
+      float mean = 0.0f;
+      if (KIND == NORM_LAYER) {
+        float m = 0.0f, mc = 0.0f;
+        if (row_in)
+          for (uint l = col; l < p.dim; l += COLS) kahan_add(m, mc, uintBitsToFloat(x[base + l]));
+        mean = slice_sum(m) / float(p.dim);
       }
+      float ss = 0.0f, sc = 0.0f;
+      if (row_in)
+        for (uint l = col; l < p.dim; l += COLS) {
+          float v = uintBitsToFloat(x[base + l]) - mean;
+          kahan_add(ss, sc, v * v);
+        }
+      const float rstd = 1.0f / sqrt(slice_sum(ss) / float(p.dim) + p.eps);  // inversesqrt() may be approximate
+      if (row_in && d < p.dim)
+        kahan_add(s, c, uintBitsToFloat(dy[base + d]) * ((uintBitsToFloat(x[base + d]) - mean) * rstd));
     }
     partial[gl_LocalInvocationID.x] = s;
     barrier();

@@ -39,7 +39,6 @@
 #endif
 #include "norm.spv.h"
 #include "norm_backward.spv.h"
-#include "norm_row_stats.spv.h"
 #include "norm_weight_grad.spv.h"
 #include "one_hot.spv.h"
 #include "optimizer.spv.h"
@@ -81,7 +80,6 @@ constexpr Entry entry(Kernel k) {
     case Kernel::OneHot: return {"one_hot", mn_spv_one_hot};
     case Kernel::SoftmaxBackward: return {"softmax_backward", mn_spv_softmax_backward};
     case Kernel::NormBackward: return {"norm_backward", mn_spv_norm_backward};
-    case Kernel::NormRowStats: return {"norm_row_stats", mn_spv_norm_row_stats};
     case Kernel::NormWeightGrad: return {"norm_weight_grad", mn_spv_norm_weight_grad};
     case Kernel::CrossEntropyCount: return {"cross_entropy_count", mn_spv_cross_entropy_count};
     case Kernel::CrossEntropyBackward: return {"cross_entropy_backward", mn_spv_cross_entropy_backward};

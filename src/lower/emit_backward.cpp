@@ -40,19 +40,14 @@ void emit_norm_backward(Emitter& e, int id, int add) {
   Emitter::set_params(c, p);
 }
 
-// (x, dy) -> dw [D]: the row statistics into scratch, then a column sum of dy * xhat.
+// (x, dy) -> dw [D]: one pass that works out the row statistics as it sums dy * xhat per column.
 static void emit_norm_weight_grad(Emitter& e, int id) {
   const Node& n = e.node(id);
   int x = n.inputs[0];
   NormParams p = norm_params(e.node(x).shape, n.attrs.scalar);
-  int stats = e.scratch(uint64_t{2} * p.rows * 4);
-  KernelCall& s = e.call(Kernel::NormRowStats, id, "row stats");
-  s.spec = {n.op == Op::RmsNormWeightGrad ? NORM_RMS : NORM_LAYER};
-  s.tensors = {{x, false}, {stats, true}};
-  s.groups = {row_groups(p.rows), 1, 1};
-  Emitter::set_params(s, p);
-  KernelCall& c = e.call(Kernel::NormWeightGrad, id, "column sums");
-  c.tensors = {{x, false}, {n.inputs[1], false}, {stats, false}, {id, true}};
+  KernelCall& c = e.call(Kernel::NormWeightGrad, id, "");
+  c.spec = {n.op == Op::RmsNormWeightGrad ? NORM_RMS : NORM_LAYER};
+  c.tensors = {{x, false}, {n.inputs[1], false}, {id, true}};
   c.groups = {groups_for(p.dim, 16), 1, 1};  // 16 columns per workgroup (norm_weight_grad.comp)
   Emitter::set_params(c, p);
 }
