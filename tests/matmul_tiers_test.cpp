@@ -283,6 +283,37 @@ TEST(MatMulSplitK, RotaryOfTheSumRunsInTheSummingPass) {
   }
 }
 
+// A decoding step's rms_norm whose only readers are the A of GEMV products (a grouped pair, and a
+// single matmul_add) runs inside them: x·w into the sums, the row's rstd at the store. K = 300
+// (16-byte loads) and K = 37 (scalar); 3 rows in 2 batches. With the GEMV tier off, the norms run
+// on their own. Ungrouped (horizontal fusion off), each product works the norm out itself. All
+// against the unfused graph (exact f32).
+TEST(MatMulGemv, RmsNormOfTheRowsRunsInTheProducts) {
+  for (auto [gemv, horizontal] : {std::pair{"1", "1"}, {"1", "0"}, {"0", "1"}}) {
+    SCOPED_TRACE(std::string("MEGANEURA_GEMV=") + gemv + " MEGANEURA_HORIZONTAL_FUSION=" + horizontal);
+    ScopedEnv tier("MEGANEURA_GEMV", gemv), precision("MEGANEURA_MATMUL_PRECISION", "f32"),
+        unforced("MEGANEURA_MATMUL", std::nullopt), grouping("MEGANEURA_HORIZONTAL_FUSION", horizontal);
+    Graph g;
+    const MatMulOptions t{.transpose_b = true};
+    Tensor x = g.input("x", {2, 3, 300}), y = g.input("y", {2, 3, 37}), r = g.input("r", {2, 3, 20});
+    Tensor nx = rms_norm(x, g.parameter("wx", {300}), 1e-5f), ny = rms_norm(y, g.parameter("wy", {37}), 1e-5f);
+    g.output("a", matmul(nx, g.parameter("wa", {70, 300}), t));
+    g.output("b", matmul(nx, g.parameter("wb", {70, 300}), t));
+    g.output("c", matmul_add(ny, g.parameter("wc", {37, 20}), r));
+    Session fused = build_inference_session(g), plain = build_inference_session(g, {.optimize = false});
+    const std::string listing = fused.listing();
+    EXPECT_EQ(listing.find("dispatch norm") == std::string::npos, std::string(gemv) == "1") << listing;
+    Rng rng;
+    SCOPED_TRACE(seed_note(rng.seed()));
+    step_both(fused, plain, g, rng, -1, 1);
+    for (const char* out : {"a", "b", "c"}) {
+      const std::vector<float> got = fused.read_output(out).to_f32(), want = plain.read_output(out).to_f32();
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-5 * (1 + std::abs(want[i]))) << out << " " << i;
+    }
+  }
+}
+
 // A gated MLP's gate and up projections share x and run as one tensor-core dispatch, which also
 // computes swiglu(gate, up) as it stores (GLU): no swiglu dispatch follows. N = 150 ends inside a
 // 16-column run. Checked against the same graph lowered without fusion (same f16 staging), forward

@@ -9,6 +9,10 @@
 //      consecutive columns.
 // Column tiles (tile0) are 8 or 64 wide to match. Dispatch: x = column tiles, y = row blocks of
 // ROWS, z = batch. No split-K: the team already splits K.
+// NORM_A (spec 7): A is rms_norm(x, w) of A's rows, x bound as A and w at binding 7 (otherwise A
+// again, not read): the teams multiply x·w into B and add up x² as they walk k (each team walks
+// a whole row), and scale each sum by the row's 1/sqrt(mean(x²) + eps) before the epilogue --
+// decoding's norms need no dispatch of their own.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
@@ -17,12 +21,17 @@
 layout(constant_id = 5) const uint K_CONTIG = 1u;
 // With K_CONTIG: A and B rows 16-byte aligned and K % 4 == 0, so a team walks k in vec4s.
 layout(constant_id = 6) const uint VEC4 = 0u;
+layout(constant_id = 7) const uint NORM_A = 0u;
+layout(constant_id = 8) const float NORM_EPS = 1e-6f;
+layout(std430, set = 0, binding = 7) readonly buffer NormW { uint norm_w[]; };
+layout(std430, set = 0, binding = 7) readonly buffer NormW4 { vec4 norm_w4[]; };
 layout(std430, set = 0, binding = 2) readonly buffer A4 { vec4 a4[]; };
 layout(std430, set = 0, binding = 3) readonly buffer B4 { vec4 b4[]; };
 const uint T = K_CONTIG != 0u ? 32u : 4u;  // invocations per column
 const uint COLS = 256u / T;                // columns per workgroup
 const uint ROWS = 4u;
 shared float partial[ROWS][256];
+shared float partial_ss[NORM_A != 0u ? ROWS : 1u][256];  // NORM_A: the teams' sums of x²
 
 void main() {
   uint tid = gl_LocalInvocationID.x;
@@ -43,29 +52,49 @@ void main() {
         uint N = p.N[g], n = (tile - p.tile0[g]) * COLS + col;
         uint b_at = b_batch + p.b_offset[g] + n * p.b_col_stride[g];
         uint b_row = p.b_row_stride[g];
-        float acc[ROWS];
-        for (uint r = 0u; r < ROWS; ++r) acc[r] = 0.0f;
+        float acc[ROWS], ss[ROWS];
+        for (uint r = 0u; r < ROWS; ++r) acc[r] = ss[r] = 0.0f;
         if (n < N && VEC4 != 0u) {
           uint a_row4 = p.a_row_stride / 4u;
           for (uint k4 = lane; k4 < p.K / 4u; k4 += T) {
             vec4 b = b4[b_at / 4u + k4];
             uint a_at = (a_base + m0 * p.a_row_stride) / 4u + k4;
-            for (uint r = 0u; r < rows; ++r) acc[r] += dot(a4[a_at + r * a_row4], b);
+            if (NORM_A != 0u) {
+              vec4 wb = norm_w4[k4] * b;
+              for (uint r = 0u; r < rows; ++r) {
+                vec4 x = a4[a_at + r * a_row4];
+                ss[r] += dot(x, x);
+                acc[r] += dot(x, wb);
+              }
+            } else {
+              for (uint r = 0u; r < rows; ++r) acc[r] += dot(a4[a_at + r * a_row4], b);
+            }
           }
         } else if (n < N) {
           for (uint k = lane; k < p.K; k += T) {
             float b = uintBitsToFloat(b_data[b_at + k * b_row]);
             uint a_at = a_base + m0 * p.a_row_stride + k * p.a_col_stride;
-            for (uint r = 0u; r < rows; ++r) acc[r] += uintBitsToFloat(a_data[a_at + r * p.a_row_stride]) * b;
+            if (NORM_A != 0u) b *= uintBitsToFloat(norm_w[k]);
+            for (uint r = 0u; r < rows; ++r) {
+              float x = uintBitsToFloat(a_data[a_at + r * p.a_row_stride]);
+              if (NORM_A != 0u) ss[r] += x * x;
+              acc[r] += x * b;
+            }
           }
         }
         for (uint r = 0u; r < ROWS; ++r) partial[r][col * T + lane] = acc[r];
+        if (NORM_A != 0u)
+          for (uint r = 0u; r < ROWS; ++r) partial_ss[r][col * T + lane] = ss[r];
         barrier();
         if (tid < COLS * ROWS) {  // one invocation per (column, row) adds the team's partials
           uint c = tid % COLS, r = tid / COLS, nn = (tile - p.tile0[g]) * COLS + c;
           if (r < rows && nn < N) {
-            float sum = 0.0f;
+            float sum = 0.0f, sq = 0.0f;
             for (uint l = 0u; l < T; ++l) sum += partial[r][c * T + l];
+            if (NORM_A != 0u) {
+              for (uint l = 0u; l < T; ++l) sq += partial_ss[r][c * T + l];
+              sum *= 1.0f / sqrt(sq / float(p.K) + NORM_EPS);  // inversesqrt() may be approximate
+            }
             store_c(g, bt, m0 + r, nn, sum, 0u);
           }
         }

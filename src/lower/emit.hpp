@@ -70,29 +70,30 @@ bool is_view(const Graph& g, const Node& n);
 std::vector<int> pair_rotaries(const Graph& g, const std::vector<bool>& live);
 void emit_rotary(Emitter& e, int node, int partner);  // rotary (or its transpose)
 kernels::RotaryPart rotary_part(const Emitter& e, int node);  // a rotary node as a kernel part
+std::vector<int> pair_attention_grads(const Graph& g, const std::vector<bool>& live);
+// A single-product matmul and the rms_norm / layer_norm that reads its result (pairs.hpp): a
+// split-K product normalises its rows in the summing pass; otherwise the norm follows it.
+inline constexpr int64_t kMaxFusedNormDim = 4096;  // matmul_split_sum_norm.comp keeps a row in shared memory
+std::vector<int> pair_matmul_norms(const Graph& g, const std::vector<bool>& live, const std::vector<int>& group_of);
 // A q/k rotary pair that a q/k/v group's split-K summing pass computes (node[i] rotates product
 // product[i] of the group); node[0] < 0: none.
 struct GroupRotary {
   int node[2] = {-1, -1};
   uint32_t product[2] = {0, 0};
 };
-std::vector<int> pair_attention_grads(const Graph& g, const std::vector<bool>& live);
-// A single-product matmul and the rms_norm / layer_norm that reads its result (pairs.hpp): a
-// split-K product normalises its rows in the summing pass; otherwise the norm follows it.
-inline constexpr int64_t kMaxFusedNormDim = 4096;  // matmul_split_sum_norm.comp keeps a row in shared memory
-std::vector<int> pair_matmul_norms(const Graph& g, const std::vector<bool>& live, const std::vector<int>& group_of);
-// `norm`: the paired norm, or -1.
-void emit_matmul(Emitter& e, int node, int norm = -1);
-// Several matmuls sharing A in one dispatch (see horizontal.hpp); offsets in elements. `glu`: the
-// swiglu(products[0], products[1]) node, computed in the tensor-core kernel's epilogue where it
-// runs the pair unsplit, else emitted after it (-1: none).
-// `rotary`: a rotary pair of two of the products, computed in the summing pass where the group
-// splits along K (matmul_split_sum_rotary.comp), else emitted right after.
+// Nodes a matmul dispatch computes besides its products (-1: none), each run as its own dispatch
+// where the tier the products get cannot take it:
+struct MatMulFusions {
+  int norm = -1;        // the norm of a single product's result: in the split-K summing pass
+  int glu = -1;         // swiglu(products[0], products[1]): in the tensor-core kernel's store
+  GroupRotary rotary;   // a rotary pair of two products: in the split-K summing pass
+  int norm_a = -1;      // rms_norm(x, w) that is the products' A: in the GEMV's loads (x·w, rstd at the store)
+};
+void emit_matmul(Emitter& e, int node, const MatMulFusions& f = {});
+// Several matmuls sharing A in one dispatch (see horizontal.hpp); offsets in elements.
 void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weights, int outputs,
-                          const std::vector<uint32_t>& b_offsets, const std::vector<uint32_t>& c_offsets, int norm = -1,
-                          int glu = -1, const GroupRotary& rotary = {});
-// sum, mean, max, argmax, and the pair losses; `mul`: the sum's or mean's input, an a * b of
-// one shape that nothing else reads, computed as the reduction's map (-1: none).
+                          const std::vector<uint32_t>& b_offsets, const std::vector<uint32_t>& c_offsets,
+                          const MatMulFusions& f = {});
 void emit_reduce(Emitter& e, int node, int mul = -1);
 void emit_row(Emitter& e, int node);          // softmax, log_softmax, rms_norm, layer_norm
 void emit_index(Emitter& e, int node);        // gather, scatter_add, one_hot, cross_entropy

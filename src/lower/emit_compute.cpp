@@ -39,9 +39,10 @@ std::vector<int> pair_matmul_norms(const Graph& g, const std::vector<bool>& live
 }
 
 void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weights, int outputs,
-                          const std::vector<uint32_t>& b_offsets, const std::vector<uint32_t>& c_offsets, int norm,
-                          int glu, const GroupRotary& rotary) {
-  const int id = products[0];
+                          const std::vector<uint32_t>& b_offsets, const std::vector<uint32_t>& c_offsets,
+                          const MatMulFusions& f) {
+  const int id = products[0], norm = f.norm, glu = f.glu;
+  const GroupRotary& rotary = f.rotary;
   const Node& n = e.node(id);
   const Shape &a = e.node(n.inputs[0]).shape, &b = e.node(n.inputs[1]).shape;
   bool ta = n.attrs.transpose_a, tb = n.attrs.transpose_b;
@@ -128,6 +129,11 @@ void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weig
   const bool vec_b = aligned(p.b_offset, p.groups) && aligned(p.b_batch_stride, p.batch_rank) &&
                      (tb ? p.K % 4 == 0 : aligned(p.N, p.groups));
   if (plan.kernel == Kernel::MatMulGemv) layout = {plan.k_contiguous, plan.k_contiguous && vec_a && vec_b ? 1u : 0u};
+  // rms_norm(x, w) as A: the GEMV reads x and w (binding 7) and scales by the row's rstd as it
+  // stores; another tier gets the norm as its own dispatch first.
+  const bool norm_a_here = f.norm_a >= 0 && plan.kernel == Kernel::MatMulGemv && plan.splits == 1;
+  if (f.norm_a >= 0 && !norm_a_here) emit_row(e, f.norm_a);
+  const int a_tensor = norm_a_here ? e.node(f.norm_a).inputs[0] : n.inputs[0];
   if (is_coop(plan.kernel) || plan.kernel == Kernel::MatMul) layout = {0u, vec_a ? 1u : 0u, tb ? 1u : 0u, vec_b ? 1u : 0u};
   // The tensor-core kernels' binding 7: the swiglu output (GLU), else C's own bytes again (never
   // written there; a tensor of its own would be a write that orders independent products).
@@ -135,13 +141,23 @@ void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weig
     if (is_coop(plan.kernel)) c.tensors.push_back({glu_here ? glu : c.tensors[2].tensor, true});
   };
   if (plan.splits == 1) {
-    KernelCall& c = e.call(plan.kernel, id, what);
-    c.tensors = {{n.inputs[0], false}, {weights, false}, {outputs, true}, {bias, false}, {res, false}};
+    KernelCall& c = e.call(plan.kernel, id, what + (norm_a_here ? (what.empty() ? "" : ", ") + std::string("rms_norm %") +
+                                                                      std::to_string(f.norm_a) + " as A"
+                                                                : ""));
+    c.tensors = {{a_tensor, false}, {weights, false}, {outputs, true}, {bias, false}, {res, false}};
     glu_binding(c);
+    // The GEMV's binding 7: the norm's weight (norm_a), else A again (not read).
+    if (plan.kernel == Kernel::MatMulGemv) c.tensors.push_back({norm_a_here ? e.node(f.norm_a).inputs[1] : a_tensor, false});
     c.spec = epilogue;
     if (!layout.empty()) c.spec.push_back(0u);  // SPLIT_PARTIAL
     c.spec.insert(c.spec.end(), layout.begin(), layout.end());
     if (glu_here) c.spec.push_back(1u);  // GLU
+    if (norm_a_here) {  // spec 7 NORM_A, 8 its eps (f32 bits)
+      const float eps = static_cast<float>(e.node(f.norm_a).attrs.scalar);
+      uint32_t eps_bits = 0;
+      std::memcpy(&eps_bits, &eps, 4);
+      c.spec.insert(c.spec.end(), {1u, eps_bits});
+    }
     c.groups = groups;
     Emitter::set_params(c, p);
     if (norm >= 0) emit_row(e, norm);
@@ -205,7 +221,7 @@ void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weig
   Emitter::set_params(sum, p);
 }
 
-void emit_matmul(Emitter& e, int id, int norm) { emit_matmul_products(e, {id}, e.node(id).inputs[1], id, {0}, {0}, norm); }
+void emit_matmul(Emitter& e, int id, const MatMulFusions& f) { emit_matmul_products(e, {id}, e.node(id).inputs[1], id, {0}, {0}, f); }
 
 // A reduction of `x` (and `b`, for two-input maps) over `axes` of `shape`.
 static void reduce_call(Emitter& e, int id, int x, int b, const Shape& shape, const std::vector<int64_t>& axes,

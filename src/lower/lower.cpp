@@ -249,6 +249,36 @@ Lowered lower(const Graph& g, const std::vector<int>& keep, const LowerOptions& 
       r.product[1] = static_cast<uint32_t>(pb);
       partner[static_cast<size_t>(a)] = kEmittedWithPartner;  // b already is
     }
+  // An rms_norm whose only readers are the A of one product or group that runs as a GEMV (a
+  // decoding step's few rows): the GEMV normalises as it loads (MatMulFusions::norm_a).
+  std::vector<int> norm_a_of(static_cast<size_t>(g.size()), -1);  // by product (a group: its first member)
+  if (options.fuse && options.matmul.gemv && (options.matmul.force.empty() || options.matmul.force == "gemv"))
+    for (int r = 0; r < g.size(); ++r) {
+      const Node& n = g.node(r);
+      if (n.op != Op::RmsNorm || n.inputs.size() != 2 || !live[static_cast<size_t>(r)] || n.dtype != DType::f32 ||
+          n.shape.size() < 2 || n.shape[n.shape.size() - 2] > 4 || kept[static_cast<size_t>(r)] ||
+          out.tensors[static_cast<size_t>(r)].output)
+        continue;
+      std::vector<int> products;
+      for (int id = r + 1; id < g.size(); ++id)
+        if (live[static_cast<size_t>(id)] && std::count(g.node(id).inputs.begin(), g.node(id).inputs.end(), r)) products.push_back(id);
+      if (products.empty() || static_cast<int>(products.size()) != readers[static_cast<size_t>(r)]) continue;
+      const bool as_a = std::all_of(products.begin(), products.end(), [&](int id) {
+        const Node& m = g.node(id);
+        return (m.op == Op::MatMul || m.op == Op::MatMulAdd || m.op == Op::Linear) && m.inputs[0] == r &&
+               std::count(m.inputs.begin(), m.inputs.end(), r) == 1 && !m.attrs.transpose_a;
+      });
+      // One group, or products that each run alone (each then works out the row's rstd itself).
+      auto group = [&](int id) { return group_of.empty() ? -1 : group_of[static_cast<size_t>(id)]; };
+      const int grp = group(products[0]);
+      const bool grouped = grp >= 0 && groups[static_cast<size_t>(grp)].members == products;
+      const bool alone = std::all_of(products.begin(), products.end(), [&](int id) { return group(id) < 0; });
+      if (!as_a || !(grouped || alone)) continue;
+      if (partner[static_cast<size_t>(r)] == kEmittedWithPartner)  // taken back from its producer's summing pass
+        partner[static_cast<size_t>(n.inputs[0])] = -1;
+      partner[static_cast<size_t>(r)] = kEmittedWithPartner;
+      for (int id : grouped ? std::vector<int>{products[0]} : products) norm_a_of[static_cast<size_t>(id)] = r;
+    }
   Emitter e(g, out, options);
   for (int id = 0; id < g.size(); ++id) {
     const Node& n = g.node(id);
@@ -263,8 +293,11 @@ Lowered lower(const Graph& g, const std::vector<int>& keep, const LowerOptions& 
         c_offsets.push_back(static_cast<uint32_t>(out.tensors[static_cast<size_t>(m)].alias_offset / 4));
       }
       const auto grp_index = static_cast<size_t>(group_of[static_cast<size_t>(id)]);
-      emit_matmul_products(e, grp.members, grp.weights, grp.outputs, b_offsets, c_offsets, -1, glu_of_group[grp_index],
-                           rotary_of_group[grp_index]);
+      MatMulFusions f;
+      f.glu = glu_of_group[grp_index];
+      f.rotary = rotary_of_group[grp_index];
+      f.norm_a = norm_a_of[static_cast<size_t>(id)];
+      emit_matmul_products(e, grp.members, grp.weights, grp.outputs, b_offsets, c_offsets, f);
       continue;
     }
     if (int grp = fused.group_of[static_cast<size_t>(id)]; grp >= 0) {  // computed by its group's kernel
@@ -303,7 +336,13 @@ Lowered lower(const Graph& g, const std::vector<int>& keep, const LowerOptions& 
       case OpKind::Select:
       case OpKind::Convert: emit_elementwise(e, id); break;
       case OpKind::Movement: emit_movement(e, id); break;
-      case OpKind::Contract: emit_matmul(e, id, partner[static_cast<size_t>(id)]); break;
+      case OpKind::Contract: {
+        MatMulFusions f;
+        f.norm = partner[static_cast<size_t>(id)];
+        f.norm_a = norm_a_of[static_cast<size_t>(id)];
+        emit_matmul(e, id, f);
+        break;
+      }
       case OpKind::Reduce: emit_reduce(e, id, mul_of_reduce[static_cast<size_t>(id)]); break;
       case OpKind::Row: emit_row(e, id); break;
       case OpKind::Index: emit_index(e, id); break;
