@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -179,6 +180,25 @@ TEST(MatMulSplitK, RepeatedStepsAreExact) {
   }
 }
 
+// Steps a fused session and the same graph unfused on the same random inputs; the named outputs
+// must agree to rtol (relative, floor 1). Returns the inputs fed.
+std::map<std::string, HostTensor> expect_same_outputs(Session& fused, Session& plain, const Graph& g,
+                                                      std::initializer_list<const char*> outputs, double rtol) {
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  auto feeds = step_both(fused, plain, g, rng, -1, 1);
+  for (const char* out : outputs) {
+    const std::vector<float> got = fused.read_output(out).to_f32(), want = plain.read_output(out).to_f32();
+    EXPECT_EQ(got.size(), want.size()) << out;
+    for (size_t i = 0; i < got.size() && i < want.size(); ++i)
+      if (std::abs(got[i] - want[i]) > rtol * (1 + std::abs(want[i]))) {
+        ADD_FAILURE() << out << " element " << i << ": " << got[i] << " against " << want[i];
+        break;
+      }
+  }
+  return feeds;
+}
+
 // A norm that reads a split-K product's rows runs in the product's summing pass (one workgroup
 // per row: sum, epilogue, store, normalise): an rms_norm of a matmul_add and a layer_norm of a
 // linear, with batch dimensions and a row length that is no multiple of the workgroup. A second
@@ -272,14 +292,7 @@ TEST(MatMulSplitK, RotaryOfTheSumRunsInTheSummingPass) {
     const std::string listing = fused.listing();
     EXPECT_EQ(listing.find("dispatch rotary") == std::string::npos, std::string(split) != "0") << listing;
     if (std::string(split) != "0") EXPECT_NE(listing.find("split-K sum, rotary %"), std::string::npos) << listing;
-    Rng rng;
-    SCOPED_TRACE(seed_note(rng.seed()));
-    step_both(fused, plain, g, rng, -1, 1);
-    for (const char* out : {"q", "k", "v"}) {
-      const std::vector<float> got = fused.read_output(out).to_f32(), want = plain.read_output(out).to_f32();
-      ASSERT_EQ(got.size(), want.size());
-      for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-5 * (1 + std::abs(want[i]))) << out << " " << i;
-    }
+    expect_same_outputs(fused, plain, g, {"q", "k", "v"}, 1e-5);
   }
 }
 
@@ -303,14 +316,7 @@ TEST(MatMulGemv, RmsNormOfTheRowsRunsInTheProducts) {
     Session fused = build_inference_session(g), plain = build_inference_session(g, {.optimize = false});
     const std::string listing = fused.listing();
     EXPECT_EQ(listing.find("dispatch norm") == std::string::npos, std::string(gemv) == "1") << listing;
-    Rng rng;
-    SCOPED_TRACE(seed_note(rng.seed()));
-    step_both(fused, plain, g, rng, -1, 1);
-    for (const char* out : {"a", "b", "c"}) {
-      const std::vector<float> got = fused.read_output(out).to_f32(), want = plain.read_output(out).to_f32();
-      ASSERT_EQ(got.size(), want.size());
-      for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-5 * (1 + std::abs(want[i]))) << out << " " << i;
-    }
+    expect_same_outputs(fused, plain, g, {"a", "b", "c"}, 1e-5);
   }
 }
 
@@ -334,12 +340,7 @@ TEST(MatMulGlu, SwigluRunsInTheTensorCoreEpilogue) {
   std::istringstream lines(listing);
   for (std::string line; std::getline(lines, line);)
     EXPECT_FALSE(line.rfind("dispatch elementwise", 0) == 0 && line.find("swiglu") != std::string::npos) << listing;
-  Rng rng;
-  SCOPED_TRACE(seed_note(rng.seed()));
-  const auto feeds = step_both(fused, plain, g, rng, -1, 1);
-  const std::vector<float> got = fused.read_output("y").to_f32(), want = plain.read_output("y").to_f32();
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4 * (1 + std::abs(want[i]))) << "y " << i;
+  const auto feeds = expect_same_outputs(fused, plain, g, {"y"}, 1e-4);
 
   TrainConfig cfg;
   cfg.optimizer = SGD{.lr = 0.0f};
