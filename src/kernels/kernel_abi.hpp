@@ -152,10 +152,12 @@ struct Cast16Params { uint32_t n; };
 // MatMulSplitSumNorm does the same for one contiguous product, a workgroup per row, and then
 // normalises the row as Norm does: spec 5 NORM_KIND (NORM_RMS/NORM_LAYER), 6 HAS_WEIGHT,
 // 7 HAS_BIAS, 8 eps (f32 bits); bindings 7: weight, 8: bias, 9: the norm's output. Spec 5 of
-// MatMulGemv: K_CONTIG (B(k, n) contiguous along k).
+// MatMulGemv: K_CONTIG (B(k, n) contiguous along k); 6: VEC4; 7 NORM_A, 8 its eps (f32 bits): A is
+// rms_norm(x, w) with x bound as A and w at binding 7 (every GEMV call binds 7: A again without
+// NORM_A). The tensor-core kernels bind 7 too: spec 9 GLU's silu(gate)·up, else C again.
 // Linear's epilogue (one group only): spec 1 HAS_BIAS, spec 2 ACT (LIN_ACT_*), spec 3 HAS_RESIDUAL; bindings
 // 5: bias [N] at bias_offset, 6: residual R(b,m,n) = R[r_offset + r_batch + m*r_row_stride
-// + n*r_col_stride] (broadcast strides may be 0). Every call binds five tensors: a plain matmul
+// + n*r_col_stride] (broadcast strides may be 0). Every call binds at least five tensors: a plain matmul
 // binds A and B again at 5 and 6 (never C), and its spec constants are all 0.
 // C = act(A·B + bias) + R.
 inline constexpr uint32_t kMatMulMaxGroups = 4;
