@@ -83,26 +83,31 @@ Stats stats(std::vector<double> v) {
   return {n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2, v.front()};
 }
 
-// With --listing: the session's recorded step (dispatch labels, copies, barriers) to <dir>/<mode>.txt.
-void write_listing(const Options& o, const std::string& mode, const Session& s) {
+// With --listing: `text` to <dir>/<file>.
+void write_listing_file(const Options& o, const std::string& file, const std::string& text) {
   if (o.listing.empty()) return;
-  const std::string path = o.listing + "/" + mode + ".txt";
+  const std::string path = o.listing + "/" + file;
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (!f) throw mn::Error("--listing: cannot write " + path);
-  const std::string text = s.listing();
   std::fwrite(text.data(), 1, text.size(), f);
   std::fclose(f);
 }
 
-// With --listing: the profiled session's last step, one dispatch a line (GPU µs, label), to
-// <dir>/<mode>-profile.txt.
+// The session's recorded step (dispatch labels, copies, barriers) to <dir>/<mode>.txt.
+void write_listing(const Options& o, const std::string& mode, const Session& s) {
+  if (!o.listing.empty()) write_listing_file(o, mode + ".txt", s.listing());
+}
+
+// The profiled session's last step, one dispatch a line (GPU µs, label), to <dir>/<mode>-profile.txt.
 void write_profile(const Options& o, const std::string& mode, const Session& s) {
   if (o.listing.empty()) return;
-  const std::string path = o.listing + "/" + mode + "-profile.txt";
-  std::FILE* f = std::fopen(path.c_str(), "w");
-  if (!f) throw mn::Error("--listing: cannot write " + path);
-  for (const auto& [label, ns] : s.profile()) std::fprintf(f, "%9.2f  %s\n", ns / 1e3, label.c_str());
-  std::fclose(f);
+  std::string text;
+  char us[32];
+  for (const auto& [label, ns] : s.profile()) {
+    std::snprintf(us, sizeof us, "%9.2f  ", ns / 1e3);
+    text += us + label + "\n";
+  }
+  write_listing_file(o, mode + "-profile.txt", text);
 }
 
 // Runs f warmup times, then runs times; returns the wall-clock ms of each timed run.

@@ -57,6 +57,13 @@ uint group_of(uint tile) {  // the product a column tile belongs to
   return g;
 }
 
+// Split-K's second pass: element i of C summed over the splits' partials, bound as A.
+float split_sum(uint i) {
+  float sum = 0.0f;
+  for (uint s = 0u; s < p.splits; ++s) sum += uintBitsToFloat(a_data[s * p.split_stride + i]);
+  return sum;
+}
+
 void store_c(uint g, uint bt, uint gm, uint gn, float acc, uint split) {
   uint i = p.c_offset[g] + bt * p.M * p.N[g] + gm * p.N[g] + gn;
   if (SPLIT_PARTIAL != 0u) c_data[split * p.split_stride + i] = floatBitsToUint(acc);

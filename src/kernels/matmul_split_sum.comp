@@ -11,8 +11,7 @@
 void main() {
   uint MN = p.M * p.N[0];
   for (uint i = gl_GlobalInvocationID.x; i < p.split_stride; i += gl_NumWorkGroups.x * WG) {
-    float sum = 0.0f;
-    for (uint s = 0u; s < p.splits; ++s) sum += uintBitsToFloat(a_data[s * p.split_stride + i]);
+    float sum = split_sum(i);
     if (p.groups == 1u) sum = epilogue(sum, i / MN, (i % MN) / p.N[0], i % p.N[0]);
     c_data[i] = floatBitsToUint(sum);
   }

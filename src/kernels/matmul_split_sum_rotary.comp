@@ -18,15 +18,9 @@ layout(std430, set = 0, binding = 8) readonly buffer Sin { float sin_t[]; };
 layout(std430, set = 0, binding = 9) writeonly buffer Y0 { float y0[]; };
 layout(std430, set = 0, binding = 10) writeonly buffer Y1 { float y1[]; };
 
-float summed(uint i) {
-  float s = 0.0f;
-  for (uint k = 0u; k < p.splits; ++k) s += uintBitsToFloat(a_data[k * p.split_stride + i]);
-  return s;
-}
-
 void main() {
   for (uint i = gl_GlobalInvocationID.x; i < p.split_stride; i += gl_NumWorkGroups.x * WG) {
-    const float x = summed(i);
+    const float x = split_sum(i);
     c_data[i] = floatBitsToUint(x);
     for (uint k = 0u; k < 2u; ++k) {
       const uint first = p.c_offset[r.product[k]];
@@ -35,7 +29,7 @@ void main() {
       uint c_at, s_at, last;
       rotary_at(r.part[k], e, c_at, s_at, last);
       const bool lo = last < h;
-      const float partner = summed(lo ? i + h : i - h);
+      const float partner = split_sum(lo ? i + h : i - h);
       const float y = x * cos_t[c_at] + (lo ? -partner : partner) * sin_t[s_at];
       if (k == 0u) y0[e] = y;
       else y1[e] = y;

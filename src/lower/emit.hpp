@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "lower/lowered.hpp"
+#include "lower/pairs.hpp"
 #include "lower/strides.hpp"
 
 namespace meganeura::lower {
@@ -75,12 +76,6 @@ std::vector<int> pair_attention_grads(const Graph& g, const std::vector<bool>& l
 // split-K product normalises its rows in the summing pass; otherwise the norm follows it.
 inline constexpr int64_t kMaxFusedNormDim = 4096;  // matmul_split_sum_norm.comp keeps a row in shared memory
 std::vector<int> pair_matmul_norms(const Graph& g, const std::vector<bool>& live, const std::vector<int>& group_of);
-// A q/k rotary pair that a q/k/v group's split-K summing pass computes (node[i] rotates product
-// product[i] of the group); node[0] < 0: none.
-struct GroupRotary {
-  int node[2] = {-1, -1};
-  uint32_t product[2] = {0, 0};
-};
 // Nodes a matmul dispatch computes besides its products (-1: none), each run as its own dispatch
 // where the tier the products get cannot take it:
 struct MatMulFusions {
@@ -101,7 +96,7 @@ void emit_index(Emitter& e, int node);        // gather, scatter_add, one_hot, c
 // cross_entropy, slice (gelu/gelu_tanh/silu_backward are elementwise: emit_elementwise).
 void emit_backward(Emitter& e, int node);
 // rms_norm / layer_norm backward; `add`: an add of its result and another tensor, computed in
-// the same pass (pair_norm_backward_adds), or -1.
+// the same pass (Fusions::norm_of_add), or -1.
 void emit_norm_backward(Emitter& e, int node, int add = -1);
 
 void emit_attention(Emitter& e, int node, int partner = -1);    // attention and attention_backward

@@ -1,6 +1,6 @@
 // Matmul, reductions (and the losses that are a map then a reduction), row ops.
 #include <algorithm>
-#include <cstring>
+#include <bit>
 
 #include "lower/emit.hpp"
 #include "lower/pairs.hpp"
@@ -153,10 +153,7 @@ void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weig
     c.spec.insert(c.spec.end(), layout.begin(), layout.end());
     if (glu_here) c.spec.push_back(1u);  // GLU
     if (norm_a_here) {  // spec 7 NORM_A, 8 its eps (f32 bits)
-      const float eps = static_cast<float>(e.node(f.norm_a).attrs.scalar);
-      uint32_t eps_bits = 0;
-      std::memcpy(&eps_bits, &eps, 4);
-      c.spec.insert(c.spec.end(), {1u, eps_bits});
+      c.spec.insert(c.spec.end(), {1u, std::bit_cast<uint32_t>(static_cast<float>(e.node(f.norm_a).attrs.scalar))});
     }
     c.groups = groups;
     Emitter::set_params(c, p);
@@ -213,9 +210,7 @@ void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weig
   sum.tensors = {{partials, false}, {weights, false}, {outputs, true}, {bias, false}, {res, false},
                  {has_w ? nn.inputs[1] : partials, false}, {has_b ? nn.inputs[2] : partials, false}, {norm, true}};
   sum.spec = epilogue;
-  const float eps = static_cast<float>(nn.attrs.scalar);
-  uint32_t eps_bits = 0;
-  std::memcpy(&eps_bits, &eps, 4);
+  const auto eps_bits = std::bit_cast<uint32_t>(static_cast<float>(nn.attrs.scalar));
   sum.spec.insert(sum.spec.end(), {0u, nn.op == Op::RmsNorm ? NORM_RMS : NORM_LAYER, has_w ? 1u : 0u, has_b ? 1u : 0u, eps_bits});
   sum.groups = {std::min<uint32_t>(p.batch * p.M, kMaxGroups), 1, 1};
   Emitter::set_params(sum, p);

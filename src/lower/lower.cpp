@@ -115,6 +115,21 @@ bool is_view(const Graph& g, const Node& n) {
   return true;
 }
 
+// A scatter_add whose base nothing else reads (a computed tensor, not kept) adds its updates into
+// the base's bytes: no copy of the base (a tied embedding's gradient, 113 MB in SmolLM2).
+static void run_scatters_in_place(const Graph& g, const std::vector<bool>& live, const NodeUses& uses, const Fusion& fused,
+                                  Lowered& out) {
+  for (int id = 0; id < g.size(); ++id) {
+    const Node& n = g.node(id);
+    if (n.op != Op::ScatterAdd || !live[static_cast<size_t>(id)] || fused.group_of[static_cast<size_t>(id)] >= 0) continue;
+    const auto base = static_cast<size_t>(n.inputs[0]);
+    const TensorDesc& b = out.tensors[base];
+    if (b.role == Role::Intermediate && b.alias_of < 0 && !b.output && !uses.kept[base] && uses.readers[base].size() == 1 &&
+        fused.group_of[base] < 0 && !is_view(g, g.node(n.inputs[0])) && g.node(n.inputs[0]).dtype == n.dtype)
+      out.tensors[static_cast<size_t>(id)].alias_of = n.inputs[0];
+  }
+}
+
 Lowered lower(const Graph& g, const std::vector<int>& keep, const LowerOptions& options) {
   if (g.outputs().empty()) throw Error("the graph has no outputs: mark results with Graph::output(name, tensor)");
   Lowered out;
@@ -138,147 +153,10 @@ Lowered lower(const Graph& g, const std::vector<int>& keep, const LowerOptions& 
   std::vector<MatMulGroup> groups;
   if (options.fuse && horizontal_fusion_enabled()) groups = group_matmuls(g, live, out, group_of);
   const Fusion fused = fusion(g, keep, live, options.fuse);
-  // A scatter_add whose base nothing else reads (a computed tensor, not kept) adds its updates
-  // into the base's bytes: no copy of the base (a tied embedding's gradient, 113 MB in SmolLM2).
-  std::vector<int> readers(static_cast<size_t>(g.size()), 0);
-  std::vector<bool> kept(static_cast<size_t>(g.size()), false);
-  for (int id : keep) kept[static_cast<size_t>(id)] = true;
-  for (int id = 0; id < g.size(); ++id)
-    if (live[static_cast<size_t>(id)])
-      for (int in : g.node(id).inputs) ++readers[static_cast<size_t>(in)];
-  for (int id = 0; id < g.size(); ++id) {
-    const Node& n = g.node(id);
-    if (n.op != Op::ScatterAdd || !live[static_cast<size_t>(id)] || fused.group_of[static_cast<size_t>(id)] >= 0) continue;
-    const auto base = static_cast<size_t>(n.inputs[0]);
-    const TensorDesc& b = out.tensors[base];
-    if (b.role == Role::Intermediate && b.alias_of < 0 && !b.output && !kept[base] && readers[base] == 1 &&
-        fused.group_of[base] < 0 && !is_view(g, g.node(n.inputs[0])) && g.node(n.inputs[0]).dtype == n.dtype)
-      out.tensors[static_cast<size_t>(id)].alias_of = n.inputs[0];
-  }
-  // Nodes computed in pairs (pairs.hpp): a layer's rotaries, an attention's d k and d v, a
-  // projection and the norm of its result.
-  std::vector<int> partner(static_cast<size_t>(g.size()), -1);
-  if (options.fuse)
-    for (const std::vector<int>& pairs :
-         {pair_rotaries(g, live), pair_attention_grads(g, live), pair_matmul_norms(g, live, group_of)})
-      for (size_t i = 0; i < partner.size(); ++i)
-        if (pairs[i] != -1) partner[i] = pairs[i];
-  // An add of a norm backward's d x (read by nothing else) and a tensor of its shape: the norm
-  // backward adds it as it stores, at the add's place (the residual stream's gradient).
-  std::vector<int> norm_of_add(static_cast<size_t>(g.size()), -1);
-  if (options.fuse)
-    for (int id = 0; id < g.size(); ++id) {
-      const Node& n = g.node(id);
-      if (n.op != Op::Add || !live[static_cast<size_t>(id)] || fused.group_of[static_cast<size_t>(id)] >= 0 ||
-          n.dtype != DType::f32 || n.inputs[0] == n.inputs[1])
-        continue;
-      for (int nb : n.inputs) {
-        const Node& b = g.node(nb);
-        const int other = nb == n.inputs[0] ? n.inputs[1] : n.inputs[0];
-        if ((b.op == Op::RmsNormBackward || b.op == Op::LayerNormBackward) && readers[static_cast<size_t>(nb)] == 1 &&
-            !kept[static_cast<size_t>(nb)] && !out.tensors[static_cast<size_t>(nb)].output && b.shape == n.shape &&
-            g.node(other).shape == n.shape && g.node(other).dtype == DType::f32 && partner[static_cast<size_t>(nb)] == -1) {
-          norm_of_add[static_cast<size_t>(id)] = nb;
-          partner[static_cast<size_t>(nb)] = kEmittedWithPartner;
-          break;
-        }
-      }
-    }
-  // sum/mean(a * b) where nothing else reads the product (attention backward's delta): one
-  // reduction mapping a * b.
-  std::vector<int> mul_of_reduce(static_cast<size_t>(g.size()), -1);
-  if (options.fuse)
-    for (int id = 0; id < g.size(); ++id) {
-      const Node& n = g.node(id);
-      if ((n.op != Op::Sum && n.op != Op::Mean) || !live[static_cast<size_t>(id)] || n.dtype != DType::f32) continue;
-      const int m = n.inputs[0];
-      const Node& mn = g.node(m);
-      if (mn.op != Op::Mul || readers[static_cast<size_t>(m)] != 1 || fused.group_of[static_cast<size_t>(m)] >= 0 ||
-          kept[static_cast<size_t>(m)] || out.tensors[static_cast<size_t>(m)].output || partner[static_cast<size_t>(m)] != -1 ||
-          g.node(mn.inputs[0]).shape != mn.shape || g.node(mn.inputs[1]).shape != mn.shape ||
-          g.node(mn.inputs[0]).dtype != DType::f32 || g.node(mn.inputs[1]).dtype != DType::f32)
-        continue;
-      mul_of_reduce[static_cast<size_t>(id)] = m;
-      partner[static_cast<size_t>(m)] = kEmittedWithPartner;
-    }
-  // A group of two (gate, up) whose swiglu(gate, up) reads nothing else runs that swiglu too.
-  std::vector<int> glu_of_group(groups.size(), -1);
-  if (options.fuse)
-    for (int id = 0; id < g.size(); ++id) {
-      const Node& n = g.node(id);
-      if (n.op != Op::SwiGlu || !live[static_cast<size_t>(id)] || fused.group_of[static_cast<size_t>(id)] >= 0 ||
-          n.dtype != DType::f32 || group_of.empty())
-        continue;
-      const int grp = group_of[static_cast<size_t>(n.inputs[0])];
-      if (grp < 0 || groups[static_cast<size_t>(grp)].members != n.inputs || glu_of_group[static_cast<size_t>(grp)] >= 0 ||
-          g.node(n.inputs[0]).shape != n.shape)
-        continue;
-      glu_of_group[static_cast<size_t>(grp)] = id;
-      partner[static_cast<size_t>(id)] = kEmittedWithPartner;
-    }
-  // A q/k rotary pair whose inputs are two products of one group (through reshapes), with cos
-  // and sin computed before the group: the group's emission computes the pair.
-  std::vector<GroupRotary> rotary_of_group(groups.size());
-  auto product_of = [&](int x, int grp) -> int {  // x's index among the group's members, or -1
-    if (g.node(x).op == Op::Reshape) x = g.node(x).inputs[0];
-    const std::vector<int>& m = groups[static_cast<size_t>(grp)].members;
-    auto it = std::find(m.begin(), m.end(), x);
-    return it == m.end() ? -1 : static_cast<int>(it - m.begin());
-  };
-  if (options.fuse && !group_of.empty())
-    for (int a = 0; a < g.size(); ++a) {
-      const int b = partner[static_cast<size_t>(a)];
-      if (g.node(a).op != Op::Rotary || b < 0 || g.node(a).attrs.count != 0 || g.node(b).attrs.count != 0) continue;
-      int x = g.node(a).inputs[0];
-      if (g.node(x).op == Op::Reshape) x = g.node(x).inputs[0];
-      const int grp = group_of[static_cast<size_t>(x)];
-      if (grp < 0 || rotary_of_group[static_cast<size_t>(grp)].node[0] >= 0) continue;
-      const int pa = product_of(g.node(a).inputs[0], grp), pb = product_of(g.node(b).inputs[0], grp);
-      const int first = groups[static_cast<size_t>(grp)].members[0];
-      auto whole = [&](int r, int prod) {  // the rotary covers all of the product, in f32
-        return g.node(r).dtype == DType::f32 &&
-               numel(g.node(r).shape) == numel(g.node(groups[static_cast<size_t>(grp)].members[static_cast<size_t>(prod)]).shape);
-      };
-      if (pa < 0 || pb < 0 || pa == pb || !whole(a, pa) || !whole(b, pb) || g.node(a).inputs[1] >= first ||
-          g.node(a).inputs[2] >= first)
-        continue;
-      GroupRotary& r = rotary_of_group[static_cast<size_t>(grp)];
-      r.node[0] = a;
-      r.node[1] = b;
-      r.product[0] = static_cast<uint32_t>(pa);
-      r.product[1] = static_cast<uint32_t>(pb);
-      partner[static_cast<size_t>(a)] = kEmittedWithPartner;  // b already is
-    }
-  // An rms_norm whose only readers are the A of one product or group that runs as a GEMV (a
-  // decoding step's few rows): the GEMV normalises as it loads (MatMulFusions::norm_a).
-  std::vector<int> norm_a_of(static_cast<size_t>(g.size()), -1);  // by product (a group: its first member)
-  if (options.fuse && options.matmul.gemv && (options.matmul.force.empty() || options.matmul.force == "gemv"))
-    for (int r = 0; r < g.size(); ++r) {
-      const Node& n = g.node(r);
-      if (n.op != Op::RmsNorm || n.inputs.size() != 2 || !live[static_cast<size_t>(r)] || n.dtype != DType::f32 ||
-          n.shape.size() < 2 || n.shape[n.shape.size() - 2] > 4 || kept[static_cast<size_t>(r)] ||
-          out.tensors[static_cast<size_t>(r)].output)
-        continue;
-      std::vector<int> products;
-      for (int id = r + 1; id < g.size(); ++id)
-        if (live[static_cast<size_t>(id)] && std::count(g.node(id).inputs.begin(), g.node(id).inputs.end(), r)) products.push_back(id);
-      if (products.empty() || static_cast<int>(products.size()) != readers[static_cast<size_t>(r)]) continue;
-      const bool as_a = std::all_of(products.begin(), products.end(), [&](int id) {
-        const Node& m = g.node(id);
-        return (m.op == Op::MatMul || m.op == Op::MatMulAdd || m.op == Op::Linear) && m.inputs[0] == r &&
-               std::count(m.inputs.begin(), m.inputs.end(), r) == 1 && !m.attrs.transpose_a;
-      });
-      // One group, or products that each run alone (each then works out the row's rstd itself).
-      auto group = [&](int id) { return group_of.empty() ? -1 : group_of[static_cast<size_t>(id)]; };
-      const int grp = group(products[0]);
-      const bool grouped = grp >= 0 && groups[static_cast<size_t>(grp)].members == products;
-      const bool alone = std::all_of(products.begin(), products.end(), [&](int id) { return group(id) < 0; });
-      if (!as_a || !(grouped || alone)) continue;
-      if (partner[static_cast<size_t>(r)] == kEmittedWithPartner)  // taken back from its producer's summing pass
-        partner[static_cast<size_t>(n.inputs[0])] = -1;
-      partner[static_cast<size_t>(r)] = kEmittedWithPartner;
-      for (int id : grouped ? std::vector<int>{products[0]} : products) norm_a_of[static_cast<size_t>(id)] = r;
-    }
+  const NodeUses uses = node_uses(g, live, keep);
+  run_scatters_in_place(g, live, uses, fused, out);
+  const Fusions f = find_fusions(g, live, uses, out, groups, group_of, fused.group_of, options);
+  const std::vector<int>& partner = f.partner;
   Emitter e(g, out, options);
   for (int id = 0; id < g.size(); ++id) {
     const Node& n = g.node(id);
@@ -293,11 +171,11 @@ Lowered lower(const Graph& g, const std::vector<int>& keep, const LowerOptions& 
         c_offsets.push_back(static_cast<uint32_t>(out.tensors[static_cast<size_t>(m)].alias_offset / 4));
       }
       const auto grp_index = static_cast<size_t>(group_of[static_cast<size_t>(id)]);
-      MatMulFusions f;
-      f.glu = glu_of_group[grp_index];
-      f.rotary = rotary_of_group[grp_index];
-      f.norm_a = norm_a_of[static_cast<size_t>(id)];
-      emit_matmul_products(e, grp.members, grp.weights, grp.outputs, b_offsets, c_offsets, f);
+      MatMulFusions mf;
+      mf.glu = f.glu_of_group[grp_index];
+      mf.rotary = f.rotary_of_group[grp_index];
+      mf.norm_a = f.norm_a_of[static_cast<size_t>(id)];
+      emit_matmul_products(e, grp.members, grp.weights, grp.outputs, b_offsets, c_offsets, mf);
       continue;
     }
     if (int grp = fused.group_of[static_cast<size_t>(id)]; grp >= 0) {  // computed by its group's kernel
@@ -305,7 +183,7 @@ Lowered lower(const Graph& g, const std::vector<int>& keep, const LowerOptions& 
       if (group.root == id) emit_fused(e, group);
       continue;
     }
-    if (int nb = norm_of_add[static_cast<size_t>(id)]; nb >= 0) {
+    if (int nb = f.norm_of_add[static_cast<size_t>(id)]; nb >= 0) {
       emit_norm_backward(e, nb, id);
       continue;
     }
@@ -337,13 +215,13 @@ Lowered lower(const Graph& g, const std::vector<int>& keep, const LowerOptions& 
       case OpKind::Convert: emit_elementwise(e, id); break;
       case OpKind::Movement: emit_movement(e, id); break;
       case OpKind::Contract: {
-        MatMulFusions f;
-        f.norm = partner[static_cast<size_t>(id)];
-        f.norm_a = norm_a_of[static_cast<size_t>(id)];
-        emit_matmul(e, id, f);
+        MatMulFusions mf;
+        mf.norm = partner[static_cast<size_t>(id)];
+        mf.norm_a = f.norm_a_of[static_cast<size_t>(id)];
+        emit_matmul(e, id, mf);
         break;
       }
-      case OpKind::Reduce: emit_reduce(e, id, mul_of_reduce[static_cast<size_t>(id)]); break;
+      case OpKind::Reduce: emit_reduce(e, id, f.mul_of_reduce[static_cast<size_t>(id)]); break;
       case OpKind::Row: emit_row(e, id); break;
       case OpKind::Index: emit_index(e, id); break;
       case OpKind::Loss:

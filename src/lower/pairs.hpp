@@ -1,9 +1,12 @@
 // Pairs of nodes that one dispatch computes (a layer's q and k rotaries, an attention's d k and
-// d v): where both can run, and which of them emits the call.
+// d v, a projection and the norm after it, ...): where both can run, and which of them emits the
+// call. Decided once, before lowering emits anything.
 #pragma once
 #include <functional>
 #include <vector>
 
+#include "lower/horizontal.hpp"
+#include "lower/lowered.hpp"
 #include "meganeura/graph.hpp"
 
 namespace meganeura::lower {
@@ -14,5 +17,37 @@ inline constexpr int kEmittedWithPartner = -2;
 // (a < b, both live) says whether they may share a dispatch. They run at a when b's inputs are
 // ready there, else at b when nothing reads a's bytes before b (readers through views).
 std::vector<int> pair_nodes(const Graph& g, const std::vector<bool>& live, const std::function<bool(int, int)>& match);
+
+// Who reads each node: readers[n] holds a live node once per input slot it reads n through;
+// kept[n]: kept for a later pass (training's backward), so its value must be stored.
+struct NodeUses {
+  std::vector<std::vector<int>> readers;
+  std::vector<bool> kept;
+};
+NodeUses node_uses(const Graph& g, const std::vector<bool>& live, const std::vector<int>& keep);
+
+// A q/k rotary pair that a q/k/v group's split-K summing pass computes (node[i] rotates product
+// product[i] of the group); node[0] < 0: none.
+struct GroupRotary {
+  int node[2] = {-1, -1};
+  uint32_t product[2] = {0, 0};
+};
+
+// Everything lowering computes inside another node's dispatch. partner: as pair_nodes (rotaries,
+// d k with d v, a single product and its norm), and kEmittedWithPartner for every node another
+// emission computes. By node: norm_of_add (the norm backward an add emits, adding its other
+// operand), mul_of_reduce (the product a sum/mean maps), norm_a_of (the rms_norm a GEMV product
+// takes as A; a group: at its first member). By matmul group: glu_of_group (its swiglu),
+// rotary_of_group (the rotary pair its summing pass computes).
+struct Fusions {
+  std::vector<int> partner, norm_of_add, mul_of_reduce, norm_a_of;
+  std::vector<int> glu_of_group;
+  std::vector<GroupRotary> rotary_of_group;
+};
+// group_of: each node's matmul group (horizontal.hpp); fused_group_of: its elementwise group
+// (fuse_elementwise.hpp), or -1. With options.fuse off, nothing pairs (every vector all -1).
+Fusions find_fusions(const Graph& g, const std::vector<bool>& live, const NodeUses& uses, const Lowered& out,
+                     const std::vector<MatMulGroup>& groups, const std::vector<int>& group_of,
+                     const std::vector<int>& fused_group_of, const LowerOptions& options);
 
 }  // namespace meganeura::lower

@@ -87,8 +87,7 @@ const Pipeline& PipelineCache::get(kernels::Kernel k, std::span<const uint32_t> 
   return pipeline(module(k), kernels::kernel_name(k), spec, tensor_bindings);
 }
 
-const Pipeline& PipelineCache::get(const kernels::GeneratedKernel& k, uint32_t tensor_bindings) {
-  std::lock_guard lock(mutex_);
+VkShaderModule PipelineCache::module(const kernels::GeneratedKernel& k) {
   VkShaderModule& m = generated_modules_[k.source];
   if (!m) {
     try {
@@ -98,7 +97,12 @@ const Pipeline& PipelineCache::get(const kernels::GeneratedKernel& k, uint32_t t
       throw;
     }
   }
-  return pipeline(m, k.name, {}, tensor_bindings);
+  return m;
+}
+
+const Pipeline& PipelineCache::get(const kernels::GeneratedKernel& k, uint32_t tensor_bindings) {
+  std::lock_guard lock(mutex_);
+  return pipeline(module(k), k.name, {}, tensor_bindings);
 }
 
 void PipelineCache::save() {
@@ -158,24 +162,9 @@ void PipelineCache::prepare(std::span<const PipelineWant> wants) {
     std::lock_guard lock(mutex_);
     std::set<Key> queued;
     for (const PipelineWant& w : wants) {
-      VkShaderModule m = VK_NULL_HANDLE;
-      std::string name;
-      if (w.generated) {  // compiled here, serially: the shader compiler runs one source at a time
-        VkShaderModule& gm = generated_modules_[w.generated->source];
-        if (!gm) {
-          try {
-            gm = create_module(kernels::generated_spirv(*w.generated), w.generated->name);
-          } catch (...) {
-            generated_modules_.erase(w.generated->source);
-            throw;
-          }
-        }
-        m = gm;
-        name = w.generated->name;
-      } else {
-        m = module(w.kernel);
-        name = kernels::kernel_name(w.kernel);
-      }
+      // Generated kernels compile here, serially: the shader compiler runs one source at a time.
+      const VkShaderModule m = w.generated ? module(*w.generated) : module(w.kernel);
+      std::string name = w.generated ? w.generated->name : std::string(kernels::kernel_name(w.kernel));
       Key key{m, w.generated ? std::vector<uint32_t>{} : std::vector<uint32_t>(w.spec.begin(), w.spec.end()), w.tensor_bindings};
       if (pipelines_.count(key) || !queued.insert(key).second) continue;
       jobs.push_back({std::move(key), std::move(name), layout(w.tensor_bindings), VK_NULL_HANDLE, nullptr});

@@ -50,6 +50,7 @@ class PipelineCache {
   const Layout& layout(uint32_t tensor_bindings);
   VkShaderModule create_module(std::span<const uint32_t> code, std::string_view name);
   VkShaderModule module(kernels::Kernel k);
+  VkShaderModule module(const kernels::GeneratedKernel& k);  // SPIR-V from generated_spirv the first time
   const Pipeline& pipeline(VkShaderModule module, std::string_view name, std::span<const uint32_t> spec,
                            uint32_t tensor_bindings);
   // vkCreateComputePipelines for one pipeline (no lock needed: the VkPipelineCache is internally
