@@ -23,6 +23,7 @@ struct Tier {
   std::string matmul;     // MEGANEURA_MATMUL
   std::string precision;  // MEGANEURA_MATMUL_PRECISION
   std::string split_k;    // MEGANEURA_SPLIT_K
+  std::string split_sum;  // MEGANEURA_SPLIT_K_SUM: kernel (default) or pass
   // |got - want| <= rtol * max(|want|, scale): f32 tiers as the op table; f16/bf16 staging
   // rounds each operand to 11/8 significant bits, so the error grows with the sum of |a*b|
   // (inputs are O(1), K up to a few hundred): a wrong or missing block is still off by O(1).
@@ -30,12 +31,14 @@ struct Tier {
 };
 
 const Tier kTiers[] = {
-    {"tiled", "tiled", "f32", "0", 1e-5, 1},
-    {"tiled_split_k3", "tiled", "f32", "3", 1e-5, 1},
-    {"gemv", "gemv", "f32", "0", 1e-5, 1},
-    {"coopmat_f16", "coopmat", "f16", "0", 1e-2, 4},
-    {"coopmat_f16_split_k3", "coopmat", "f16", "3", 1e-2, 4},
-    {"coopmat_bf16", "coopmat", "bf16", "0", 6e-2, 4},
+    {"tiled", "tiled", "f32", "0", "kernel", 1e-5, 1},
+    {"tiled_split_k3", "tiled", "f32", "3", "kernel", 1e-5, 1},
+    {"tiled_split_k3_pass", "tiled", "f32", "3", "pass", 1e-5, 1},
+    {"gemv", "gemv", "f32", "0", "kernel", 1e-5, 1},
+    {"coopmat_f16", "coopmat", "f16", "0", "kernel", 1e-2, 4},
+    {"coopmat_f16_split_k3", "coopmat", "f16", "3", "kernel", 1e-2, 4},
+    {"coopmat_f16_split_k3_pass", "coopmat", "f16", "3", "pass", 1e-2, 4},
+    {"coopmat_bf16", "coopmat", "bf16", "0", "kernel", 6e-2, 4},
 };
 
 std::vector<size_t> matmul_case_indices() {
@@ -66,7 +69,7 @@ class MatMulTiers : public ::testing::TestWithParam<std::tuple<size_t, size_t>> 
 TEST_P(MatMulTiers, MatchesReference) {
   const Tier& tier = kTiers[std::get<0>(GetParam())];
   ScopedEnv force("MEGANEURA_MATMUL", tier.matmul), precision("MEGANEURA_MATMUL_PRECISION", tier.precision),
-      split("MEGANEURA_SPLIT_K", tier.split_k);
+      split("MEGANEURA_SPLIT_K", tier.split_k), split_sum("MEGANEURA_SPLIT_K_SUM", tier.split_sum);
   if (auto why = unavailable()) GTEST_SKIP() << *why;
   const OpCase& c = op_cases().at(matmul_case_indices().at(std::get<1>(GetParam())));
   Rng rng;
@@ -140,15 +143,18 @@ INSTANTIATE_TEST_SUITE_P(Tiers, AttentionTiers,
                            return s;
                          });
 
-// Split-K (K-range partials in scratch, then a pass that sums them and applies the epilogue): the
-// second and third replays of the recorded dispatches (new inputs, scratch reused) must be as
-// right as the first, in every tier that splits.
+// Split-K (K-range partials in scratch, summed with the epilogue by the last split of each tile
+// or by a pass after the product): the second and third replays of the recorded dispatches (new
+// inputs, scratch reused, the tile counts back at zero) must be as right as the first, in every
+// tier that splits.
 TEST(MatMulSplitK, RepeatedStepsAreExact) {
-  constexpr int64_t M = 5, K = 2100, N = 70;
-  for (const char* tier : {"tiled", "coopmat"}) {
-    SCOPED_TRACE(tier);
+  constexpr int64_t M = 70, K = 2100, N = 70;  // 2 x 2 tiles of 64 x 64, partial at both edges
+  for (const char* tier : {"tiled", "coopmat"})
+  for (const char* sum : {"kernel", "pass"}) {
+    SCOPED_TRACE(std::string(tier) + ", MEGANEURA_SPLIT_K_SUM=" + sum);
     ScopedEnv force("MEGANEURA_MATMUL", tier), split("MEGANEURA_SPLIT_K", "4"), precision("MEGANEURA_MATMUL_PRECISION",
                                                                                         std::string(tier) == "tiled" ? "f32" : "f16");
+    ScopedEnv split_sum("MEGANEURA_SPLIT_K_SUM", sum);
     Graph g;
     Tensor a = g.input("a", {M, K}), b = g.input("b", {K, N}), r = g.input("r", {M, N});
     g.output("y", matmul_add(a, b, r));
@@ -161,6 +167,9 @@ TEST(MatMulSplitK, RepeatedStepsAreExact) {
       continue;
     }
     ASSERT_NE(s->listing().find("split-K x4"), std::string::npos) << s->listing();
+    const bool in_kernel = std::string(sum) == "kernel";
+    EXPECT_EQ(s->listing().find("summed in-kernel") != std::string::npos, in_kernel) << s->listing();
+    EXPECT_EQ(s->listing().find("split-K sum") != std::string::npos, !in_kernel) << s->listing();
     Rng rng;
     for (int step = 0; step < 3; ++step) {
       const std::vector<float> av = rng.floats(M * K, -1, 1), bv = rng.floats(K * N, -1, 1), rv = rng.floats(M * N, -1, 1);

@@ -146,9 +146,14 @@ struct Cast16Params { uint32_t n; };
 // Dispatch: x = tile0[groups], y = ceil(M/TILE_M) * splits, z = min(batch, 65535) (loops over
 // the rest). The tile depends on the kernel (lower/matmul_tiers.cpp): 64x64 for MatMul and the
 // tensor-core kernels, 4 rows x 8 or 64 columns for MatMulGemv.
-// Split-K (splits > 1, one group): row job y covers K range y % splits of k_chunk elements and
-// spec 4 SPLIT_PARTIAL writes raw sums to binding 4 (scratch) at split * split_stride; then
-// MatMulSplitSum (binding 2: that scratch) adds them and applies the epilogue.
+// Split-K (splits > 1): row job y covers K range y % splits of k_chunk elements. Spec 4
+// SPLIT_PARTIAL = SPLIT_PARTIAL_PASS writes raw sums to binding 4 (scratch) at split *
+// split_stride; then MatMulSplitSum (binding 2: that scratch) adds them and applies the epilogue.
+// SPLIT_FINISH (MatMul and the tensor-core kernels): the raw sums go to the scratch at binding 7
+// (MatMul) or 8 (tensor cores), the next binding holds a u32 count per output tile (batch x row
+// tiles x tile0[groups], zero between dispatches), and the last split of a tile to arrive adds
+// the partials in split order and stores C with the epilogue. Both kernels always bind those two
+// (C again when not finishing).
 // MatMulSplitSumNorm does the same for one contiguous product, a workgroup per row, and then
 // normalises the row as Norm does: spec 5 NORM_KIND (NORM_RMS/NORM_LAYER), 6 HAS_WEIGHT,
 // 7 HAS_BIAS, 8 eps (f32 bits); bindings 7: weight, 8: bias, 9: the norm's output. Spec 5 of
@@ -161,6 +166,7 @@ struct Cast16Params { uint32_t n; };
 // binds A and B again at 5 and 6 (never C), and its spec constants are all 0.
 // C = act(A·B + bias) + R.
 inline constexpr uint32_t kMatMulMaxGroups = 4;
+enum : uint32_t { SPLIT_PARTIAL_PASS = 1, SPLIT_FINISH = 2 };  // spec 4
 enum : uint32_t { LIN_ACT_NONE = 0, LIN_ACT_RELU, LIN_ACT_GELU, LIN_ACT_GELU_TANH, LIN_ACT_SILU };
 struct MatMulParams {
   uint32_t M, K, batch, batch_rank;
@@ -284,12 +290,15 @@ struct IndexParams { uint32_t outer, len, inner, n_idx, node, pad[3]; };
 // spec 1: NORM_KIND; NormBackward spec 2: has weight. Rows [rows, dim] contiguous.
 // xhat = (x - mean) * rstd (mean = 0 for rms), rstd = 1/sqrt(var + eps) (rms: mean(x^2)).
 // NormBackward: bindings 2: x, 3: weight (bound to x when absent, not read), 4: dy, 5: dx,
-//   6: an addend (spec 3 HAS_ADD: dx + it is stored; bound to x otherwise).
+//   6: an addend (spec 3 HAS_ADD: dx + it is stored; bound to x otherwise), 7: the row
+//   statistics, (mean, rstd) per row (spec 4 WRITE_STATS; bound to dx and not written otherwise).
 //   g = dy * w;  rms: dx = rstd * (g - xhat * mean(g * xhat));
 //   layer: dx = rstd * (g - mean(g) - xhat * mean(g * xhat)). One workgroup per row.
-// NormWeightGrad: bindings 2: x, 3: dy, 4: dw [dim]: dw[d] = sum_r dy[r,d] * xhat[r,d], the row
-//   statistics worked out in the same pass. Each workgroup owns 16 columns (grid-stride over
-//   dim; dispatch ceil(dim/16) groups); its invocations take 16 rows at a time.
+// NormWeightGrad: bindings 2: x, 3: dy, 4: dw [dim], 5: the row statistics NormBackward wrote
+//   for the same x and dy (spec 2 READ_STATS; bound to x otherwise, and each workgroup works out
+//   the statistics of every row itself). dw[d] = sum_r dy[r,d] * xhat[r,d]. Each workgroup owns
+//   16 columns (grid-stride over dim; dispatch ceil(dim/16) groups); its invocations take 16
+//   rows at a time.
 
 // ---- CrossEntropyCount / CrossEntropyBackward (CrossEntropyParams) ---------------------------
 // Count (one workgroup): bindings 2: labels [rows] i32, 3: count [1] f32 = number of labels

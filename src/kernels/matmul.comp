@@ -10,6 +10,7 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
+#define MATMUL_SPLIT_FINISH_BINDING 7  // and 8: split-K's partials and tile counts (matmul_common.glsl)
 #include "matmul_common.glsl"
 
 layout(constant_id = 6) const uint VEC4_A = 0u;  // A rows k-contiguous, 16-byte aligned, K % 4 == 0
@@ -101,6 +102,7 @@ void main() {
             if (gn < N) store_c(g, bt, gm, gn, acc[i][j], split);
           }
         }
+        split_finish(g, bt, m0, n0, tile, TM, TN);
       }
     }
   }

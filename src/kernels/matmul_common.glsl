@@ -46,10 +46,22 @@ float epilogue(float v, uint bt, uint gm, uint gn) {
 }
 
 // Split-K (splits > 1): workgroup row y covers row tile y / splits and the K range
-// [s * k_chunk, min(K, (s + 1) * k_chunk)), s = y % splits; the first pass writes raw partial
-// sums to C's scratch at s * split_stride, and matmul_split_sum.comp adds them and applies the
-// epilogue. With splits = 1, k_chunk = K.
+// [s * k_chunk, min(K, (s + 1) * k_chunk)), s = y % splits. SPLIT_PARTIAL 1: the first pass
+// writes raw partial sums to C's scratch at s * split_stride, and matmul_split_sum.comp adds them
+// and applies the epilogue. SPLIT_PARTIAL 2 (SPLIT_FINISH, kernels that define
+// MATMUL_SPLIT_FINISH_BINDING): the partials go to that binding's scratch and the last of a
+// tile's splits to finish adds them up and stores C (split_finish below): no second pass. With
+// splits = 1, k_chunk = K.
 layout(constant_id = 4) const uint SPLIT_PARTIAL = 0u;
+const uint SPLIT_FINISH = 2u;
+#ifdef MATMUL_SPLIT_FINISH_BINDING
+// Coherent: the finishing workgroup reads what the others wrote in this dispatch.
+layout(std430, set = 0, binding = MATMUL_SPLIT_FINISH_BINDING) coherent buffer Partials { uint part_data[]; };
+layout(std430, set = 0, binding = MATMUL_SPLIT_FINISH_BINDING) coherent buffer Partials4 { vec4 part4[]; };
+// One count per output tile: how many of its splits have stored their partials. Zero between
+// dispatches (a persistent buffer, zeroed at session build; the finishing workgroup resets it).
+layout(std430, set = 0, binding = MATMUL_SPLIT_FINISH_BINDING + 1) coherent buffer TileCounts { uint tile_count[]; };
+#endif
 
 uint group_of(uint tile) {  // the product a column tile belongs to
   uint g = 0u;
@@ -64,8 +76,64 @@ float split_sum(uint i) {
   return sum;
 }
 
+uint c_index(uint g, uint bt, uint gm, uint gn) { return p.c_offset[g] + bt * p.M * p.N[g] + gm * p.N[g] + gn; }
+
 void store_c(uint g, uint bt, uint gm, uint gn, float acc, uint split) {
-  uint i = p.c_offset[g] + bt * p.M * p.N[g] + gm * p.N[g] + gn;
+  uint i = c_index(g, bt, gm, gn);
+#ifdef MATMUL_SPLIT_FINISH_BINDING
+  if (SPLIT_PARTIAL == SPLIT_FINISH) {
+    part_data[split * p.split_stride + i] = floatBitsToUint(acc);
+    return;
+  }
+#endif
   if (SPLIT_PARTIAL != 0u) c_data[split * p.split_stride + i] = floatBitsToUint(acc);
   else c_data[i] = floatBitsToUint(epilogue(acc, bt, gm, gn));
 }
+
+#ifdef MATMUL_SPLIT_FINISH_BINDING
+shared bool split_is_last;
+
+// After a workgroup stored its partials of the tile (bt, row tile, column tile `tile`), of
+// `rows` x `cols` elements from (m0, n0) of product g: counts it in, and if it was the tile's
+// last split, adds the splits' partials in split order (the same sum as matmul_split_sum.comp,
+// whatever order the workgroups ran in) and stores C with the epilogue. The pattern of CUDA's
+// threadFenceReduction: each invocation's writes are made visible device-wide before one
+// invocation counts the workgroup in.
+void split_finish(uint g, uint bt, uint m0, uint n0, uint tile, uint rows, uint cols) {
+  if (SPLIT_PARTIAL != SPLIT_FINISH) return;
+  const uint tid = gl_LocalInvocationID.x;
+  const uint counter = (bt * ((p.M + rows - 1u) / rows) + m0 / rows) * p.tile0[p.groups] + tile;
+  memoryBarrierBuffer();
+  barrier();
+  if (tid == 0u) split_is_last = atomicAdd(tile_count[counter], 1u) == p.splits - 1u;
+  barrier();
+  if (!split_is_last) return;
+  memoryBarrierBuffer();
+  const uint N = p.N[g];
+  // Four columns an invocation where C's rows and the partials are 16-byte aligned: the splits'
+  // loads are independent, so they are in flight together (one column at a time, the finishing
+  // workgroup took longer than a summing pass over the whole product).
+  if (N % 4u == 0u && p.c_offset[g] % 4u == 0u && p.split_stride % 4u == 0u) {
+    for (uint e = tid * 4u; e < rows * cols; e += WG * 4u) {
+      uint gm = m0 + e / cols, gn = n0 + e % cols;
+      if (gm >= p.M || gn >= N) continue;
+      uint i = c_index(g, bt, gm, gn);
+      vec4 sum = vec4(0.0f);
+      for (uint s = 0u; s < p.splits; ++s) sum += part4[(s * p.split_stride + i) / 4u];
+      for (uint j = 0u; j < 4u; ++j)
+        c_data[i + j] = floatBitsToUint(p.groups == 1u ? epilogue(sum[j], bt, gm, gn + j) : sum[j]);
+    }
+    if (tid == 0u) tile_count[counter] = 0u;
+    return;
+  }
+  for (uint e = tid; e < rows * cols; e += WG) {
+    uint gm = m0 + e / cols, gn = n0 + e % cols;
+    if (gm >= p.M || gn >= N) continue;
+    uint i = c_index(g, bt, gm, gn);
+    float sum = 0.0f;
+    for (uint s = 0u; s < p.splits; ++s) sum += uintBitsToFloat(part_data[s * p.split_stride + i]);
+    c_data[i] = floatBitsToUint(p.groups == 1u ? epilogue(sum, bt, gm, gn) : sum);
+  }
+  if (tid == 0u) tile_count[counter] = 0u;
+}
+#endif

@@ -48,6 +48,7 @@
 #endif
 #include "common.glsl"
 
+#define MATMUL_SPLIT_FINISH_BINDING 8  // and 9: split-K's partials and tile counts (matmul_common.glsl)
 #include "matmul_common.glsl"
 
 // 64 x 64 (a 128 x 128 tile with 4 x 2 fragments per subgroup ran 2.3x slower on an H100).
@@ -217,6 +218,7 @@ void main() {
             subgroupBarrier();
           }
         }
+        split_finish(g, bt, m0, n0, tile, BM, BN);
       }
     }
   }

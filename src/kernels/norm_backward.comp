@@ -5,6 +5,8 @@
 //   layer: dx = rstd * (g - mean(g) - xhat * mean(g * xhat))
 // HAS_ADD: dx + R (binding 6, the same layout): the residual branch's gradient joined in the
 // same pass (an `add` of this result that nothing else reads; lowering binds x there otherwise).
+// WRITE_STATS: the row statistics go to binding 7 too, so that norm_weight_grad.comp need not
+// work them out again.
 #extension GL_GOOGLE_include_directive : require
 #define MN_WORKGROUP_REDUCE
 #include "common.glsl"
@@ -21,6 +23,9 @@ layout(std430, set = 0, binding = 3) readonly buffer W { uint w[]; };
 layout(std430, set = 0, binding = 4) readonly buffer DY { uint dy[]; };
 layout(std430, set = 0, binding = 5) writeonly buffer DX { uint dx[]; };
 layout(std430, set = 0, binding = 6) readonly buffer R { uint addend[]; };
+// WRITE_STATS: each row's (mean, rstd), for the norm weight gradient of the same x and dy.
+layout(constant_id = 4) const uint WRITE_STATS = 0u;
+layout(std430, set = 0, binding = 7) writeonly buffer Stats { uint stats[]; };
 
 float grad_at(uint base, uint j) {
   float g = uintBitsToFloat(dy[base + j]);
@@ -34,6 +39,10 @@ void main() {
     uint base = row * p.dim;
     float mean, rstd;
     NORM_ROW_STATS(mean, rstd, x, base, p.dim, layer, p.eps)
+    if (WRITE_STATS != 0u && t == 0u) {
+      stats[2u * row] = floatBitsToUint(mean);
+      stats[2u * row + 1u] = floatBitsToUint(rstd);
+    }
     float mean_g = 0.0f, mean_gx;
     if (layer) {
       ROW_SUM(mean_g, p.dim, grad_at(base, l_))

@@ -1,6 +1,8 @@
 // Shared state of lowering while it walks the graph: emits kernel calls and scratch tensors.
 #pragma once
 #include <cstring>
+#include <map>
+#include <tuple>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -39,6 +41,14 @@ class Emitter {
   // A call of a kernel generated from the graph (identical sources share one entry).
   KernelCall& generated_call(kernels::GeneratedKernel k, int node, std::string label);
   int scratch(uint64_t bytes);
+  int state(uint64_t bytes);  // persistent, zeroed at session build, owned by one kernel call
+  // The scratch where a norm backward (rms or not) left the row statistics of x (with gradient
+  // dy), or -1.
+  int norm_stats(int x, int dy, bool rms) const {
+    auto it = norm_stats_.find({x, dy, rms});
+    return it == norm_stats_.end() ? -1 : it->second;
+  }
+  void set_norm_stats(int x, int dy, bool rms, int scratch) { norm_stats_[{x, dy, rms}] = scratch; }
 
   template <class P>
   static void set_params(KernelCall& c, const P& p) {
@@ -55,6 +65,7 @@ class Emitter {
   const Graph& g_;
   Lowered& out_;
   const LowerOptions& options_;
+  std::map<std::tuple<int, int, bool>, int> norm_stats_;
 };
 
 uint32_t ew_op(Op op);  // the EW_* code of an elementwise op

@@ -35,19 +35,25 @@ void emit_norm_backward(Emitter& e, int id, int add) {
   if (add >= 0) addend = e.node(add).inputs[0] == id ? e.node(add).inputs[1] : e.node(add).inputs[0];
   KernelCall& c = e.call(Kernel::NormBackward, id, add >= 0 ? "+ %" + std::to_string(addend) + " -> %" + std::to_string(add) : "");
   c.spec = {n.op == Op::RmsNormBackward ? NORM_RMS : NORM_LAYER, has_w ? 1u : 0u, add >= 0 ? 1u : 0u};
-  c.tensors = {{x, false}, {has_w ? n.inputs[2] : x, false}, {n.inputs[1], false}, {out, true}, {addend, false}};
+  // The row statistics, for the weight gradient of the same x and dy where it is emitted later.
+  const int stats = e.scratch(uint64_t{p.rows} * 8);
+  e.set_norm_stats(x, n.inputs[1], n.op == Op::RmsNormBackward, stats);
+  c.spec.push_back(1u);  // WRITE_STATS
+  c.tensors = {{x, false}, {has_w ? n.inputs[2] : x, false}, {n.inputs[1], false}, {out, true}, {addend, false}, {stats, true}};
   c.groups = {row_groups(p.rows), 1, 1};
   Emitter::set_params(c, p);
 }
 
-// (x, dy) -> dw [D]: one pass that works out the row statistics as it sums dy * xhat per column.
+// (x, dy) -> dw [D]: sums dy * xhat per column, with the row statistics the norm backward of the
+// same x and dy wrote, or (none emitted before it) working them out in the same pass.
 static void emit_norm_weight_grad(Emitter& e, int id) {
   const Node& n = e.node(id);
   int x = n.inputs[0];
   NormParams p = norm_params(e.node(x).shape, n.attrs.scalar);
-  KernelCall& c = e.call(Kernel::NormWeightGrad, id, "");
-  c.spec = {n.op == Op::RmsNormWeightGrad ? NORM_RMS : NORM_LAYER};
-  c.tensors = {{x, false}, {n.inputs[1], false}, {id, true}};
+  const int stats = e.norm_stats(x, n.inputs[1], n.op == Op::RmsNormWeightGrad);
+  KernelCall& c = e.call(Kernel::NormWeightGrad, id, stats >= 0 ? "row statistics from the backward" : "");
+  c.spec = {n.op == Op::RmsNormWeightGrad ? NORM_RMS : NORM_LAYER, stats >= 0 ? 1u : 0u};
+  c.tensors = {{x, false}, {n.inputs[1], false}, {id, true}, {stats >= 0 ? stats : x, false}};
   c.groups = {groups_for(p.dim, 16), 1, 1};  // 16 columns per workgroup (norm_weight_grad.comp)
   Emitter::set_params(c, p);
 }

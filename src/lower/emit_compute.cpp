@@ -140,12 +140,22 @@ void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weig
   auto glu_binding = [&](KernelCall& c) {
     if (is_coop(plan.kernel)) c.tensors.push_back({glu_here ? glu : c.tensors[2].tensor, true});
   };
+  // The tiled and tensor-core kernels' last two bindings: split-K's partials and tile counts
+  // where the product's last split sums them (SPLIT_FINISH), else binding 4's tensor again (not
+  // accessed).
+  const bool can_finish = is_coop(plan.kernel) || plan.kernel == Kernel::MatMul;
+  auto finish_bindings = [&](KernelCall& c, int partials, int counts) {
+    if (!can_finish) return;
+    c.tensors.push_back({partials >= 0 ? partials : c.tensors[2].tensor, true});
+    c.tensors.push_back({counts >= 0 ? counts : c.tensors[2].tensor, true});
+  };
   if (plan.splits == 1) {
     KernelCall& c = e.call(plan.kernel, id, what + (norm_a_here ? (what.empty() ? "" : ", ") + std::string("rms_norm %") +
                                                                       std::to_string(f.norm_a) + " as A"
                                                                 : ""));
     c.tensors = {{a_tensor, false}, {weights, false}, {outputs, true}, {bias, false}, {res, false}};
     glu_binding(c);
+    finish_bindings(c, -1, -1);
     // The GEMV's binding 7: the norm's weight (norm_a), else A again (not read).
     if (plan.kernel == Kernel::MatMulGemv) c.tensors.push_back({norm_a_here ? e.node(f.norm_a).inputs[1] : a_tensor, false});
     c.spec = epilogue;
@@ -162,17 +172,34 @@ void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weig
     if (rotary.node[0] >= 0) emit_rotary(e, rotary.node[0], rotary.node[1]);
     return;
   }
-  // Split-K: partial sums of each K range into scratch, then one pass adds them (and applies
-  // the epilogue, which only a single product has) over the whole of C's extent.
+  // Split-K: partial sums of each K range into scratch, added up (with the epilogue, which only
+  // a single product has) by the last split of each tile to finish, or, where a norm or rotary
+  // reads the sums, by a pass over the whole of C's extent.
   uint64_t c_extent = 0;
   for (uint32_t g = 0; g < p.groups; ++g)
     c_extent = std::max<uint64_t>(c_extent, uint64_t{p.c_offset[g]} + uint64_t{p.batch} * p.M * p.N[g]);
   p.split_stride = u32(c_extent, "split-K partial size");
   const int partials = e.scratch(uint64_t{p.split_stride} * plan.splits * 4);
-  KernelCall& part = e.call(plan.kernel, id, what + (what.empty() ? "" : " ") + "split-K x" + std::to_string(plan.splits));
+  const bool finish_here = e.options().matmul.split_finish && can_finish && norm < 0 && rotary.node[0] < 0;
+  KernelCall& part = e.call(plan.kernel, id, what + (what.empty() ? "" : " ") + "split-K x" + std::to_string(plan.splits) +
+                                                 (finish_here ? ", summed in-kernel" : ""));
+  if (finish_here) {
+    part.tensors = {{n.inputs[0], false}, {weights, false}, {outputs, true}, {bias, false}, {res, false}};
+    glu_binding(part);
+    const uint64_t tiles = uint64_t{p.batch} * ((M + plan.tile_m - 1) / plan.tile_m) * p.tile0[p.groups];
+    finish_bindings(part, partials, e.state(tiles * 4));
+    part.spec = epilogue;
+    part.spec.push_back(SPLIT_FINISH);
+    part.spec.insert(part.spec.end(), layout.begin(), layout.end());
+    part.groups = groups;
+    Emitter::set_params(part, p);
+    if (glu >= 0) emit_elementwise(e, glu);
+    return;
+  }
   part.tensors = {{n.inputs[0], false}, {weights, false}, {partials, true}, {bias, false}, {res, false}};
   glu_binding(part);
-  part.spec = {0u, LIN_ACT_NONE, 0u, 1u};  // SPLIT_PARTIAL
+  finish_bindings(part, -1, -1);
+  part.spec = {0u, LIN_ACT_NONE, 0u, SPLIT_PARTIAL_PASS};
   part.spec.insert(part.spec.end(), layout.begin(), layout.end());
   part.groups = groups;
   Emitter::set_params(part, p);

@@ -54,13 +54,16 @@ KernelCall& Emitter::generated_call(kernels::GeneratedKernel k, int node, std::s
   return out_.calls.back();
 }
 
-int Emitter::scratch(uint64_t bytes) {
+static int add_unnamed(Lowered& out, uint64_t bytes, Role role) {
   TensorDesc t;
   t.bytes = std::max<uint64_t>(bytes, 4);
-  t.role = Role::Scratch;
-  out_.tensors.push_back(t);
-  return static_cast<int>(out_.tensors.size()) - 1;
+  t.role = role;
+  out.tensors.push_back(t);
+  return static_cast<int>(out.tensors.size()) - 1;
 }
+
+int Emitter::scratch(uint64_t bytes) { return add_unnamed(out_, bytes, Role::Scratch); }
+int Emitter::state(uint64_t bytes) { return add_unnamed(out_, bytes, Role::State); }
 
 // Marks every node some output depends on.
 std::vector<bool> reaching(const Graph& g, const std::vector<int>& roots) {

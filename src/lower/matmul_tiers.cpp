@@ -55,6 +55,10 @@ MatMulTiers matmul_tiers(const DeviceInfo& device) {
       throw Error("MEGANEURA_SPLIT_K=" + s + ": expected 0 (off) or a number of splits up to 64");
     t.split_k = static_cast<int>(n);
   }
+  const std::string split_sum = env("MEGANEURA_SPLIT_K_SUM");
+  if (!split_sum.empty() && split_sum != "kernel" && split_sum != "pass")
+    throw Error("MEGANEURA_SPLIT_K_SUM=" + split_sum + ": expected kernel or pass");
+  t.split_finish = split_sum != "pass";
   const std::string flash = env("MEGANEURA_FLASH_ATTENTION");
   if (!flash.empty() && flash != "0" && flash != "1" && flash != "blocks" && flash != "split")
     throw Error("MEGANEURA_FLASH_ATTENTION=" + flash + ": expected 0, 1, blocks or split");
@@ -93,10 +97,15 @@ MatMulPlan plan_matmul(const MatMulTiers& t, uint64_t M, uint64_t N, uint64_t K,
     plan.kernel = t.coop == C::NV ? Kernel::MatMulCoopNV : t.bf16 ? Kernel::MatMulCoopKHRBf16 : Kernel::MatMulCoopKHR;
   }
   // Split-K where the output tiles would leave most of a large GPU (~100+ SMs) idle and K is long
-  // enough to share out (at least 128 per split): about 128 workgroups in all.
+  // enough to share out (at least 128 per split): about 128 workgroups in all. A very long K
+  // (an LM head's gradient, K = vocabulary) gets about 512, at least 512 deep each: a split's
+  // time grows with its K range, and one workgroup per SM leaves its latency unhidden (H100: 211
+  // µs at 8 splits for 128 x 576 x 49152).
   uint32_t splits = 1;
   const uint64_t tiles = ceil_div(M, plan.tile_m) * ceil_div(N, plan.tile_n) * batch;
   if (t.split_k > 0) splits = static_cast<uint32_t>(t.split_k);
+  else if (t.split_k < 0 && tiles < 96 && K >= 8192)
+    splits = static_cast<uint32_t>(std::min<uint64_t>({ceil_div(512, tiles), K / 512, 64}));
   else if (t.split_k < 0 && tiles < 96 && K >= 256)
     splits = static_cast<uint32_t>(std::min<uint64_t>({ceil_div(128, tiles), K / 128, 16}));
   plan.k_chunk = static_cast<uint32_t>(ceil_div(ceil_div(K, std::max<uint32_t>(splits, 1)), 32) * 32);

@@ -15,6 +15,9 @@ struct MatMulTiers {
   bool bf16 = false;       // stage as bf16 (KHR only)
   bool gemv = true;        // a few rows: stream B once (exact f32)
   int split_k = -1;        // -1: where tiles would leave the GPU idle; 0: never; n: n splits
+  // Split-K's partials summed by the last split of each tile to finish, in the product's own
+  // dispatch (false: a summing pass after it, as a fused norm or rotary always gets).
+  bool split_finish = true;
   std::string force;       // "", "tiled", "gemv" or "coopmat": every matmul on that tier
   // Attention forward on tensor cores (NV cooperative matrices, f16 staging) where its shape
   // allows; force_coop_attention: everywhere it allows, or an error.
@@ -28,6 +31,8 @@ struct MatMulTiers {
 //                               tensor cores)
 //   MEGANEURA_COOPMAT=0, MEGANEURA_GEMV=0   turn that tier off
 //   MEGANEURA_SPLIT_K           0 (off), or a number of splits to force
+//   MEGANEURA_SPLIT_K_SUM       kernel (default: the product's last split adds the partials) or
+//                               pass (a summing dispatch after it)
 //   MEGANEURA_MATMUL            tiled | gemv | coopmat: force one tier (tests, benchmarks)
 //   MEGANEURA_FLASH_ATTENTION   0: attention never on tensor cores; 1: wherever its shape allows
 //                               (an error where the device has none); blocks / split: also pick
@@ -39,7 +44,7 @@ MatMulTiers matmul_tiers(const DeviceInfo& device);
 struct MatMulPlan {
   kernels::Kernel kernel = kernels::Kernel::MatMul;
   uint32_t tile_m = 64, tile_n = 64;
-  uint32_t splits = 1, k_chunk = 0;  // split-K: K ranges of k_chunk, summed by a second pass
+  uint32_t splits = 1, k_chunk = 0;  // split-K: K ranges of k_chunk, summed in the kernel or by a second pass
   uint32_t k_contiguous = 0;         // gemv: B walks k contiguously (spec 5)
 };
 // N: the columns of every product of the dispatch together.

@@ -4,6 +4,7 @@
 
 #include "meganeura/error.hpp"
 #include "plan/arena.hpp"
+#include "plan/schedule.hpp"
 
 namespace meganeura::plan {
 
@@ -36,17 +37,21 @@ static void pack(std::vector<Slice>& where, const lower::Lowered& low, const Gra
   }
 }
 
-// Lifetimes of arena tensors in command order, then their offsets.
-static uint64_t place_arena(std::vector<Slice>& where, const lower::Lowered& low, const PlanOptions& opts,
-                            uint64_t& unshared) {
-  const int end = static_cast<int>(low.calls.size());
+// Lifetimes of arena tensors in schedule levels (tensors alive in one level never share bytes,
+// so reuse adds no barrier inside a level), then their offsets.
+static uint64_t place_arena(std::vector<Slice>& where, const lower::Lowered& low, const Schedule& sched,
+                            const PlanOptions& opts, uint64_t& unshared) {
+  int end = 0;
   std::vector<int> first(low.tensors.size(), -1), last(low.tensors.size(), -1);
-  for (int c = 0; c < end; ++c)
-    for (const lower::Access& a : low.calls[static_cast<size_t>(c)].tensors) {
+  for (size_t c = 0; c < low.calls.size(); ++c) {
+    const int level = sched.level[c];
+    end = std::max(end, level + 1);
+    for (const lower::Access& a : low.calls[c].tensors) {
       auto r = static_cast<size_t>(low.root(a.tensor));
-      if (first[r] < 0) first[r] = c;
-      last[r] = c;
+      first[r] = first[r] < 0 ? level : std::min(first[r], level);
+      last[r] = std::max(last[r], level);
     }
+  }
   std::vector<Lifetime> items;
   std::vector<size_t> ids;
   for (size_t t = 0; t < low.tensors.size(); ++t) {
@@ -99,7 +104,8 @@ Planned plan_program(const lower::Lowered& low, const Graph& g, const PlanOption
        [](Role r) { return r == Role::Parameter || r == Role::Constant || r == Role::State; }, opts.max_buffer_bytes,
        &more_persistent);
   pack(out.tensor, low, g, kInputBuffer, opts.alignment, inputs, [](Role r) { return r == Role::Input; });
-  uint64_t arena = place_arena(out.tensor, low, opts, out.arena_unshared);
+  const Schedule sched = schedule_calls(low, opts.schedule_by_level);
+  uint64_t arena = place_arena(out.tensor, low, sched, opts, out.arena_unshared);
   for (size_t t = 0; t < n; ++t)  // views share their root's bytes
     if (low.tensors[t].alias_of >= 0) {
       out.tensor[t] = out.tensor[static_cast<size_t>(low.root(static_cast<int>(t)))];
@@ -175,12 +181,14 @@ Planned plan_program(const lower::Lowered& low, const Graph& g, const PlanOption
     barrier(Barrier::TransferToHost);  // also makes the status block visible
     return cmds;
   };
-  std::vector<size_t> every_call(low.calls.size());
-  for (size_t i = 0; i < every_call.size(); ++i) every_call[i] = i;
-  p.commands = commands(every_call, {}, out.barriers, out.dispatches);
+  p.commands = commands(sched.order, {}, out.barriers, out.dispatches);
+  std::vector<size_t> position(low.calls.size());
+  for (size_t i = 0; i < sched.order.size(); ++i) position[sched.order[i]] = i;
   for (const lower::Lowered::CommandList& list : low.extra_lists) {
+    std::vector<size_t> calls = list.calls;  // a subsequence of the step, in its order
+    std::sort(calls.begin(), calls.end(), [&](size_t a, size_t b) { return position[a] < position[b]; });
     uint32_t unused_barriers = 0, unused_dispatches = 0;
-    p.extra.push_back(commands(list.calls, list.outputs, unused_barriers, unused_dispatches));
+    p.extra.push_back(commands(calls, list.outputs, unused_barriers, unused_dispatches));
   }
 
   p.generated = low.generated;

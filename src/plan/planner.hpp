@@ -22,6 +22,8 @@ struct PlanOptions {
   // parameters beyond it go into further buffers ("parameters 2", ...), appended after
   // kBufferCount; a single tensor above it is an error naming the tensor.
   uint64_t max_buffer_bytes = UINT64_MAX;
+  // Record calls level by level (schedule.hpp); false keeps lowering's order.
+  bool schedule_by_level = true;
 };
 
 struct Planned {

@@ -2,6 +2,7 @@
 #include "meganeura/session.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <sstream>
@@ -49,6 +50,15 @@ uint64_t Session::Impl::largest_buffer() {
   return std::min<uint64_t>(ctx->max_allocation_size(), ctx->limits().maxStorageBufferRange);
 }
 
+// MEGANEURA_SCHEDULE: level (default: independent calls recorded together, plan/schedule.hpp)
+// or program (lowering's order).
+static bool schedule_by_level() {
+  const char* v = std::getenv("MEGANEURA_SCHEDULE");
+  const std::string s = v ? v : "";
+  if (!s.empty() && s != "level" && s != "program") throw Error("MEGANEURA_SCHEDULE=" + s + ": expected level or program");
+  return s != "program";
+}
+
 std::unique_ptr<Session::Impl> Session::Impl::build(const Graph& g, const lower::Lowered& low, const SessionOptions& options) {
   auto impl = std::make_unique<Session::Impl>();
   impl->options = options;
@@ -58,7 +68,8 @@ std::unique_ptr<Session::Impl> Session::Impl::build(const Graph& g, const lower:
   const uint64_t split = options.max_buffer_bytes ? std::min(options.max_buffer_bytes, largest) : largest;
   {
     trace::Scope phase("plan");
-    impl->planned = plan::plan_program(low, g, {.reuse_memory = options.reuse_memory, .max_buffer_bytes = split});
+    impl->planned = plan::plan_program(low, g, {.reuse_memory = options.reuse_memory, .max_buffer_bytes = split,
+                                                .schedule_by_level = schedule_by_level()});
   }
   {
     trace::Scope phase("pipelines", {{"dispatches", static_cast<int64_t>(impl->planned.dispatches)}});
