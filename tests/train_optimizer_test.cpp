@@ -375,6 +375,38 @@ TEST(TrainParams, PackedUpdatesStepEveryParameterAndSpareFrozenOnes) {
   }
 }
 
+// Packs hold about a layer's parameters (train::kUpdatePackBytes), so that each updates as soon
+// as its gradients are ready: three 6 MB parameters take two update dispatches (c1 and c2
+// packed, c3 alone), and every parameter steps as plain SGD says.
+TEST(TrainParams, LargeModelsUpdateInSeveralPacks) {
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  constexpr int64_t n = 1500 * 1024;  // 6 MB of f32 each
+  Graph g;
+  Tensor c1 = g.parameter("c1", {n}), c2 = g.parameter("c2", {n}), c3 = g.parameter("c3", {n});
+  Tensor loss = mean(c1 * c1) + mean(c2 * c2) + mean(c3 * c3);
+  Session s = build_session(g, loss, {.optimizer = SGD{.lr = 1000.0f}});  // steps of 2 lr / n: about 1e-3 of c
+  std::map<std::string, std::vector<float>> p;
+  for (const char* name : {"c1", "c2", "c3"}) {
+    p[name] = rng.floats(n, -1, 1);
+    s.set_parameter(name, host_f32({n}, p[name]));
+  }
+  s.step();
+  for (const char* name : {"c1", "c2", "c3"}) {
+    const std::vector<float> got = to_floats(s.read_parameter(name));
+    for (size_t k = 0; k < got.size(); k += 997) {
+      const double want = p[name][k] - 1000.0 * 2.0 / n * p[name][k];
+      ASSERT_NEAR(got[k], want, 1e-6) << name << "[" << k << "]";
+    }
+  }
+  const std::string listing = s.listing();
+  size_t updates = 0;
+  for (size_t at = listing.find("dispatch optimizer"); at != std::string::npos; at = listing.find("dispatch optimizer", at + 1))
+    ++updates;
+  EXPECT_EQ(updates, 2u) << listing;
+  EXPECT_NE(listing.find("update 2 parameters (" + std::to_string(2 * n * 4) + " bytes)"), std::string::npos) << listing;
+}
+
 // ---- 7: a parameter the loss does not depend on -----------------------------------------------
 
 TEST(TrainParams, UnusedParameterIsNeverUpdated) {
