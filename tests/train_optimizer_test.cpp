@@ -375,13 +375,14 @@ TEST(TrainParams, PackedUpdatesStepEveryParameterAndSpareFrozenOnes) {
   }
 }
 
-// Packs hold about a layer's parameters (train::kUpdatePackBytes), so that each updates as soon
-// as its gradients are ready: three 6 MB parameters take two update dispatches (c1 and c2
+// Packs are bounded (train::update_pack_bytes), so that each updates as soon as its gradients
+// are ready: with 16 MiB packs, three 6 MB parameters take two update dispatches (c1 and c2
 // packed, c3 alone), and every parameter steps as plain SGD says.
 TEST(TrainParams, LargeModelsUpdateInSeveralPacks) {
   Rng rng;
   SCOPED_TRACE(seed_note(rng.seed()));
   constexpr int64_t n = 1500 * 1024;  // 6 MB of f32 each
+  ScopedEnv pack("MEGANEURA_UPDATE_PACK_MIB", "16");
   Graph g;
   Tensor c1 = g.parameter("c1", {n}), c2 = g.parameter("c2", {n}), c3 = g.parameter("c3", {n});
   Tensor loss = mean(c1 * c1) + mean(c2 * c2) + mean(c3 * c3);

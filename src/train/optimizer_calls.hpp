@@ -12,11 +12,12 @@ struct ParamGrad {
 };
 
 // Adds the state tensors and calls to `low`; fills `tr` (hyper block, per-parameter state).
-// Packs of about a transformer layer's parameters (SmolLM2-135M: 14 MB a layer): each pack's
-// update is recorded as soon as its gradients are ready (plan/schedule.hpp), beside the rest of
-// the backward, instead of one pass over every parameter at the end of the step (an H100: 0.57
-// ms for SmolLM2-135M's 538 MB).
-inline constexpr uint64_t kUpdatePackBytes = uint64_t{16} << 20;
+// The size of an update pack: each pack's update is recorded as soon as its gradients are ready
+// (plan/schedule.hpp), beside the rest of the backward, instead of one pass over every parameter
+// at the end of the step (an H100: 0.57 ms for SmolLM2-135M's 538 MB). Small enough that an
+// update takes no longer than the backward dispatch it runs beside. MEGANEURA_UPDATE_PACK_MIB
+// sets it (MiB; 0: one pack as large as the device's largest buffer).
+uint64_t update_pack_bytes(uint64_t largest_buffer);
 
 // Parameters are updated in packs of up to max_pack_bytes (update_packs.hpp), one dispatch each.
 void append_optimizer_calls(const Graph& g, lower::Lowered& low, const std::vector<ParamGrad>& params,

@@ -35,7 +35,7 @@ Session build_session(const Graph& user_graph, Tensor loss, const TrainConfig& c
     tr.config = config;
     std::vector<train::ParamGrad> pg;
     for (size_t i = 0; i < tg.params.size(); ++i) pg.push_back({tg.params[i], tg.grads[i]});
-    train::append_optimizer_calls(g, low, pg, tr, std::min(train::kUpdatePackBytes, Session::Impl::largest_buffer()));
+    train::append_optimizer_calls(g, low, pg, tr, train::update_pack_bytes(Session::Impl::largest_buffer()));
     tr.loss_output = g.outputs().size() - 1;
   }
   auto impl = Session::Impl::build(g, low, {.reuse_memory = config.reuse_memory, .profile = config.profile});
