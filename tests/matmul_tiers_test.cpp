@@ -189,6 +189,72 @@ TEST(MatMulSplitK, RepeatedStepsAreExact) {
   }
 }
 
+// A sum of products whose weights share storage (a backward's d x = d1·W1 + d2·W2 + d3·W3 + r,
+// the W_j packed by their forward products' horizontal fusion) runs as one dispatch over the K
+// ranges of all three (lower/product_sums.cpp), split or not, and matches the double reference.
+TEST(MatMulProductSums, ThreeProductsAndAResidualInOneDispatch) {
+  constexpr int64_t M = 70, N = 36, K[3] = {64, 32, 96};
+  for (const char* tier : {"tiled", "coopmat"})
+  for (const char* split : {"3", "0"}) {
+    SCOPED_TRACE(std::string(tier) + ", MEGANEURA_SPLIT_K=" + split);
+    const bool f32 = std::string(tier) == "tiled";
+    ScopedEnv force("MEGANEURA_MATMUL", tier), splits("MEGANEURA_SPLIT_K", split),
+        precision("MEGANEURA_MATMUL_PRECISION", f32 ? "f32" : "f16");
+    Graph g;
+    Tensor x = g.input("x", {M, N}), r = g.input("r", {M, N});
+    Tensor sum = r;
+    for (int j = 0; j < 3; ++j) {
+      Tensor w = g.parameter("w" + std::to_string(j), {K[j], N});
+      Tensor y = matmul(x, w, {.transpose_b = true});  // [M, K_j]: the three share x, so their weights pack
+      g.output("y" + std::to_string(j), y);
+      sum = sum + matmul(y * y, w);
+    }
+    g.output("sum", sum);
+    std::optional<Session> s;
+    try {
+      s.emplace(build_inference_session(g));
+    } catch (const Error& e) {
+      if (std::string(e.what()).find("tensor-core") == std::string::npos) throw;
+      std::printf("  %s: skipped (%s)\n", tier, e.what());
+      continue;
+    }
+    const std::string listing = s->listing();
+    ASSERT_NE(listing.find("sum of %"), std::string::npos) << listing;
+    size_t products = 0;  // dispatches of a matmul kernel: the grouped forward and the sum
+    for (size_t at = listing.find("dispatch matmul"); at != std::string::npos; at = listing.find("dispatch matmul", at + 1))
+      ++products;
+    EXPECT_EQ(products, 2u) << listing;
+    EXPECT_EQ(listing.find(" add %"), std::string::npos) << "no add is left: " << listing;
+    Rng rng;
+    SCOPED_TRACE(seed_note(rng.seed()));
+    const std::vector<float> xv = rng.floats(M * N, -1, 1), rv = rng.floats(M * N, -1, 1);
+    std::vector<float> wv[3];
+    s->set_input("x", host_f32({M, N}, xv));
+    s->set_input("r", host_f32({M, N}, rv));
+    for (int j = 0; j < 3; ++j) {
+      wv[j] = rng.floats(K[j] * N, -0.3f, 0.3f);
+      s->set_parameter("w" + std::to_string(j), host_f32({K[j], N}, wv[j]));
+    }
+    s->step();
+    const std::vector<float> got = s->read_output("sum").to_f32();
+    std::vector<double> want(rv.begin(), rv.end()), mag(M * N, 1.0);
+    for (int j = 0; j < 3; ++j) {
+      std::vector<float> d = s->read_output("y" + std::to_string(j)).to_f32();  // its own tier's y, squared
+      for (float& v : d) v *= v;
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t k = 0; k < K[j]; ++k)
+          for (int64_t n = 0; n < N; ++n) {
+            const double t = double(d[static_cast<size_t>(m * K[j] + k)]) * wv[j][static_cast<size_t>(k * N + n)];
+            want[static_cast<size_t>(m * N + n)] += t;
+            mag[static_cast<size_t>(m * N + n)] += std::abs(t);
+          }
+    }
+    const double rtol = f32 ? 1e-5 : 3e-3;  // f16 staging: relative to the sum of |terms|
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], rtol * mag[i]) << "element " << i;
+  }
+}
+
 // Steps a fused session and the same graph unfused on the same random inputs; the named outputs
 // must agree to rtol (relative, floor 1). Returns the inputs fed.
 std::map<std::string, HostTensor> expect_same_outputs(Session& fused, Session& plain, const Graph& g,

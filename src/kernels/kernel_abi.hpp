@@ -176,6 +176,13 @@ struct MatMulParams {
   uint32_t N[kMatMulMaxGroups], tile0[kMatMulMaxGroups + 1], k_chunk, splits, split_stride;
   uint32_t b_offset[kMatMulMaxGroups], c_offset[kMatMulMaxGroups];
   uint32_t b_row_stride[kMatMulMaxGroups], b_col_stride[kMatMulMaxGroups];
+  // A sum of products (MatMul and the tensor-core kernels; kgroups > 1): C = sum_j A_j·B_j,
+  // K = sum_j K_j, k in [k_begin[j], k_begin[j+1]) reads product j. Every A_j is [M, K_j]
+  // row-major in binding 2, A_j(m, k) = A[ka_shift[j] + m * ka_row[j] + k]; every B_j is
+  // [K_j, N] in binding 3 with B's strides, at its element offset plus kb_shift[j] (shifts are
+  // the product's offset less where its k range begins, mod 2^32). Each K_j is a multiple of 32.
+  uint32_t kgroups, k_begin[kMatMulMaxGroups], ka_shift[kMatMulMaxGroups], ka_row[kMatMulMaxGroups];
+  uint32_t kb_shift[kMatMulMaxGroups];
 };
 
 // MatMulSplitSumRotary: MatMulParams, then this tail. Bindings 2..6 as MatMulSplitSum, 7: cos,

@@ -50,11 +50,13 @@ void main() {
           for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;
 
         for (uint k0 = k_begin; k0 < k_end; k0 += TK) {
+          uint ka_shift, ka_row, kb_shift;  // a sum of products: this step's product
+          k_group_at(k0, ka_shift, ka_row, kb_shift);
           // 1024 elements per tile, 4 per invocation (one vec4 where rows are aligned: spec 6
           // and 8); out-of-range elements load as zero.
           if (VEC4_A != 0u) {
             uint am = tid / 4u, ak = (tid % 4u) * 4u, gm = m0 + am, gk = k0 + ak;
-            vec4 v = (gm < p.M && gk < k_end) ? a4[(a_base + gm * p.a_row_stride + gk) / 4u] : vec4(0.0f);
+            vec4 v = (gm < p.M && gk < k_end) ? a4[(a_base + ka_shift + gm * ka_row + gk) / 4u] : vec4(0.0f);
             As[ak][am] = v.x; As[ak + 1u][am] = v.y; As[ak + 2u][am] = v.z; As[ak + 3u][am] = v.w;
           } else {
             for (uint l = 0u; l < 4u; ++l) {
@@ -63,16 +65,16 @@ void main() {
               uint ak = a_k_contig ? e % TK : e / TM;
               uint gm = m0 + am, gk = k0 + ak;
               As[ak][am] = (gm < p.M && gk < k_end)
-                  ? uintBitsToFloat(a_data[a_base + gm * p.a_row_stride + gk * p.a_col_stride]) : 0.0f;
+                  ? uintBitsToFloat(a_data[a_base + ka_shift + gm * ka_row + gk * p.a_col_stride]) : 0.0f;
             }
           }
           if (VEC4_B != 0u && b_n_contig) {
             uint bn = (tid % 16u) * 4u, bk = tid / 16u, gn = n0 + bn, gk = k0 + bk;
-            vec4 v = (gn < N && gk < k_end) ? b4[(b_base + gk * b_row + gn) / 4u] : vec4(0.0f);
+            vec4 v = (gn < N && gk < k_end) ? b4[(b_base + kb_shift + gk * b_row + gn) / 4u] : vec4(0.0f);
             Bs[bk][bn] = v.x; Bs[bk][bn + 1u] = v.y; Bs[bk][bn + 2u] = v.z; Bs[bk][bn + 3u] = v.w;
           } else if (VEC4_B != 0u) {
             uint bn = tid / 4u, bk = (tid % 4u) * 4u, gn = n0 + bn, gk = k0 + bk;
-            vec4 v = (gn < N && gk < k_end) ? b4[(b_base + gk + gn * b_col) / 4u] : vec4(0.0f);
+            vec4 v = (gn < N && gk < k_end) ? b4[(b_base + kb_shift + gk + gn * b_col) / 4u] : vec4(0.0f);
             Bs[bk][bn] = v.x; Bs[bk + 1u][bn] = v.y; Bs[bk + 2u][bn] = v.z; Bs[bk + 3u][bn] = v.w;
           } else {
             for (uint l = 0u; l < 4u; ++l) {
@@ -80,7 +82,7 @@ void main() {
               uint bn = b_n_contig ? e % TN : e / TK;
               uint bk = b_n_contig ? e / TN : e % TK;
               uint gn = n0 + bn, gk = k0 + bk;
-              Bs[bk][bn] = (gn < N && gk < k_end) ? uintBitsToFloat(b_data[b_base + gk * b_row + gn * b_col]) : 0.0f;
+              Bs[bk][bn] = (gn < N && gk < k_end) ? uintBitsToFloat(b_data[b_base + kb_shift + gk * b_row + gn * b_col]) : 0.0f;
             }
           }
           barrier();

@@ -10,6 +10,7 @@ struct MatMulParams {
   uint N[4], tile0[5], k_chunk, splits, split_stride;
   uint b_offset[4], c_offset[4];
   uint b_row_stride[4], b_col_stride[4];
+  uint kgroups, k_begin[4], ka_shift[4], ka_row[4], kb_shift[4];  // a sum of products (kernel_abi.hpp)
 };
 // A kernel whose params block carries more after MatMulParams defines MATMUL_PARAMS_TAIL (the
 // members) before including this file.
@@ -62,6 +63,20 @@ layout(std430, set = 0, binding = MATMUL_SPLIT_FINISH_BINDING) coherent buffer P
 // dispatches (a persistent buffer, zeroed at session build; the finishing workgroup resets it).
 layout(std430, set = 0, binding = MATMUL_SPLIT_FINISH_BINDING + 1) coherent buffer TileCounts { uint tile_count[]; };
 #endif
+
+// A sum of products: where the K step at k0 reads A and B (a K step never straddles two
+// products). A single product: its own A row stride, no shifts.
+void k_group_at(uint k0, out uint a_shift, out uint a_row, out uint b_shift) {
+  a_shift = 0u;
+  a_row = p.a_row_stride;
+  b_shift = 0u;
+  if (p.kgroups <= 1u) return;
+  uint j = 0u;
+  while (j + 1u < p.kgroups && k0 >= p.k_begin[j + 1u]) ++j;
+  a_shift = p.ka_shift[j];
+  a_row = p.ka_row[j];
+  b_shift = p.kb_shift[j];
+}
 
 uint group_of(uint tile) {  // the product a column tile belongs to
   uint g = 0u;

@@ -121,11 +121,13 @@ void main() {
   uint gn = GLU != 0u ? n0 + ((bn) / 32u) * 16u + (bn) % 16u : n0 + (bn);     \
   uint bb = GLU != 0u ? b_batch + p.b_offset[((bn) / 16u) % 2u] : b_base;
 #define LOAD_STEP(k0)                                                                          \
+  uint ka_shift, ka_row, kb_shift;                                                             \
+  k_group_at(k0, ka_shift, ka_row, kb_shift);                                                  \
   if (VEC4_A != 0u) {                                                                          \
     for (uint l = 0u; l < A_LOADS; l += 4u) {                                                  \
       A_ELEM(l, am, ak)                                                                        \
       uint gm = m0 + am, gk = (k0) + ak;                                                       \
-      vec4 v = (gm < p.M && gk < k_end) ? a4[(a_base + gm * p.a_row_stride + gk) / 4u] : vec4(0.0f); \
+      vec4 v = (gm < p.M && gk < k_end) ? a4[(a_base + ka_shift + gm * ka_row + gk) / 4u] : vec4(0.0f); \
       ra[l] = v.x; ra[l + 1u] = v.y; ra[l + 2u] = v.z; ra[l + 3u] = v.w;                       \
     }                                                                                          \
   } else {                                                                                     \
@@ -133,7 +135,7 @@ void main() {
       A_ELEM(l, am, ak)                                                                        \
       uint gm = m0 + am, gk = (k0) + ak;                                                       \
       ra[l] = (gm < p.M && gk < k_end)                                                         \
-          ? uintBitsToFloat(a_data[a_base + gm * p.a_row_stride + gk * p.a_col_stride]) : 0.0f; \
+          ? uintBitsToFloat(a_data[a_base + ka_shift + gm * ka_row + gk * p.a_col_stride]) : 0.0f; \
     }                                                                                          \
   }                                                                                            \
   if (VEC4_B != 0u) {                                                                          \
@@ -141,7 +143,7 @@ void main() {
       B_ELEM(l, bk, bn)                                                                        \
       B_COLUMN(bn, gn, bb)                                                                     \
       uint gk = (k0) + bk;                                                                     \
-      vec4 v = (gn < N && gk < k_end) ? b4[(bb + gk * b_row + gn * b_col) / 4u] : vec4(0.0f);  \
+      vec4 v = (gn < N && gk < k_end) ? b4[(bb + kb_shift + gk * b_row + gn * b_col) / 4u] : vec4(0.0f); \
       rb[l] = v.x; rb[l + 1u] = v.y; rb[l + 2u] = v.z; rb[l + 3u] = v.w;                       \
     }                                                                                          \
   } else {                                                                                     \
@@ -149,7 +151,7 @@ void main() {
       B_ELEM(l, bk, bn)                                                                        \
       B_COLUMN(bn, gn, bb)                                                                     \
       uint gk = (k0) + bk;                                                                     \
-      rb[l] = (gn < N && gk < k_end) ? uintBitsToFloat(b_data[bb + gk * b_row + gn * b_col]) : 0.0f; \
+      rb[l] = (gn < N && gk < k_end) ? uintBitsToFloat(b_data[bb + kb_shift + gk * b_row + gn * b_col]) : 0.0f; \
     }                                                                                          \
   }
 

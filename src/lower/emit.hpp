@@ -100,6 +100,8 @@ void emit_matmul(Emitter& e, int node, const MatMulFusions& f = {});
 void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weights, int outputs,
                           const std::vector<uint32_t>& b_offsets, const std::vector<uint32_t>& c_offsets,
                           const MatMulFusions& f = {});
+// The sum of products whose value node `node` is (pairs.hpp ProductSum), as one dispatch.
+void emit_product_sum(Emitter& e, int node, const ProductSum& sum);
 void emit_reduce(Emitter& e, int node, int mul = -1);
 void emit_row(Emitter& e, int node);          // softmax, log_softmax, rms_norm, layer_norm
 void emit_index(Emitter& e, int node);        // gather, scatter_add, one_hot, cross_entropy

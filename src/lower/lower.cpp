@@ -158,13 +158,19 @@ Lowered lower(const Graph& g, const std::vector<int>& keep, const LowerOptions& 
   const Fusion fused = fusion(g, keep, live, options.fuse);
   const NodeUses uses = node_uses(g, live, keep);
   run_scatters_in_place(g, live, uses, fused, out);
-  const Fusions f = find_fusions(g, live, uses, out, groups, group_of, fused.group_of, options);
+  Fusions f = find_fusions(g, live, uses, out, groups, group_of, fused.group_of, options);
+  find_product_sums(g, live, uses, out, group_of, fused.group_of, options, f);
   const std::vector<int>& partner = f.partner;
   Emitter e(g, out, options);
   for (int id = 0; id < g.size(); ++id) {
     const Node& n = g.node(id);
     if (!live[static_cast<size_t>(id)] || op_kind(n.op) == OpKind::Leaf || is_view(g, n)) continue;
     if (numel(n.shape) == 0) continue;  // nothing to compute
+    if (int sum = f.sum_of[static_cast<size_t>(id)]; sum >= 0) {
+      emit_product_sum(e, id, f.sums[static_cast<size_t>(sum)]);
+      continue;
+    }
+    if (f.in_sum[static_cast<size_t>(id)]) continue;  // in a sum of products
     if (!group_of.empty() && group_of[static_cast<size_t>(id)] >= 0) {
       const MatMulGroup& grp = groups[static_cast<size_t>(group_of[static_cast<size_t>(id)])];
       if (grp.members[0] != id) continue;  // the group runs at its first member

@@ -33,17 +33,34 @@ struct GroupRotary {
   uint32_t product[2] = {0, 0};
 };
 
+// A sum of matmul products that one split-K dispatch computes over their K ranges together
+// (product_sums.cpp): a backward's d x = dq·Wq + dk·Wk + dv·Wv, or d gate·Wg + d up·Wu.
+struct ProductSum {
+  std::vector<int> products;  // matmul / matmul_add nodes whose A·B are added (2..kMatMulMaxGroups)
+  int residual = -1;          // the one addend that is not a product, or -1
+};
+
 // Everything lowering computes inside another node's dispatch. partner: as pair_nodes (rotaries,
 // d k with d v, a single product and its norm), and kEmittedWithPartner for every node another
 // emission computes. By node: norm_of_add (the norm backward an add emits, adding its other
 // operand), mul_of_reduce (the product a sum/mean maps), norm_a_of (the rms_norm a GEMV product
 // takes as A; a group: at its first member). By matmul group: glu_of_group (its swiglu),
-// rotary_of_group (the rotary pair its summing pass computes).
+// rotary_of_group (the rotary pair its summing pass computes). sum_of: the sum (index into
+// sums) a node emits, the node whose value the sum is; in_sum: nodes computed by a sum.
 struct Fusions {
   std::vector<int> partner, norm_of_add, mul_of_reduce, norm_a_of;
   std::vector<int> glu_of_group;
   std::vector<GroupRotary> rotary_of_group;
+  std::vector<ProductSum> sums;
+  std::vector<int> sum_of;
+  std::vector<bool> in_sum;
 };
+
+// Finds the sums of products (after every other claim of find_fusions), in `f`; gives their
+// operands' storage its layout in `out` (each product's A in one packed tensor).
+void find_product_sums(const Graph& g, const std::vector<bool>& live, const NodeUses& uses, Lowered& out,
+                       const std::vector<int>& group_of, const std::vector<int>& fused_group_of,
+                       const LowerOptions& options, Fusions& f);
 // group_of: each node's matmul group (horizontal.hpp); fused_group_of: its elementwise group
 // (fuse_elementwise.hpp), or -1. With options.fuse off, nothing pairs (every vector all -1).
 Fusions find_fusions(const Graph& g, const std::vector<bool>& live, const NodeUses& uses, const Lowered& out,
