@@ -108,40 +108,22 @@ void store_c(uint g, uint bt, uint gm, uint gn, float acc, uint split) {
 #ifdef MATMUL_SPLIT_FINISH_BINDING
 shared bool split_is_last;
 
-// The tile count of (bt, the row tile of m0, column tile `tile`).
-uint split_counter(uint bt, uint m0, uint rows, uint tile) {
-  return (bt * ((p.M + rows - 1u) / rows) + m0 / rows) * p.tile0[p.groups] + tile;
-}
-
-// After a workgroup stored its partials of a tile: counts it in; true (in every invocation) for
-// the tile's last split to arrive, which then sees every split's partials. The pattern of CUDA's
+// After a workgroup stored its partials of the tile (bt, row tile, column tile `tile`), of
+// `rows` x `cols` elements from (m0, n0) of product g: counts it in, and if it was the tile's
+// last split, adds the splits' partials in split order (the same sum as matmul_split_sum.comp,
+// whatever order the workgroups ran in) and stores C with the epilogue. The pattern of CUDA's
 // threadFenceReduction: each invocation's writes are made visible device-wide before one
 // invocation counts the workgroup in.
-bool split_arrive_last(uint counter) {
-  memoryBarrierBuffer();
-  barrier();
-  if (gl_LocalInvocationID.x == 0u) split_is_last = atomicAdd(tile_count[counter], 1u) == p.splits - 1u;
-  barrier();
-  if (split_is_last) memoryBarrierBuffer();
-  return split_is_last;
-}
-
-// A product's element i summed over the splits' partials, in split order.
-float split_total(uint i) {
-  float sum = 0.0f;
-  for (uint s = 0u; s < p.splits; ++s) sum += uintBitsToFloat(part_data[s * p.split_stride + i]);
-  return sum;
-}
-
-// After a workgroup stored its partials of the tile (bt, row tile, column tile `tile`), of
-// `rows` x `cols` elements from (m0, n0) of product g: if it was the tile's last split, adds the
-// splits' partials in split order (the same sum as matmul_split_sum.comp, whatever order the
-// workgroups ran in) and stores C with the epilogue.
 void split_finish(uint g, uint bt, uint m0, uint n0, uint tile, uint rows, uint cols) {
   if (SPLIT_PARTIAL != SPLIT_FINISH) return;
   const uint tid = gl_LocalInvocationID.x;
-  const uint counter = split_counter(bt, m0, rows, tile);
-  if (!split_arrive_last(counter)) return;
+  const uint counter = (bt * ((p.M + rows - 1u) / rows) + m0 / rows) * p.tile0[p.groups] + tile;
+  memoryBarrierBuffer();
+  barrier();
+  if (tid == 0u) split_is_last = atomicAdd(tile_count[counter], 1u) == p.splits - 1u;
+  barrier();
+  if (!split_is_last) return;
+  memoryBarrierBuffer();
   const uint N = p.N[g];
   // Four columns an invocation where C's rows and the partials are 16-byte aligned: the splits'
   // loads are independent, so they are in flight together (one column at a time, the finishing
@@ -163,7 +145,8 @@ void split_finish(uint g, uint bt, uint m0, uint n0, uint tile, uint rows, uint 
     uint gm = m0 + e / cols, gn = n0 + e % cols;
     if (gm >= p.M || gn >= N) continue;
     uint i = c_index(g, bt, gm, gn);
-    const float sum = split_total(i);
+    float sum = 0.0f;
+    for (uint s = 0u; s < p.splits; ++s) sum += uintBitsToFloat(part_data[s * p.split_stride + i]);
     c_data[i] = floatBitsToUint(p.groups == 1u ? epilogue(sum, bt, gm, gn) : sum);
   }
   if (tid == 0u) tile_count[counter] = 0u;
