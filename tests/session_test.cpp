@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <optional>
 
 #include "op_case.hpp"
 
@@ -71,6 +72,41 @@ TEST(Session, PlannerReusesMemoryWithoutChangingResults) {
     EXPECT_EQ(a.shape, c.shape);
     EXPECT_TRUE(a.bytes == c.bytes) << "output '" << name << "' differs between reuse on and off";
   }
+}
+
+// Dispatches are recorded by dependency level (plan/schedule.hpp): the long chain's side branch
+// and the independent row sums of a second input join the levels of the chain instead of
+// waiting behind it, so the step has fewer barriers than in lowering's order
+// (MEGANEURA_SCHEDULE=program), and the same results, bit for bit, with memory reuse on.
+TEST(Session, IndependentDispatchesShareLevels) {
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  CaseBuilder b(rng);
+  b.rtol = 5e-3;  // as PlannerReusesMemoryWithoutChangingResults: the chain drifts in f32
+  build_long_chain(b);
+  Tensor z = b.input("z", {33, 65});
+  b.output("z_rows", sum(exp(z), {1}));  // lowered last, needs nothing of the chain
+  std::optional<Session> program;
+  {
+    mntest::ScopedEnv order("MEGANEURA_SCHEDULE", "program");
+    program.emplace(build_inference_session(b.g));
+  }
+  Session level = build_inference_session(b.g);
+  EXPECT_EQ(level.stats().dispatches, program->stats().dispatches);
+  EXPECT_LT(level.stats().barriers, program->stats().barriers) << level.listing();
+  // By level, z's row sums come before the first barrier after the uploads; in program order,
+  // at the end, behind the chain's barriers.
+  const std::string listing = level.listing();
+  const size_t first_compute_barrier = listing.find("barrier  compute -> compute");
+  EXPECT_LT(listing.find("[33,65]"), first_compute_barrier) << listing;
+  EXPECT_GT(program->listing().find("[33,65]"), program->listing().find("barrier  compute -> compute")) << program->listing();
+  feed(level, b);
+  feed(*program, b);
+  level.step();
+  program->step();
+  check_outputs(level, b);
+  for (const char* name : {"y", "side", "z_rows"})
+    EXPECT_TRUE(level.read_output(name).bytes == program->read_output(name).bytes) << name;
 }
 
 TEST(Session, RecordsOnceAndReplays) {

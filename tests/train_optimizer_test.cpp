@@ -408,6 +408,36 @@ TEST(TrainParams, LargeModelsUpdateInSeveralPacks) {
   EXPECT_NE(listing.find("update 2 parameters (" + std::to_string(2 * n * 4) + " bytes)"), std::string::npos) << listing;
 }
 
+// A norm's weight gradient reads the row statistics its backward wrote (lowering pairs them:
+// "row statistics from the backward"), and matches the host's: d loss / d w_d = sum_r c_rd xhat_rd
+// for loss = sum(rms_norm(x, w) * c).
+TEST(TrainParams, NormWeightGradientReadsTheBackwardsRowStatistics) {
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  constexpr int64_t R = 7, D = 33;
+  Graph g;
+  Tensor x = g.parameter("x", {R, D}), w = g.parameter("w", {D}), c = g.input("c", {R, D});
+  Tensor loss = sum(rms_norm(x, w, 1e-5f) * c);
+  Session s = build_session(g, loss, {.optimizer = SGD{.lr = 0.0f}});
+  EXPECT_NE(s.listing().find("row statistics from the backward"), std::string::npos) << s.listing();
+  const std::vector<float> xs = rng.floats(R * D, -2, 2), ws = rng.floats(D, 0.5, 1.5), cs = rng.floats(R * D, -1, 1);
+  s.set_parameter("x", host_f32({R, D}, xs));
+  s.set_parameter("w", host_f32({D}, ws));
+  s.set_input("c", host_f32({R, D}, cs));
+  s.step();
+  const std::vector<float> got = to_floats(s.read_grad("w"));
+  for (int64_t d = 0; d < D; ++d) {
+    double want = 0;
+    for (int64_t r = 0; r < R; ++r) {
+      double ss = 0;
+      for (int64_t k = 0; k < D; ++k) ss += double(xs[static_cast<size_t>(r * D + k)]) * xs[static_cast<size_t>(r * D + k)];
+      const double rstd = 1.0 / std::sqrt(ss / D + 1e-5);
+      want += double(cs[static_cast<size_t>(r * D + d)]) * xs[static_cast<size_t>(r * D + d)] * rstd;
+    }
+    EXPECT_NEAR(got[static_cast<size_t>(d)], want, 1e-5 * (1 + std::abs(want))) << "d w[" << d << "]";
+  }
+}
+
 // ---- 7: a parameter the loss does not depend on -----------------------------------------------
 
 TEST(TrainParams, UnusedParameterIsNeverUpdated) {
