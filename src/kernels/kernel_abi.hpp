@@ -181,6 +181,7 @@ struct MatMulParams {
   // row-major in binding 2, A_j(m, k) = A[ka_shift[j] + m * ka_row[j] + k]; every B_j is
   // [K_j, N] in binding 3 with B's strides, at its element offset plus kb_shift[j] (shifts are
   // the product's offset less where its k range begins, mod 2^32). Each K_j is a multiple of 32.
+  // Spec 10 K_GROUPS = 1 marks such a call (spec 9, GLU, then 0).
   uint32_t kgroups, k_begin[kMatMulMaxGroups], ka_shift[kMatMulMaxGroups], ka_row[kMatMulMaxGroups];
   uint32_t kb_shift[kMatMulMaxGroups];
 };

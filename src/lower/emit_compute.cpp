@@ -300,8 +300,9 @@ void emit_product_sum(Emitter& e, int id, const ProductSum& sum) {
   if (is_coop(plan.kernel)) c.tensors.push_back({id, true});  // binding 7: no GLU
   c.tensors.push_back({split ? e.scratch(uint64_t{p.split_stride} * plan.splits * 4) : id, true});
   c.tensors.push_back({split ? e.state(row_tiles * p.tile0[1] * 4) : id, true});
-  // spec 1-3 the epilogue, 4 SPLIT_PARTIAL, 5 unused, 6 VEC4_A (the pack's rows are aligned), 7 B_KCONTIG, 8 VEC4_B
-  c.spec = {0u, LIN_ACT_NONE, has_res ? 1u : 0u, split ? SPLIT_FINISH : 0u, 0u, 1u, 0u, vec_b ? 1u : 0u};
+  // spec 1-3 the epilogue, 4 SPLIT_PARTIAL, 5 unused, 6 VEC4_A (the pack's rows are aligned),
+  // 7 B_KCONTIG, 8 VEC4_B, 9 GLU (tensor cores), 10 K_GROUPS
+  c.spec = {0u, LIN_ACT_NONE, has_res ? 1u : 0u, split ? SPLIT_FINISH : 0u, 0u, 1u, 0u, vec_b ? 1u : 0u, 0u, 1u};
   c.groups = {std::min(p.tile0[1], kMaxGroups), u32(row_tiles * plan.splits, "matmul row jobs"), 1};
   Emitter::set_params(c, p);
 }
