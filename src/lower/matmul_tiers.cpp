@@ -98,8 +98,8 @@ MatMulPlan plan_matmul(const MatMulTiers& t, uint64_t M, uint64_t N, uint64_t K,
   }
   // Split-K where the output tiles would leave most of a large GPU (~100+ SMs) idle and K is long
   // enough to share out (at least 128 per split): about 128 workgroups in all. (A gate/up pair of
-  // 96 tiles split 2 ways, the swiglu stored by each tile's last split, made SmolLM2's inference
-  // 3.15 -> 3.45 ms on an H100.) A very long K
+  // 96 tiles split 2 ways, the swiglu stored by each tile's last split, was no faster on an
+  // H100.) A very long K
   // (an LM head's gradient, K = vocabulary) gets about 512, at least 512 deep each: a split's
   // time grows with its K range, and one workgroup per SM leaves its latency unhidden (H100: 211
   // µs at 8 splits for 128 x 576 x 49152).
