@@ -14,12 +14,6 @@ namespace {
 
 using namespace meganeura;
 
-int count_lines(const std::string& listing, const std::string& what) {
-  int n = 0;
-  for (size_t at = listing.find(what); at != std::string::npos; at = listing.find(what, at + 1)) ++n;
-  return n;
-}
-
 struct Fused {
   Session fused, plain;
   std::string listing;  // of the fused session

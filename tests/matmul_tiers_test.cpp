@@ -220,10 +220,8 @@ TEST(MatMulProductSums, ThreeProductsAndAResidualInOneDispatch) {
     }
     const std::string listing = s->listing();
     ASSERT_NE(listing.find("sum of %"), std::string::npos) << listing;
-    size_t products = 0;  // dispatches of a matmul kernel: the grouped forward and the sum
-    for (size_t at = listing.find("dispatch matmul"); at != std::string::npos; at = listing.find("dispatch matmul", at + 1))
-      ++products;
-    EXPECT_EQ(products, 2u) << listing;
+    // Dispatches of a matmul kernel: the grouped forward and the sum.
+    EXPECT_EQ(count_lines(listing, "dispatch matmul"), 2) << listing;
     EXPECT_EQ(listing.find(" add %"), std::string::npos) << "no add is left: " << listing;
     Rng rng;
     SCOPED_TRACE(seed_note(rng.seed()));
@@ -297,9 +295,7 @@ TEST(MatMulSplitK, NormOfTheSumRunsInTheSummingPass) {
     g.output("u", rms_norm(h, w * 2.0f, static_cast<float>(eps)));  // its weight is computed after h
     Session s = build_inference_session(g);  // pairing is lowering's fusion: on with the optimizer
     const std::string listing = s.listing();
-    size_t norms = 0;
-    for (size_t at = listing.find("dispatch norm "); at != std::string::npos; at = listing.find("dispatch norm ", at + 1)) ++norms;
-    EXPECT_EQ(norms, std::string(split) == "0" ? 3u : 1u) << listing;
+    EXPECT_EQ(count_lines(listing, "dispatch norm "), std::string(split) == "0" ? 3 : 1) << listing;
     if (std::string(split) != "0") {
       EXPECT_NE(listing.find("split-K sum, rms_norm %"), std::string::npos) << listing;
       EXPECT_NE(listing.find("split-K sum, layer_norm %"), std::string::npos) << listing;

@@ -28,6 +28,12 @@ std::string seed_note(uint64_t seed) {
   return "seed " + std::to_string(seed) + " (rerun with MEGANEURA_TEST_SEED=" + std::to_string(seed) + ")";
 }
 
+int count_lines(const std::string& listing, const std::string& what) {
+  int n = 0;
+  for (size_t at = listing.find(what); at != std::string::npos; at = listing.find(what, at + 1)) ++n;
+  return n;
+}
+
 std::vector<float> Rng::floats(int64_t n, double lo, double hi) {
   std::vector<float> v(static_cast<size_t>(n));
   for (auto& x : v) x = static_cast<float>(uniform(lo, hi));

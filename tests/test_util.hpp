@@ -89,6 +89,9 @@ std::string message_of(F&& f) {
 // "seed 1234 (rerun with MEGANEURA_TEST_SEED=1234)"
 std::string seed_note(uint64_t seed);
 
+// How many times `what` occurs in a session's listing (dispatches of a kernel, labels).
+int count_lines(const std::string& listing, const std::string& what);
+
 meganeura::HostTensor host_f32(const meganeura::Shape& s, const std::vector<float>& v);
 meganeura::HostTensor host_i32(const meganeura::Shape& s, const std::vector<int32_t>& v);
 meganeura::HostTensor host_u32(const meganeura::Shape& s, const std::vector<uint32_t>& v);

@@ -368,10 +368,7 @@ TEST(TrainParams, PackedUpdatesStepEveryParameterAndSpareFrozenOnes) {
     expect("c");
     // All three in one pack; with w1 frozen, w2 (sharing w1's storage) and c update alone.
     const std::string listing = s.listing();
-    size_t updates = 0;
-    for (size_t at = listing.find("dispatch optimizer"); at != std::string::npos; at = listing.find("dispatch optimizer", at + 1))
-      ++updates;
-    EXPECT_EQ(updates, freeze_w1 ? 2u : 1u) << listing;
+    EXPECT_EQ(count_lines(listing, "dispatch optimizer"), freeze_w1 ? 2 : 1) << listing;
   }
 }
 
@@ -401,10 +398,7 @@ TEST(TrainParams, LargeModelsUpdateInSeveralPacks) {
     }
   }
   const std::string listing = s.listing();
-  size_t updates = 0;
-  for (size_t at = listing.find("dispatch optimizer"); at != std::string::npos; at = listing.find("dispatch optimizer", at + 1))
-    ++updates;
-  EXPECT_EQ(updates, 2u) << listing;
+  EXPECT_EQ(count_lines(listing, "dispatch optimizer"), 2) << listing;
   EXPECT_NE(listing.find("update 2 parameters (" + std::to_string(2 * n * 4) + " bytes)"), std::string::npos) << listing;
 }
 

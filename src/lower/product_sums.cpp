@@ -33,12 +33,17 @@ struct Finder {
     const Shape& b = g.node(n.inputs[1]).shape;
     return a.back() % 32 == 0 && b.size() == 2 && numel(a) == n.shape[n.shape.size() - 2] * a.back();
   }
-  // A node whose value only the sum needs, computed by no other fusion.
+  // A node no other fusion of lowering computes or takes.
+  bool unclaimed(int id) const {
+    const auto i = static_cast<size_t>(id);
+    return live[i] && f.partner[i] == -1 && f.norm_of_add[i] < 0 && f.mul_of_reduce[i] < 0 && f.norm_a_of[i] < 0 &&
+           fused_group_of[i] < 0 && (group_of.empty() || group_of[i] < 0) && !f.in_sum[i];
+  }
+  // A node whose value only the sum needs.
   bool absorbable(int id, const Shape& shape) const {
     const auto i = static_cast<size_t>(id);
-    return live[i] && uses.readers[i].size() == 1 && !uses.kept[i] && !out.tensors[i].output && f.partner[i] == -1 &&
-           f.norm_of_add[i] < 0 && f.mul_of_reduce[i] < 0 && f.norm_a_of[i] < 0 && fused_group_of[i] < 0 &&
-           (group_of.empty() || group_of[i] < 0) && g.node(id).shape == shape && !f.in_sum[i];
+    return unclaimed(id) && uses.readers[i].size() == 1 && !uses.kept[i] && !out.tensors[i].output &&
+           g.node(id).shape == shape;
   }
   // The terms of node `id` (a product, a matmul_add or an add): products into `products`, the
   // rest into `others`; absorbed nodes into `inner`.
@@ -79,11 +84,8 @@ void find_product_sums(const Graph& g, const std::vector<bool>& live, const Node
   for (int id = g.size() - 1; id >= 0; --id) {  // from the last: the largest sum first
     const auto i = static_cast<size_t>(id);
     const Node& root = g.node(id);
-    if (!live[i] || f.in_sum[i] || (root.op != Op::Add && root.op != Op::MatMulAdd)) continue;
+    if ((root.op != Op::Add && root.op != Op::MatMulAdd) || root.dtype != DType::f32 || !finder.unclaimed(id)) continue;
     if (root.op == Op::MatMulAdd && !finder.plain_product(id)) continue;
-    if (f.partner[i] != -1 || f.norm_of_add[i] >= 0 || f.mul_of_reduce[i] >= 0 || fused_group_of[i] >= 0 ||
-        (!group_of.empty() && group_of[i] >= 0) || root.dtype != DType::f32)
-      continue;
     ProductSum s;
     std::vector<int> others, inner;
     finder.terms(id, root.shape, s, others, inner);
@@ -93,34 +95,32 @@ void find_product_sums(const Graph& g, const std::vector<bool>& live, const Node
     // Every product's A is the whole of a storage of its own (packed side by side below), every
     // B lies in one storage (a horizontally fused group's packed weights).
     bool ok = true;
-    std::set<int> roots;
+    std::vector<int> a_roots;  // each product's A storage, in product order
     const int b_root = out.root(g.node(s.products[0]).inputs[1]);
     for (int p : s.products) {
       const Node& pn = g.node(p);
       const int a = pn.inputs[0], ar = out.root(a);
       const TensorDesc& d = out.tensors[static_cast<size_t>(ar)];
       ok = ok && pn.shape.back() == N && pn.shape[pn.shape.size() - 2] == M && out.root(pn.inputs[1]) == b_root &&
-           out.offset_in_root(pn.inputs[1]) % 16 == 0 && ar >= 0 && d.role == Role::Intermediate && !d.output &&
+           out.offset_in_root(pn.inputs[1]) % 16 == 0 && d.role == Role::Intermediate && !d.output &&
            (ar >= g.size() || !uses.kept[static_cast<size_t>(ar)]) && out.offset_in_root(a) == 0 &&
-           d.bytes == static_cast<uint64_t>(numel(g.node(a).shape)) * 4 && roots.insert(ar).second && !packed_roots.count(ar);
+           d.bytes == static_cast<uint64_t>(numel(g.node(a).shape)) * 4 &&
+           std::find(a_roots.begin(), a_roots.end(), ar) == a_roots.end() && !packed_roots.count(ar);
+      a_roots.push_back(ar);
     }
     if (!ok) continue;
-    uint64_t fill = 0;
-    std::vector<uint64_t> at;
-    for (int p : s.products) {
-      at.push_back(fill);
-      fill = pack_offset(fill + out.tensors[static_cast<size_t>(out.root(g.node(p).inputs[0]))].bytes);
-    }
     TensorDesc pack;
-    pack.bytes = fill;
     out.tensors.push_back(pack);
     const int pack_id = static_cast<int>(out.tensors.size()) - 1;
-    for (size_t j = 0; j < s.products.size(); ++j) {
-      const int ar = out.root(g.node(s.products[j]).inputs[0]);
+    uint64_t fill = 0;
+    for (int ar : a_roots) {
+      TensorDesc& d = out.tensors[static_cast<size_t>(ar)];
+      d.alias_of = pack_id;
+      d.alias_offset = fill;
+      fill = pack_offset(fill + d.bytes);
       packed_roots.insert(ar);
-      out.tensors[static_cast<size_t>(ar)].alias_of = pack_id;
-      out.tensors[static_cast<size_t>(ar)].alias_offset = at[j];
     }
+    out.tensors[static_cast<size_t>(pack_id)].bytes = fill;
     s.residual = others.empty() ? -1 : others[0];
     f.sum_of[i] = static_cast<int>(f.sums.size());
     f.sums.push_back(std::move(s));

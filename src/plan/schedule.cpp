@@ -27,20 +27,22 @@ Schedule schedule_calls(const lower::Lowered& low, bool by_level) {
     return s;
   }
   std::vector<std::vector<Touch>> touched(low.tensors.size());  // by root tensor
+  std::vector<std::pair<size_t, Touch>> mine;                    // this call's accesses, by root
   for (size_t c = 0; c < n; ++c) {
     int level = 0;
-    const auto& accesses = low.calls[c].tensors;
-    for (const lower::Access& a : accesses) {
-      const auto root = static_cast<size_t>(low.root(a.tensor));
-      const uint64_t begin = low.offset_in_root(a.tensor), end = begin + low.tensors[static_cast<size_t>(a.tensor)].bytes;
-      for (const Touch& t : touched[root])
-        if ((t.write || a.write) && t.begin < end && begin < t.end) level = std::max(level, t.level + 1);
-    }
-    s.level[c] = level;
-    for (const lower::Access& a : accesses) {
+    mine.clear();
+    for (const lower::Access& a : low.calls[c].tensors) {
       const uint64_t begin = low.offset_in_root(a.tensor);
-      touched[static_cast<size_t>(low.root(a.tensor))].push_back(
-          {begin, begin + low.tensors[static_cast<size_t>(a.tensor)].bytes, a.write, level});
+      mine.push_back({static_cast<size_t>(low.root(a.tensor)),
+                      {begin, begin + low.tensors[static_cast<size_t>(a.tensor)].bytes, a.write, 0}});
+    }
+    for (const auto& [root, x] : mine)
+      for (const Touch& t : touched[root])
+        if ((t.write || x.write) && t.begin < x.end && x.begin < t.end) level = std::max(level, t.level + 1);
+    s.level[c] = level;
+    for (auto& [root, x] : mine) {
+      x.level = level;
+      touched[root].push_back(x);
     }
   }
   std::stable_sort(s.order.begin(), s.order.end(), [&](size_t a, size_t b) { return s.level[a] < s.level[b]; });
