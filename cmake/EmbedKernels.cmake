@@ -29,7 +29,7 @@ function(_mn_kernel name source)
     set(_spv ${MEGANEURA_KERNEL_INCLUDE_DIR}/${name}.spv)
     set(_validate
       COMMAND ${_glslang} -o ${_spv} ${source}
-      COMMAND ${MEGANEURA_SPIRV_VAL} --target-env vulkan1.1 ${_spv})
+      COMMAND ${MEGANEURA_SPIRV_VAL} --target-env vulkan1.1 --uniform-buffer-standard-layout ${_spv})
   endif()
   add_custom_command(
     OUTPUT ${_hdr}

@@ -2,7 +2,7 @@
 // keys a query row sees (kernel_abi.hpp, Attention). Include after common.glsl, with HAS_POSITION
 // and `position_data` (the i32 [1] position buffer, read only when HAS_POSITION is set) declared.
 struct AttentionParams { uint hq, hkv, sq, sk, d, dv, causal, lse_offset; float scale; uint window, seq_major, pad; };
-layout(std430, set = 0, binding = 0) readonly buffer Params { AttentionParams p; };
+PARAMS_BLOCK { AttentionParams p; };
 
 // Where one head's rows lie: position s of head `bh` (batch * heads + head) of a tensor with
 // `heads` heads of `seq` positions is row first_row(bh, heads, seq) + s * row_step(heads); a row

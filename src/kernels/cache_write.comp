@@ -7,7 +7,7 @@
 #include "common.glsl"
 
 struct IndexParams { uint outer, len, inner, n_idx, node, pad[3]; };
-layout(std430, set = 0, binding = 0) readonly buffer Params { IndexParams p; };
+PARAMS_BLOCK { IndexParams p; };
 layout(std430, set = 0, binding = 2) readonly buffer Rows { uint rows[]; };
 layout(std430, set = 0, binding = 3) readonly buffer Position { int position[]; };
 layout(std430, set = 0, binding = 4) writeonly buffer State { uint state[]; };

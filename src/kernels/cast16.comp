@@ -8,7 +8,7 @@ layout(constant_id = 1) const uint MODE = 0u;
 const uint CAST_F16_TO_F32 = 0u, CAST_BF16_TO_F32 = 1u, CAST_F32_TO_F16 = 2u, CAST_F32_TO_BF16 = 3u;
 
 struct Cast16Params { uint n; };
-layout(std430, set = 0, binding = 0) readonly buffer Params { Cast16Params p; };
+PARAMS_BLOCK { Cast16Params p; };
 layout(std430, set = 0, binding = 2) readonly buffer In { uint src[]; };
 layout(std430, set = 0, binding = 3) writeonly buffer Out { uint dst[]; };
 

@@ -8,7 +8,7 @@
 
 struct ClipParams { uint count; float max_norm; uint pad0, pad1; };
 struct Hyper { float lr, bias1, bias2, clip_scale; uint apply, pad0, pad1, pad2; };
-layout(std430, set = 0, binding = 0) readonly buffer Params { ClipParams p; };
+PARAMS_BLOCK { ClipParams p; };
 layout(std430, set = 0, binding = 2) readonly buffer Sums { float sums[]; };
 layout(std430, set = 0, binding = 3) buffer HyperBlock { Hyper h; };
 

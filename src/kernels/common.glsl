@@ -5,7 +5,15 @@
 // Assumptions every kernel makes: the workgroup size (spec constant 0) is a power of two, and
 // 256 for MatMul (its tile mapping needs exactly 256 invocations).
 
+#extension GL_EXT_scalar_block_layout : require
+
 layout(local_size_x_id = 0) in;
+
+// Binding 0: the kernel's params block, a uniform buffer in std430 layout (Vulkan 1.2's
+// uniformBufferStandardLayout), so that its reads go through the constant cache rather than
+// global memory: small kernels wait on them before anything else. On a device without that
+// feature the runtime rewrites the block into a storage buffer (spirv.hpp, params_as_storage).
+#define PARAMS_BLOCK layout(std430, set = 0, binding = 0) uniform Params
 
 const uint DT_F32 = 0u, DT_I32 = 1u, DT_U32 = 2u;
 const uint STATUS_INDEX_OUT_OF_RANGE = 1u;

@@ -7,7 +7,7 @@
 #include "common.glsl"
 
 struct CrossEntropyParams { uint rows, classes; int ignore_index; uint node; };
-layout(std430, set = 0, binding = 0) readonly buffer Params { CrossEntropyParams p; };
+PARAMS_BLOCK { CrossEntropyParams p; };
 layout(std430, set = 0, binding = 2) readonly buffer Logits { uint logits[]; };
 layout(std430, set = 0, binding = 3) readonly buffer Labels { uint labels[]; };
 layout(std430, set = 0, binding = 4) readonly buffer DLoss { uint dloss[]; };

@@ -6,7 +6,7 @@
 #include "common.glsl"
 
 struct CrossEntropyParams { uint rows, classes; int ignore_index; uint node; };
-layout(std430, set = 0, binding = 0) readonly buffer Params { CrossEntropyParams p; };
+PARAMS_BLOCK { CrossEntropyParams p; };
 layout(std430, set = 0, binding = 2) readonly buffer Scratch { uint scratch[]; };
 layout(std430, set = 0, binding = 3) writeonly buffer Out { uint out_data[]; };
 

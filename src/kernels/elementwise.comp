@@ -20,7 +20,7 @@ struct ElementwiseParams {
   uint out_stride[8];
   uint in_stride[24];
 };
-layout(std430, set = 0, binding = 0) readonly buffer Params { ElementwiseParams p; };
+PARAMS_BLOCK { ElementwiseParams p; };
 
 // Inputs are always bindings 2..4 (unused ones are bound to input 0) and the output binding 5,
 // so one descriptor layout serves every arity and inputs stay readonly for the sync checker.

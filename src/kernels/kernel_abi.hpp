@@ -3,7 +3,9 @@
 // in src/kernels/*.comp; keep the two in step (std430 layout: every field is 4 bytes).
 //
 // Every kernel has the same descriptor layout:
-//   binding 0: readonly params block (one of the structs below, at this dispatch's offset)
+//   binding 0: params block (one of the structs below, at this dispatch's offset): a uniform
+//              buffer in std430 layout (PARAMS_BLOCK, common.glsl), or a storage buffer on
+//              devices without uniformBufferStandardLayout (vulkan/context.hpp)
 //   binding 1: status block (uint code, node, value, limit) for kernels that check indices
 //   binding 2..: tensors, inputs first then the output, as listed per kernel
 // Tensor buffers are declared as `uint data[]` and bit-cast, so one kernel serves f32/i32/u32.

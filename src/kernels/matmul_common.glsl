@@ -17,7 +17,7 @@ struct MatMulParams {
 #ifndef MATMUL_PARAMS_TAIL
 #define MATMUL_PARAMS_TAIL
 #endif
-layout(std430, set = 0, binding = 0) readonly buffer Params { MatMulParams p; MATMUL_PARAMS_TAIL };
+PARAMS_BLOCK { MatMulParams p; MATMUL_PARAMS_TAIL };
 layout(std430, set = 0, binding = 2) readonly buffer A { uint a_data[]; };
 layout(std430, set = 0, binding = 3) readonly buffer B { uint b_data[]; };
 layout(std430, set = 0, binding = 4) writeonly buffer C { uint c_data[]; };

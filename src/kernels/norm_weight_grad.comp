@@ -14,7 +14,7 @@ layout(constant_id = 1) const uint KIND = 0u;
 const uint NORM_RMS = 0u, NORM_LAYER = 1u;
 
 struct NormParams { uint rows, dim; float eps; uint pad; };
-layout(std430, set = 0, binding = 0) readonly buffer Params { NormParams p; };
+PARAMS_BLOCK { NormParams p; };
 layout(std430, set = 0, binding = 2) readonly buffer X { uint x[]; };
 layout(std430, set = 0, binding = 3) readonly buffer DY { uint dy[]; };
 layout(std430, set = 0, binding = 4) writeonly buffer DW { uint dw[]; };

@@ -7,7 +7,7 @@
 layout(constant_id = 1) const uint IDX_DTYPE = 1u;
 
 struct IndexParams { uint outer, len, inner, n_idx, node, pad[3]; };
-layout(std430, set = 0, binding = 0) readonly buffer Params { IndexParams p; };
+PARAMS_BLOCK { IndexParams p; };
 layout(std430, set = 0, binding = 2) readonly buffer Idx { uint idx[]; };
 layout(std430, set = 0, binding = 3) writeonly buffer Out { uint out_data[]; };
 

@@ -19,7 +19,7 @@ const uint OPT_SGD = 0u, OPT_ADAM = 1u, OPT_ADAMW = 2u;
 
 struct OptimizerParams { uint n; float lr_scale, grad_scale, weight_decay, momentum, beta1, beta2, eps; };
 struct Hyper { float lr, bias1, bias2, clip_scale; uint apply, pad0, pad1, pad2; };
-layout(std430, set = 0, binding = 0) readonly buffer Params { OptimizerParams p; };
+PARAMS_BLOCK { OptimizerParams p; };
 layout(std430, set = 0, binding = 2) buffer Param { float param[]; };
 layout(std430, set = 0, binding = 3) buffer Grad { float grad[]; };
 layout(std430, set = 0, binding = 4) buffer State1 { float state1[]; };  // SGD momentum buffer / Adam m

@@ -68,7 +68,7 @@ std::string pointwise_source(const PointwiseExpr& e) {
        "#extension GL_GOOGLE_include_directive : require\n"
        "#include \"common.glsl\"\n"
        "#include \"elementwise_ops.glsl\"\n\n"
-       "layout(std430, set = 0, binding = 0) readonly buffer Params {\n"
+       "PARAMS_BLOCK {\n"
        "  uint n, rank, pad0, pad1;\n"
     << "  uint shape[" << R << "];\n  uint in_offset[" << K << "];\n  uint in_stride[" << K * R << "];\n} p;\n";
   for (uint32_t j = 0; j < e.inputs; ++j)

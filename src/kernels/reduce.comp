@@ -19,7 +19,7 @@ struct ReduceParams {
   uint kept_shape[8], kept_stride[8];
   uint red_shape[8], red_stride[8];
 };
-layout(std430, set = 0, binding = 0) readonly buffer Params { ReduceParams p; };
+PARAMS_BLOCK { ReduceParams p; };
 layout(std430, set = 0, binding = 2) readonly buffer InA { uint a_data[]; };
 layout(std430, set = 0, binding = 3) readonly buffer InB { uint b_data[]; };
 layout(std430, set = 0, binding = 4) writeonly buffer Out { uint out_data[]; };

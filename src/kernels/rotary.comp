@@ -12,7 +12,7 @@ layout(constant_id = 1) const uint TRANSPOSED = 0u;
 #include "rotary_common.glsl"
 
 struct RotaryParams { uint parts, pad0, pad1, pad2; RotaryPart part[2]; };
-layout(std430, set = 0, binding = 0) readonly buffer Params { RotaryParams p; };
+PARAMS_BLOCK { RotaryParams p; };
 layout(std430, set = 0, binding = 2) readonly buffer X0 { float x0[]; };
 layout(std430, set = 0, binding = 3) readonly buffer X1 { float x1[]; };
 layout(std430, set = 0, binding = 4) readonly buffer Cos { float cos_t[]; };

@@ -8,7 +8,7 @@
 layout(constant_id = 1) const uint LOG = 0u;
 
 struct SoftmaxParams { uint outer, len, inner, pad; };
-layout(std430, set = 0, binding = 0) readonly buffer Params { SoftmaxParams p; };
+PARAMS_BLOCK { SoftmaxParams p; };
 layout(std430, set = 0, binding = 2) readonly buffer In { uint x[]; };
 layout(std430, set = 0, binding = 3) writeonly buffer Out { uint y[]; };
 

@@ -10,7 +10,7 @@
 layout(constant_id = 1) const uint LOG = 0u;
 
 struct SoftmaxParams { uint outer, len, inner, pad; };
-layout(std430, set = 0, binding = 0) readonly buffer Params { SoftmaxParams p; };
+PARAMS_BLOCK { SoftmaxParams p; };
 layout(std430, set = 0, binding = 2) readonly buffer Y { uint y[]; };
 layout(std430, set = 0, binding = 3) readonly buffer DY { uint dy[]; };
 layout(std430, set = 0, binding = 4) writeonly buffer DX { uint dx[]; };

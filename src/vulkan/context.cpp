@@ -49,6 +49,7 @@ VkDevice create_device(const DeviceProbe& d, uint32_t family) {
   v11.storageBuffer16BitAccess = d.storage16;
   auto v12 = init<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
   v12.shaderFloat16 = d.info.fp16;
+  v12.uniformBufferStandardLayout = d.ubo_std430;  // the params blocks (Context::params_descriptor)
   auto coop_khr = init<VkPhysicalDeviceCooperativeMatrixFeaturesKHR>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR);
   coop_khr.cooperativeMatrix = VK_TRUE;
   auto coop_nv = init<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
@@ -127,7 +128,9 @@ Context::Context() : impl_(std::make_unique<Impl>()) {
   check(vkCreateFence(device_, &fence, nullptr, &m.once_fence), "vkCreateFence");
   VkPhysicalDeviceProperties props;
   vkGetPhysicalDeviceProperties(physical_, &props);
-  m.pipelines = std::make_unique<PipelineCache>(device_, props);
+  params_descriptor_ = m.probe.ubo_std430 && !params_storage_requested() ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER
+                                                                          : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+  m.pipelines = std::make_unique<PipelineCache>(device_, props, params_descriptor_);
 }
 
 // Not vkDeviceWaitIdle: every submission was waited for, except one that timed out, and waiting

@@ -48,6 +48,9 @@ class Context {
   VkPhysicalDevice physical() const { return physical_; }
   VkQueue queue() const { return queue_; }
   uint32_t queue_family() const { return queue_family_; }
+  // Binding 0 (each kernel's params) as a uniform buffer (read through the constant cache), or,
+  // on a device without uniformBufferStandardLayout, a storage buffer (the SPIR-V is rewritten).
+  VkDescriptorType params_descriptor() const { return params_descriptor_; }
 
   // The pipeline for a kernel with specialization constants 1..spec.size() (0 is the workgroup
   // size) and `tensor_bindings` storage buffers after the params and status bindings. Cached.
@@ -94,6 +97,7 @@ class Context {
   VkDevice device_ = VK_NULL_HANDLE;
   VkQueue queue_ = VK_NULL_HANDLE;
   uint32_t queue_family_ = 0;
+  VkDescriptorType params_descriptor_ = VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER;
 };
 
 }  // namespace meganeura::vk

@@ -182,9 +182,12 @@ DeviceProbe probe(const Instance& inst, VkPhysicalDevice pd, int index) {
   auto coop_khr = init<VkPhysicalDeviceCooperativeMatrixFeaturesKHR>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR);
   auto coop_nv = init<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
   auto bf16 = init<VkPhysicalDeviceShaderBfloat16FeaturesKHR>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR);
+  auto ubo_layout = init<VkPhysicalDeviceUniformBufferStandardLayoutFeatures>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_UNIFORM_BUFFER_STANDARD_LAYOUT_FEATURES);
   auto features = init<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
   head = nullptr;
   if (v11) link(head, storage16);
+  if (v12) link(head, ubo_layout);
   if (v12 || d.has_extension(VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME)) link(head, float16);
   if (d.info.coopmat_khr) link(head, coop_khr);
   if (d.info.coopmat_nv) link(head, coop_nv);
@@ -193,6 +196,7 @@ DeviceProbe probe(const Instance& inst, VkPhysicalDevice pd, int index) {
   vkGetPhysicalDeviceFeatures2(pd, &features);
   d.shader_int16 = features.features.shaderInt16;
   d.storage16 = storage16.storageBuffer16BitAccess;
+  d.ubo_std430 = ubo_layout.uniformBufferStandardLayout;
   d.info.fp16 = float16.shaderFloat16;
   d.info.coopmat_khr = d.info.coopmat_khr && coop_khr.cooperativeMatrix;
   d.info.coopmat_nv = d.info.coopmat_nv && coop_nv.cooperativeMatrix;

@@ -65,6 +65,18 @@ struct Executable::Impl {
     return {buffers[s.buffer].handle(), s.offset, s.size};
   }
 
+  // The params block's binding: a uniform buffer's alignment and range limits besides.
+  VkDescriptorBufferInfo params_binding(const plan::Slice& s, const std::string& use) const {
+    const auto& limits = ctx->limits();
+    if (ctx->params_descriptor() == VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER &&
+        (s.offset % limits.minUniformBufferOffsetAlignment || s.size > limits.maxUniformBufferRange))
+      throw Error("program error: " + use + " binds its " + std::to_string(s.size) + "-byte params at offset " +
+                  std::to_string(s.offset) + " (minUniformBufferOffsetAlignment " +
+                  std::to_string(limits.minUniformBufferOffsetAlignment) + ", maxUniformBufferRange " +
+                  std::to_string(limits.maxUniformBufferRange) + ")");
+    return binding(s, use);
+  }
+
   void create_pools(const plan::Program& program, bool timestamps);
   // Records command list `list` (0: the step) into cbs[list].
   void record(size_t list, const std::vector<plan::Command>& commands, uint32_t status_buffer);
@@ -86,11 +98,15 @@ void Executable::Impl::create_pools(const plan::Program& program, bool timestamp
   for (const auto& list : program.extra) count(list);
   ran.assign(dispatches.size(), false);
   if (sets) {
-    VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptors};
+    // One params block a set (a uniform or a storage buffer), the rest storage buffers.
+    const VkDescriptorType params = ctx->params_descriptor();
+    std::vector<VkDescriptorPoolSize> sizes{{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptors - sets}};
+    if (params == VK_DESCRIPTOR_TYPE_STORAGE_BUFFER) sizes[0].descriptorCount = descriptors;
+    else sizes.push_back({params, sets});
     auto info = init<VkDescriptorPoolCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO);
     info.maxSets = sets;
-    info.poolSizeCount = 1;
-    info.pPoolSizes = &size;
+    info.poolSizeCount = static_cast<uint32_t>(sizes.size());
+    info.pPoolSizes = sizes.data();
     check(vkCreateDescriptorPool(device, &info, nullptr, &descriptor_pool), "vkCreateDescriptorPool");
   }
 
@@ -185,7 +201,7 @@ void Executable::Impl::record(size_t list, const std::vector<plan::Command>& com
       alloc.pSetLayouts = &p.set_layout;
       VkDescriptorSet set = VK_NULL_HANDLE;
       check(vkAllocateDescriptorSets(device, &alloc, &set), "vkAllocateDescriptorSets");
-      std::vector<VkDescriptorBufferInfo> infos{binding(d.params, use), binding(status, use)};
+      std::vector<VkDescriptorBufferInfo> infos{params_binding(d.params, use), binding(status, use)};
       for (const auto& t : d.tensors) infos.push_back(binding(t, use));
       std::vector<VkWriteDescriptorSet> writes(infos.size());
       for (uint32_t i = 0; i < writes.size(); ++i) {
@@ -193,7 +209,7 @@ void Executable::Impl::record(size_t list, const std::vector<plan::Command>& com
         writes[i].dstSet = set;
         writes[i].dstBinding = i;
         writes[i].descriptorCount = 1;
-        writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+        writes[i].descriptorType = i == 0 ? ctx->params_descriptor() : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
         writes[i].pBufferInfo = &infos[i];
       }
       vkUpdateDescriptorSets(device, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);

@@ -18,7 +18,8 @@ namespace {
 constexpr uint32_t kFixedBindings = 2;  // 0: params, 1: status (kernels/kernel_abi.hpp)
 }
 
-PipelineCache::PipelineCache(VkDevice device, const VkPhysicalDeviceProperties& props) : device_(device), file_(props) {
+PipelineCache::PipelineCache(VkDevice device, const VkPhysicalDeviceProperties& props, VkDescriptorType params)
+    : device_(device), params_(params), file_(props) {
   const std::vector<std::byte> saved = file_.load();  // empty unless made by this device and driver
   auto info = init<VkPipelineCacheCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO);
   info.initialDataSize = saved.size();
@@ -46,7 +47,7 @@ const PipelineCache::Layout& PipelineCache::layout(uint32_t tensor_bindings) {
   std::vector<VkDescriptorSetLayoutBinding> bindings(kFixedBindings + tensor_bindings);
   for (uint32_t i = 0; i < bindings.size(); ++i) {
     bindings[i].binding = i;
-    bindings[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    bindings[i].descriptorType = i == 0 ? params_ : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
     bindings[i].descriptorCount = 1;
     bindings[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
   }
@@ -65,6 +66,11 @@ const PipelineCache::Layout& PipelineCache::layout(uint32_t tensor_bindings) {
 }
 
 VkShaderModule PipelineCache::create_module(std::span<const uint32_t> code, std::string_view name) {
+  std::vector<uint32_t> rewritten;
+  if (params_ == VK_DESCRIPTOR_TYPE_STORAGE_BUFFER) {
+    rewritten = kernels::params_as_storage(code, name);
+    code = rewritten;
+  }
   auto info = init<VkShaderModuleCreateInfo>(VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO);
   info.codeSize = code.size_bytes();
   info.pCode = code.data();

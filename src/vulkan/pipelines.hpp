@@ -24,7 +24,9 @@ namespace meganeura::vk {
 
 class PipelineCache {
  public:
-  PipelineCache(VkDevice device, const VkPhysicalDeviceProperties& props);
+  // params: binding 0's descriptor type (Context::params_descriptor); with a storage buffer,
+  // each module's params block is rewritten into one (kernels::params_as_storage).
+  PipelineCache(VkDevice device, const VkPhysicalDeviceProperties& props, VkDescriptorType params);
   ~PipelineCache();
   PipelineCache(const PipelineCache&) = delete;
   PipelineCache& operator=(const PipelineCache&) = delete;
@@ -59,6 +61,7 @@ class PipelineCache {
 
   using Key = std::tuple<VkShaderModule, std::vector<uint32_t>, uint32_t>;
   VkDevice device_;
+  VkDescriptorType params_;
   PipelineCacheFile file_;
   VkPipelineCache cache_ = VK_NULL_HANDLE;
   bool unsaved_ = false;  // pipelines created since the cache was loaded or saved

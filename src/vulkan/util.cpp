@@ -18,6 +18,13 @@ bool validation_requested() {
   return v && *v != "0";
 }
 
+bool params_storage_requested() {
+  auto v = env("MEGANEURA_PARAMS_BUFFER");
+  if (!v || *v == "uniform") return false;
+  if (*v == "storage") return true;
+  throw DeviceError("MEGANEURA_PARAMS_BUFFER=" + *v + ": expected uniform or storage");
+}
+
 double fence_timeout_s() {
   auto v = env("MEGANEURA_TIMEOUT_S");
   if (!v) return 60.0;

@@ -28,6 +28,9 @@ std::optional<std::string> env(const char* name);
 bool validation_requested();
 // Seconds a fence wait may take before it is reported as a hang (MEGANEURA_TIMEOUT_S, default 60).
 double fence_timeout_s();
+// MEGANEURA_PARAMS_BUFFER: true for `storage` (params blocks as storage buffers even where the
+// device could read them as uniform buffers), false for unset or `uniform`; anything else throws.
+bool params_storage_requested();
 
 // One global memory barrier (vkCmdPipelineBarrier with a single VkMemoryBarrier).
 void memory_barrier(VkCommandBuffer cb, VkPipelineStageFlags src_stage, VkAccessFlags src_access,
