@@ -57,6 +57,17 @@ TEST_F(Fusion, ChainBecomesOneDispatch) {
   EXPECT_NE(r.listing.find("fused[abs,neg,exp,mul,add]"), std::string::npos) << r.listing;
 }
 
+// sum/max of |x| that nothing else reads: one reduction mapping abs (no |x| written and read back).
+TEST_F(Fusion, ReductionsOfAbsAreOneDispatch) {
+  Tensor x = b.input("x", {5, 4100}, -2, 1), y = b.input("y", {7, 33}, -2, 1);
+  b.output("s", sum(abs(x), {-1}));
+  b.output("m", max(abs(y), {0}));
+  Fused r = run_both(b);
+  EXPECT_EQ(r.fused.stats().dispatches, 2u) << r.listing;
+  EXPECT_EQ(count_lines(r.listing, "dispatch reduce"), 2) << r.listing;
+  EXPECT_EQ(r.plain.stats().dispatches, 4u);
+}
+
 TEST_F(Fusion, BroadcastBiasIsAnInput) {
   Tensor x = b.input("x", {3, 5, 7}, -3, 3), bias = b.param("bias", {7}), scale = b.input("scale", {5, 1});
   b.output("out", gelu(x * scale + bias) - tanh(bias));  // tanh(bias) is [7]: its own kernel, read broadcast

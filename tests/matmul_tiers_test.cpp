@@ -143,6 +143,39 @@ INSTANTIATE_TEST_SUITE_P(Tiers, AttentionTiers,
                            return s;
                          });
 
+// The exact attention forward by blocks of 16 query rows (attention_block.comp,
+// MEGANEURA_ATTENTION_BLOCKS=1: every shape it takes, not only those of 16 rows or more) on every
+// forward attention case, at the exact kernels' tolerance; the listing shows the block kernel ran.
+class AttentionBlocks : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(AttentionBlocks, MatchReference) {
+  ScopedEnv blocks("MEGANEURA_ATTENTION_BLOCKS", "1"), flash("MEGANEURA_FLASH_ATTENTION", "0");
+  const OpCase& c = op_cases().at(attention_case_indices().at(GetParam()));
+  if (c.op != Op::Attention) GTEST_SKIP() << "a backward case";
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  SCOPED_TRACE(c.name);
+  CaseBuilder b(rng);
+  c.build(b);
+  try {
+    Session s = build_inference_session(b.g);
+    EXPECT_EQ(count_lines(s.listing(), "dispatch attention_block"), 1) << s.listing();
+  } catch (const Error& e) {
+    const std::string why = e.what();
+    if (why.find("the block kernel takes") != std::string::npos) GTEST_SKIP() << why;
+    throw;
+  }
+  run_case(b);
+}
+
+INSTANTIATE_TEST_SUITE_P(Blocks, AttentionBlocks, ::testing::Range<size_t>(0, attention_case_indices().size()),
+                         [](const ::testing::TestParamInfo<size_t>& info) {
+                           std::string s = op_cases().at(attention_case_indices().at(info.param)).name;
+                           for (char& ch : s)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return s;
+                         });
+
 // Split-K (K-range partials in scratch, summed with the epilogue by the last split of each tile
 // or by a pass after the product): the second and third replays of the recorded dispatches (new
 // inputs, scratch reused, the tile counts back at zero) must be as right as the first, in every

@@ -35,6 +35,17 @@ std::vector<OpCase> reduce_cases() {
     cases.push_back({o.op, "last_axis_rows_of_4100_vec4", [fn](CaseBuilder& b) {
                        b.output("y", fn(b.input("x", {3, 4100}, -1, 2), {-1}, false));
                      }});
+    // Rows of many words: the vector path's four loads at a time, and its remainder.
+    cases.push_back({o.op, "last_axis_rows_of_12300_vec4", [fn](CaseBuilder& b) {
+                       b.output("y", fn(b.input("x", {2, 12300}, -1, 2), {-1}, false));
+                     }});
+    // Of |x| (with the optimizer on, one reduction mapping abs; values mostly negative).
+    cases.push_back({o.op, "of_abs_rows_of_4100_vec4", [fn](CaseBuilder& b) {
+                       b.output("y", fn(abs(b.input("x", {3, 4100}, -2, 1)), {-1}, false));
+                     }});
+    cases.push_back({o.op, "of_abs_middle_axis_7x33x5", [fn](CaseBuilder& b) {
+                       b.output("y", fn(abs(b.input("x", {7, 33, 5}, -2, 1)), {1}, false));
+                     }});
     cases.push_back({o.op, "all_axes_rank4_vec4", [fn](CaseBuilder& b) {
                        b.output("y", fn(b.input("x", {2, 3, 4, 44}, -1, 2), {}, false));
                      }});

@@ -51,6 +51,7 @@ enum class Kernel : uint8_t {
   Rotary,               // rotary embedding (or its transpose) of one or two tensors
   MatMulSplitSumNorm,   // MatMulSplitSum for one product, then rms_norm / layer_norm of each row
   MatMulSplitSumRotary, // MatMulSplitSum for a group, then the rotary embedding of two of its products
+  AttentionBlock,       // Attention for many query rows: key tiles in shared memory, a block of rows a workgroup
   Count
 };
 
@@ -232,7 +233,16 @@ enum : uint32_t { ATT_GRAD_Q = 0, ATT_GRAD_K, ATT_GRAD_V, ATT_GRAD_KV };
 // sequences), D == Dv, D % 16 == 0, D <= 64; spec 1 HAS_POSITION, 2 D; blocks of 32 query rows
 // whose subgroups split the keys: x = ceil(Sq / 32), y = b*Hq + h.
 inline constexpr int64_t kCoopAttentionMaxHeadDim = 128, kCoopSplitAttentionMaxHeadDim = 64;
-inline constexpr int64_t kCoopAttentionMinBlocks = 32;  // blocks of 128 query rows x heads, unforced
+inline constexpr int64_t kCoopAttentionMinBlocks = 32;
+// AttentionBlock (attention_block.comp): Attention's contract and bindings, spec 4: keys a tile
+// (16, 32 or 64: the most that fit the device's shared memory); x = ceil(Sq / 16), y = b*Hq + h.
+// For at least kAttentionBlockRows query rows and D, Dv <= kAttentionBlockMaxHeadDim; fewer rows
+// (decoding) take Attention.
+inline constexpr int64_t kAttentionBlockRows = 16, kAttentionBlockMaxHeadDim = 128;
+constexpr uint64_t attention_block_shared_bytes(uint64_t d, uint64_t dv, uint64_t keys) {
+  const uint64_t rows = 16, d4 = (d + 3) / 4 * 4, dv4 = (dv + 3) / 4 * 4;
+  return 4 * ((rows + keys) * (d4 + 4) + keys * dv4 + 2 * rows * keys);
+}  // blocks of 128 query rows x heads, unforced
 
 // ---- Reduce -----------------------------------------------------------------------------------
 // spec 1: RED_OP; spec 2: RED_MAP. Bindings 2: a, 3: b (only read by two-input maps; bind a
@@ -246,8 +256,9 @@ inline constexpr int64_t kCoopAttentionMinBlocks = 32;  // blocks of 128 query r
 enum : uint32_t { RED_SUM = 0, RED_MAX, RED_ARGMAX };
 // MAP_SQDIFF: (a-b)^2. MAP_BCE: -(b*max(log a,-100) + (1-b)*max(log(1-a),-100)).
 // MAP_BCE_LOGITS: max(a,0) - a*b + log1p(exp(-|a|)).
-// MAP_SQUARE: a*a (b not read). MAP_MUL: a*b (a sum of a product nothing else reads, lower.cpp).
-enum : uint32_t { MAP_NONE = 0, MAP_SQDIFF, MAP_BCE, MAP_BCE_LOGITS, MAP_SQUARE, MAP_MUL };
+// MAP_SQUARE: a*a (b not read). MAP_MUL: a*b, MAP_ABS: |a| (a reduction of a product or abs
+// nothing else reads, lower/pairs.cpp).
+enum : uint32_t { MAP_NONE = 0, MAP_SQDIFF, MAP_BCE, MAP_BCE_LOGITS, MAP_SQUARE, MAP_MUL, MAP_ABS };
 struct ReduceParams {
   uint32_t n_out, n_red, kept_rank, red_rank;
   float scale;

@@ -9,7 +9,7 @@
 layout(constant_id = 1) const uint RED_OP = 0u;
 layout(constant_id = 2) const uint MAP = 0u;
 const uint RED_SUM = 0u, RED_MAX = 1u, RED_ARGMAX = 2u;
-const uint MAP_NONE = 0u, MAP_SQDIFF = 1u, MAP_BCE = 2u, MAP_BCE_LOGITS = 3u, MAP_SQUARE = 4u, MAP_MUL = 5u;
+const uint MAP_NONE = 0u, MAP_SQDIFF = 1u, MAP_BCE = 2u, MAP_BCE_LOGITS = 3u, MAP_SQUARE = 4u, MAP_MUL = 5u, MAP_ABS = 6u;
 
 struct ReduceParams {
   uint n_out, n_red, kept_rank, red_rank;
@@ -31,11 +31,12 @@ shared uint wg_index[WG];  // argmax: the index of each partial (values live in 
 // log(1 - a) without the rounding of 1 - a for small a.
 float log1m(float a) { return a < 0.5f ? log1p_p(-a) : log_p(1.0f - a); }
 
-const bool READS_B = MAP != MAP_NONE && MAP != MAP_SQUARE;
+const bool READS_B = MAP != MAP_NONE && MAP != MAP_SQUARE && MAP != MAP_ABS;
 
 float map_of(float a, float b) {
   if (MAP == MAP_NONE) return a;
   if (MAP == MAP_SQUARE) return a * a;
+  if (MAP == MAP_ABS) return abs(a);
   if (MAP == MAP_SQDIFF) return (a - b) * (a - b);
   if (MAP == MAP_MUL) return a * b;
   if (MAP == MAP_BCE) return -(b * max(log_p(a), -100.0f) + (1.0f - b) * max(log1m(a), -100.0f));
@@ -74,13 +75,25 @@ void main() {
     const bool runs4 = RED_OP != RED_ARGMAX && p.red_rank == 1u && p.red_stride[0] == 1u && p.n_red % 4u == 0u && base % 4u == 0u;
     if (runs4) {
       vec4 s4 = vec4(0.0f), c4 = vec4(0.0f), best4 = vec4(-F_INF);
-      for (uint q = t; q < p.n_red / 4u; q += WG) {
-        vec4 v = map_value4(base / 4u + q);
-        if (RED_OP == RED_SUM)
-          for (uint k = 0u; k < 4u; ++k) kahan_add(s4[k], c4[k], v[k]);
-        else
-          for (uint k = 0u; k < 4u; ++k) best4[k] = max_nan(best4[k], v[k]);
+#define MN_FOLD4(v)                                                        \
+  if (RED_OP == RED_SUM)                                                   \
+    for (uint k = 0u; k < 4u; ++k) kahan_add(s4[k], c4[k], v[k]);          \
+  else                                                                     \
+    for (uint k = 0u; k < 4u; ++k) best4[k] = max_nan(best4[k], v[k]);
+      // Four words loaded before any is folded (in the same order as one at a time): a long row
+      // (49152 logits) was bound by one load in flight per invocation.
+      const uint n4 = p.n_red / 4u, at = base / 4u;
+      uint q = t;
+      for (; q + 3u * WG < n4; q += 4u * WG) {
+        vec4 v0 = map_value4(at + q), v1 = map_value4(at + q + WG), v2 = map_value4(at + q + 2u * WG),
+             v3 = map_value4(at + q + 3u * WG);
+        MN_FOLD4(v0) MN_FOLD4(v1) MN_FOLD4(v2) MN_FOLD4(v3)
       }
+      for (; q < n4; q += WG) {
+        vec4 v = map_value4(at + q);
+        MN_FOLD4(v)
+      }
+#undef MN_FOLD4
       s = (s4.x - c4.x) + (s4.y - c4.y) + ((s4.z - c4.z) + (s4.w - c4.w));
       best = max_nan(max_nan(best4.x, best4.y), max_nan(best4.z, best4.w));
     }

@@ -7,6 +7,7 @@
 
 #include "attention.spv.h"
 #include "attention_backward.spv.h"
+#include "attention_block.spv.h"
 #include "cache_write.spv.h"
 #include "cast16.spv.h"
 #include "clip_scale.spv.h"
@@ -88,6 +89,7 @@ constexpr Entry entry(Kernel k) {
     case Kernel::CacheWrite: return {"cache_write", mn_spv_cache_write};
     case Kernel::Attention: return {"attention", mn_spv_attention};
     case Kernel::AttentionBackward: return {"attention_backward", mn_spv_attention_backward};
+    case Kernel::AttentionBlock: return {"attention_block", mn_spv_attention_block};
     case Kernel::AttentionCoopNV: return {"attention_coop_nv", mn_spv_attention_coop_nv};
     case Kernel::AttentionCoopSplitNV: return {"attention_coop_split_nv", mn_spv_attention_coop_split_nv};
     case Kernel::Rotary: return {"rotary", mn_spv_rotary};

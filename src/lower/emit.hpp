@@ -102,7 +102,8 @@ void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weig
                           const MatMulFusions& f = {});
 // The sum of products whose value node `node` is (pairs.hpp ProductSum), as one dispatch.
 void emit_product_sum(Emitter& e, int node, const ProductSum& sum);
-void emit_reduce(Emitter& e, int node, int mul = -1);
+// map: the product or abs the reduction maps (Fusions::map_of_reduce), or -1.
+void emit_reduce(Emitter& e, int node, int map = -1);
 void emit_row(Emitter& e, int node);          // softmax, log_softmax, rms_norm, layer_norm
 void emit_index(Emitter& e, int node);        // gather, scatter_add, one_hot, cross_entropy
 // The fused backward ops of autodiff: softmax/log_softmax, norms and their weight gradients,

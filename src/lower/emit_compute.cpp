@@ -344,15 +344,18 @@ static void reduce_call(Emitter& e, int id, int x, int b, const Shape& shape, co
   Emitter::set_params(c, p);
 }
 
-void emit_reduce(Emitter& e, int id, int mul) {
+void emit_reduce(Emitter& e, int id, int map) {
   const Node& n = e.node(id);
   int x = n.inputs[0];
-  if (mul >= 0) {  // sum/mean of a * b: the product is the reduction's map
-    const Shape& s = e.node(mul).shape;
+  if (map >= 0) {  // sum/mean of a * b, or sum/mean/max of |a|: that node is the reduction's map
+    const Node& m = e.node(map);
+    const Shape& s = m.shape;
     int64_t n_red = 1;
     for (int64_t a : n.attrs.axes) n_red *= s[static_cast<size_t>(a)];
     const float scale = n.op == Op::Mean ? 1.0f / static_cast<float>(n_red) : 1.0f;
-    return reduce_call(e, id, e.node(mul).inputs[0], e.node(mul).inputs[1], s, n.attrs.axes, RED_SUM, MAP_MUL, scale);
+    const int b = m.op == Op::Mul ? m.inputs[1] : m.inputs[0];
+    return reduce_call(e, id, m.inputs[0], b, s, n.attrs.axes, n.op == Op::Max ? RED_MAX : RED_SUM,
+                       m.op == Op::Mul ? MAP_MUL : MAP_ABS, scale);
   }
   const Shape& s = e.node(x).shape;
   const std::vector<int64_t>& axes = n.attrs.axes;

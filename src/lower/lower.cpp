@@ -211,7 +211,7 @@ Lowered lower(const Graph& g, const std::vector<int>& keep, const LowerOptions& 
       case Op::Rotary:
         if (partner[static_cast<size_t>(id)] != kEmittedWithPartner) emit_rotary(e, id, partner[static_cast<size_t>(id)]);
         continue;
-      case Op::RmsNorm: case Op::LayerNorm: case Op::SwiGlu: case Op::Mul:
+      case Op::RmsNorm: case Op::LayerNorm: case Op::SwiGlu: case Op::Mul: case Op::Abs:
         if (partner[static_cast<size_t>(id)] == kEmittedWithPartner) continue;  // with its matmul or reduction
         break;
       default: break;
@@ -230,7 +230,7 @@ Lowered lower(const Graph& g, const std::vector<int>& keep, const LowerOptions& 
         emit_matmul(e, id, mf);
         break;
       }
-      case OpKind::Reduce: emit_reduce(e, id, f.mul_of_reduce[static_cast<size_t>(id)]); break;
+      case OpKind::Reduce: emit_reduce(e, id, f.map_of_reduce[static_cast<size_t>(id)]); break;
       case OpKind::Row: emit_row(e, id); break;
       case OpKind::Index: emit_index(e, id); break;
       case OpKind::Loss:

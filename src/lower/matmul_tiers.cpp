@@ -68,6 +68,10 @@ MatMulTiers matmul_tiers(const DeviceInfo& device) {
   if (t.force_coop_attention && !t.coop_attention)
     throw Error("MEGANEURA_FLASH_ATTENTION=" + flash + ": " + device.name + " has no usable tensor-core attention (needs " +
                 "VK_NV_cooperative_matrix with 16x16x16 f16 fragments and subgroups of 32, and f16 matmul precision)");
+  t.attention_blocks = env("MEGANEURA_ATTENTION_BLOCKS");
+  if (!t.attention_blocks.empty() && t.attention_blocks != "0" && t.attention_blocks != "1")
+    throw Error("MEGANEURA_ATTENTION_BLOCKS=" + t.attention_blocks + ": expected 0 or 1");
+  t.shared_memory = device.shared_memory;
   t.force = env("MEGANEURA_MATMUL");
   if (!t.force.empty() && t.force != "tiled" && t.force != "gemv" && t.force != "coopmat")
     throw Error("MEGANEURA_MATMUL=" + t.force + ": expected tiled, gemv or coopmat");

@@ -24,6 +24,10 @@ struct MatMulTiers {
   bool coop_attention = false;
   bool force_coop_attention = false;
   std::string attention_kernel;  // forced with it: "" (either), "blocks" (128-row) or "split"
+  // The exact attention forward for many rows (AttentionBlock): "" where it pays (at least
+  // kAttentionBlockRows query rows), "0" never, "1" wherever the head dims and shared memory allow.
+  std::string attention_blocks;
+  uint64_t shared_memory = 0;  // bytes a workgroup may use (maxComputeSharedMemorySize)
 };
 
 // The tiers of `device` as the environment allows:
@@ -37,6 +41,8 @@ struct MatMulTiers {
 //   MEGANEURA_FLASH_ATTENTION   0: attention never on tensor cores; 1: wherever its shape allows
 //                               (an error where the device has none); blocks / split: also pick
 //                               the forward kernel (128-row blocks, or keys split; tests)
+//   MEGANEURA_ATTENTION_BLOCKS  0: the exact attention forward always one workgroup per row; 1:
+//                               blocks of rows wherever the head dims allow (tests)
 // Throws Error on a value it does not know, or on a forced tier the device lacks.
 MatMulTiers matmul_tiers(const DeviceInfo& device);
 

@@ -94,20 +94,21 @@ void norm_backward_adds(Claim& c) {
   }
 }
 
-// sum/mean(a * b) where nothing else reads the product (attention backward's delta): one
-// reduction mapping a * b.
-void product_reductions(Claim& c) {
+// sum/mean(a * b) where nothing else reads the product (attention backward's delta), and
+// sum/mean/max(|a|) where nothing else reads |a| (a norm, a checksum): one reduction mapping it.
+void mapped_reductions(Claim& c) {
   for (int id = 0; id < c.g.size(); ++id) {
     const Node& n = c.g.node(id);
-    if ((n.op != Op::Sum && n.op != Op::Mean) || !c.is_live(id) || n.dtype != DType::f32) continue;
-    const int m = n.inputs[0];
+    if ((n.op != Op::Sum && n.op != Op::Mean && n.op != Op::Max) || !c.is_live(id) || n.dtype != DType::f32) continue;
+    const int m = c.g.node(id).inputs[0];
     const Node& mn = c.g.node(m);
-    if (mn.op != Op::Mul || !c.dies_in_one_reader(m) || !c.unfused(m) || c.f.partner[static_cast<size_t>(m)] != -1) continue;
+    const bool mapped = (mn.op == Op::Mul && n.op != Op::Max) || mn.op == Op::Abs;
+    if (!mapped || !c.dies_in_one_reader(m) || !c.unfused(m) || c.f.partner[static_cast<size_t>(m)] != -1) continue;
     const bool same = std::all_of(mn.inputs.begin(), mn.inputs.end(), [&](int in) {
       return c.g.node(in).shape == mn.shape && c.g.node(in).dtype == DType::f32;
     });
     if (!same) continue;
-    c.f.mul_of_reduce[static_cast<size_t>(id)] = m;
+    c.f.map_of_reduce[static_cast<size_t>(id)] = m;
     c.claim(m);
   }
 }
@@ -200,7 +201,7 @@ Fusions find_fusions(const Graph& g, const std::vector<bool>& live, const NodeUs
       if (pairs[i] != -1) f.partner[i] = pairs[i];
   Claim c{g, live, uses, out, groups, group_of, fused_group_of, f};
   norm_backward_adds(c);
-  product_reductions(c);
+  mapped_reductions(c);
   group_swiglus(c);
   group_rotaries(c);
   gemv_norms(c, options);

@@ -43,12 +43,12 @@ struct ProductSum {
 // Everything lowering computes inside another node's dispatch. partner: as pair_nodes (rotaries,
 // d k with d v, a single product and its norm), and kEmittedWithPartner for every node another
 // emission computes. By node: norm_of_add (the norm backward an add emits, adding its other
-// operand), mul_of_reduce (the product a sum/mean maps), norm_a_of (the rms_norm a GEMV product
+// operand), map_of_reduce (the product a sum/mean maps, or the abs a sum/mean/max maps), norm_a_of (the rms_norm a GEMV product
 // takes as A; a group: at its first member). By matmul group: glu_of_group (its swiglu),
 // rotary_of_group (the rotary pair its summing pass computes). sum_of: the sum (index into
 // sums) a node emits, the node whose value the sum is; in_sum: nodes computed by a sum.
 struct Fusions {
-  std::vector<int> partner, norm_of_add, mul_of_reduce, norm_a_of;
+  std::vector<int> partner, norm_of_add, map_of_reduce, norm_a_of;
   std::vector<int> glu_of_group;
   std::vector<GroupRotary> rotary_of_group;
   std::vector<ProductSum> sums;

@@ -36,7 +36,7 @@ struct Finder {
   // A node no other fusion of lowering computes or takes.
   bool unclaimed(int id) const {
     const auto i = static_cast<size_t>(id);
-    return live[i] && f.partner[i] == -1 && f.norm_of_add[i] < 0 && f.mul_of_reduce[i] < 0 && f.norm_a_of[i] < 0 &&
+    return live[i] && f.partner[i] == -1 && f.norm_of_add[i] < 0 && f.map_of_reduce[i] < 0 && f.norm_a_of[i] < 0 &&
            fused_group_of[i] < 0 && (group_of.empty() || group_of[i] < 0) && !f.in_sum[i];
   }
   // A node whose value only the sum needs.

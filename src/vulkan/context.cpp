@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "kernels/log_topic.hpp"
 #include "meganeura/error.hpp"
 #include "vulkan/context_impl.hpp"
 #include "vulkan/util.hpp"
@@ -11,6 +12,10 @@
 
 namespace meganeura::vk {
 namespace {
+
+bool pipeline_statistics_wanted(const DeviceProbe& d) {
+  return kernels::log_topic("pipelines") && d.has_extension(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+}
 
 // The first compute-capable family, preferring one with timestamps (for dispatch timing).
 uint32_t compute_family(VkPhysicalDevice pd, const std::string& device_name) {
@@ -42,6 +47,9 @@ VkDevice create_device(const DeviceProbe& d, uint32_t family) {
                         VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME,
                         "VK_KHR_portability_subset"})
     if (d.has_extension(e)) extensions.push_back(e);
+  // MEGANEURA_LOG=pipelines: the driver's statistics of each pipeline (registers, ...).
+  const bool stats = pipeline_statistics_wanted(d);
+  if (stats) extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
 
   auto features = init<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
   features.features.shaderInt16 = d.shader_int16;
@@ -64,6 +72,10 @@ VkDevice create_device(const DeviceProbe& d, uint32_t family) {
   if (d.info.coopmat_khr) append(coop_khr);
   if (d.info.coopmat_nv) append(coop_nv);
   if (d.info.bf16) append(bf16);
+  auto executables = init<VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR);
+  executables.pipelineExecutableInfo = VK_TRUE;
+  if (stats) append(executables);
 
   auto info = init<VkDeviceCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO);
   info.pNext = &features;
@@ -130,7 +142,7 @@ Context::Context() : impl_(std::make_unique<Impl>()) {
   vkGetPhysicalDeviceProperties(physical_, &props);
   params_descriptor_ = m.probe.ubo_std430 && !params_storage_requested() ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER
                                                                           : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-  m.pipelines = std::make_unique<PipelineCache>(device_, props, params_descriptor_);
+  m.pipelines = std::make_unique<PipelineCache>(device_, props, params_descriptor_, pipeline_statistics_wanted(m.probe));
 }
 
 // Not vkDeviceWaitIdle: every submission was waited for, except one that timed out, and waiting

@@ -1,6 +1,7 @@
 #include "vulkan/pipelines.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <atomic>
 #include <exception>
 #include <set>
@@ -18,8 +19,9 @@ namespace {
 constexpr uint32_t kFixedBindings = 2;  // 0: params, 1: status (kernels/kernel_abi.hpp)
 }
 
-PipelineCache::PipelineCache(VkDevice device, const VkPhysicalDeviceProperties& props, VkDescriptorType params)
-    : device_(device), params_(params), file_(props) {
+PipelineCache::PipelineCache(VkDevice device, const VkPhysicalDeviceProperties& props, VkDescriptorType params,
+                             bool statistics)
+    : device_(device), params_(params), statistics_(statistics), file_(props) {
   const std::vector<std::byte> saved = file_.load();  // empty unless made by this device and driver
   auto info = init<VkPipelineCacheCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO);
   info.initialDataSize = saved.size();
@@ -63,6 +65,42 @@ const PipelineCache::Layout& PipelineCache::layout(uint32_t tensor_bindings) {
   if (r != VK_SUCCESS) vkDestroyDescriptorSetLayout(device_, l.set, nullptr);
   check(r, "vkCreatePipelineLayout");
   return layouts_.emplace(tensor_bindings, l).first->second;
+}
+
+void PipelineCache::print_statistics(VkPipeline p, std::string_view name, std::span<const uint32_t> spec) const {
+  auto properties = reinterpret_cast<PFN_vkGetPipelineExecutablePropertiesKHR>(
+      vkGetDeviceProcAddr(device_, "vkGetPipelineExecutablePropertiesKHR"));
+  auto statistics = reinterpret_cast<PFN_vkGetPipelineExecutableStatisticsKHR>(
+      vkGetDeviceProcAddr(device_, "vkGetPipelineExecutableStatisticsKHR"));
+  if (!properties || !statistics) return;
+  std::string line = "meganeura: pipeline " + std::string(name) + " spec [";
+  for (size_t i = 0; i < spec.size(); ++i) line += (i ? " " : "") + std::to_string(spec[i]);
+  line += "]";
+  auto pipeline_info = init<VkPipelineInfoKHR>(VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR);
+  pipeline_info.pipeline = p;
+  uint32_t executables = 0;
+  if (properties(device_, &pipeline_info, &executables, nullptr) != VK_SUCCESS) return;
+  for (uint32_t e = 0; e < executables; ++e) {
+    auto exec = init<VkPipelineExecutableInfoKHR>(VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR);
+    exec.pipeline = p;
+    exec.executableIndex = e;
+    uint32_t count = 0;
+    if (statistics(device_, &exec, &count, nullptr) != VK_SUCCESS) continue;
+    std::vector<VkPipelineExecutableStatisticKHR> stats(count);
+    for (auto& s : stats) s = init<VkPipelineExecutableStatisticKHR>(VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR);
+    if (statistics(device_, &exec, &count, stats.data()) != VK_SUCCESS) continue;
+    for (const auto& s : stats) {
+      line += std::string(" | ") + s.name + " ";
+      switch (s.format) {
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR: line += s.value.b32 ? "true" : "false"; break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR: line += std::to_string(s.value.i64); break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR: line += std::to_string(s.value.u64); break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_FLOAT64_KHR: line += std::to_string(s.value.f64); break;
+        default: line += "?";
+      }
+    }
+  }
+  std::fprintf(stderr, "%s\n", line.c_str());
 }
 
 VkShaderModule PipelineCache::create_module(std::span<const uint32_t> code, std::string_view name) {
@@ -140,8 +178,10 @@ VkPipeline PipelineCache::create(VkShaderModule module, std::string_view name, s
   info.stage.pName = "main";
   info.stage.pSpecializationInfo = &spec_info;
   info.layout = layout;
+  if (statistics_) info.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   VkPipeline p = VK_NULL_HANDLE;
   check(vkCreateComputePipelines(device_, cache_, 1, &info, nullptr, &p), "vkCreateComputePipelines (" + std::string(name) + ")");
+  if (statistics_) print_statistics(p, name, spec);
   return p;
 }
 

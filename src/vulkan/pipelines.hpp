@@ -26,7 +26,9 @@ class PipelineCache {
  public:
   // params: binding 0's descriptor type (Context::params_descriptor); with a storage buffer,
   // each module's params block is rewritten into one (kernels::params_as_storage).
-  PipelineCache(VkDevice device, const VkPhysicalDeviceProperties& props, VkDescriptorType params);
+  // statistics: print the driver's statistics of each pipeline created (MEGANEURA_LOG=pipelines;
+  // the device has VK_KHR_pipeline_executable_properties enabled).
+  PipelineCache(VkDevice device, const VkPhysicalDeviceProperties& props, VkDescriptorType params, bool statistics);
   ~PipelineCache();
   PipelineCache(const PipelineCache&) = delete;
   PipelineCache& operator=(const PipelineCache&) = delete;
@@ -62,6 +64,8 @@ class PipelineCache {
   using Key = std::tuple<VkShaderModule, std::vector<uint32_t>, uint32_t>;
   VkDevice device_;
   VkDescriptorType params_;
+  bool statistics_;
+  void print_statistics(VkPipeline p, std::string_view name, std::span<const uint32_t> spec) const;
   PipelineCacheFile file_;
   VkPipelineCache cache_ = VK_NULL_HANDLE;
   bool unsaved_ = false;  // pipelines created since the cache was loaded or saved
