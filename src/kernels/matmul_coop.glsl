@@ -7,7 +7,7 @@
 // f32. Shared memory keeps each operand's contiguous axis (B_KCONTIG: a [N, K] weight is stored
 // [n][k] and read as column-major fragments), and VEC4_A/VEC4_B load 16-byte vectors where the
 // host found the operand's rows aligned (spec constants 6-8). A workgroup is 8 subgroups of 32
-// (the host checks the subgroup size), laid out WARPS_M x WARPS_N, each owning FRAG_M x FRAG_N 16x16 accumulators. K steps by 32; the next
+// (the host checks the subgroup size), laid out WARPS_M x WARPS_N, each owning FRAG_M x FRAG_N 16x16 accumulators. K steps by K_STEP; the next
 // step's global loads are issued before this step's multiplies, so they overlap. The epilogue
 // goes through a 16x16 f32 staging fragment per subgroup and store_c (bounds, bias, activation,
 // residual, split-K partials), so any M, N, K and strides work.
@@ -61,7 +61,10 @@ layout(std430, set = 0, binding = 2) readonly buffer A4 { vec4 a4[]; };
 layout(std430, set = 0, binding = 3) readonly buffer B4 { vec4 b4[]; };
 layout(std430, set = 0, binding = 7) writeonly buffer Glu { uint glu_data[]; };  // [batch, M, N] silu(gate) * up
 
-const uint BM = WARPS_M * FRAG_M * 16u, BN = WARPS_N * FRAG_N * 16u, BK = 32u;
+// K_STEP (spec 11): K a step, 32 or 64 (where each workgroup has an SM to itself: half the
+// steps, each waiting once on its loads; lower/matmul_tiers.cpp).
+layout(constant_id = 11) const uint K_STEP = 32u;
+const uint BM = WARPS_M * FRAG_M * 16u, BN = WARPS_N * FRAG_N * 16u, BK = K_STEP;
 // Rows padded by 16 bytes: spreads the banks and keeps every fragment 16-byte aligned.
 const uint A_STRIDE = BK + 8u;
 const uint B_STRIDE = B_KCONTIG != 0u ? BK + 8u : BN + 8u;

@@ -1,6 +1,7 @@
 // Matmul, reductions (and the losses that are a map then a reduction), row ops.
 #include <algorithm>
 #include <bit>
+#include <numeric>
 
 #include "lower/emit.hpp"
 #include "lower/pairs.hpp"
@@ -15,6 +16,14 @@ using namespace kernels;
 // (a single product: its own B and output, offsets 0).
 static bool is_coop(Kernel k) {
   return k == Kernel::MatMulCoopNV || k == Kernel::MatMulCoopKHR || k == Kernel::MatMulCoopKHRBf16;
+}
+
+// The tensor-core kernels' spec 11, K_STEP, where it is not the default 32: spec 9 (GLU) and 10
+// (K_GROUPS) are filled in with their defaults first (spec constants are positional).
+static void coop_k_step(std::vector<uint32_t>& spec, const MatMulPlan& plan) {
+  if (plan.k_step == 32) return;
+  spec.resize(10, 0u);
+  spec.push_back(plan.k_step);
 }
 
 std::vector<int> pair_matmul_norms(const Graph& g, const std::vector<bool>& live, const std::vector<int>& group_of) {
@@ -162,6 +171,7 @@ void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weig
     if (!layout.empty()) c.spec.push_back(0u);  // SPLIT_PARTIAL
     c.spec.insert(c.spec.end(), layout.begin(), layout.end());
     if (glu_here) c.spec.push_back(1u);  // GLU
+    if (is_coop(plan.kernel)) coop_k_step(c.spec, plan);
     if (norm_a_here) {  // spec 7 NORM_A, 8 its eps (f32 bits)
       c.spec.insert(c.spec.end(), {1u, std::bit_cast<uint32_t>(static_cast<float>(e.node(f.norm_a).attrs.scalar))});
     }
@@ -191,6 +201,7 @@ void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weig
     part.spec = epilogue;
     part.spec.push_back(SPLIT_FINISH);
     part.spec.insert(part.spec.end(), layout.begin(), layout.end());
+    if (is_coop(plan.kernel)) coop_k_step(part.spec, plan);
     part.groups = groups;
     Emitter::set_params(part, p);
     if (glu >= 0) emit_elementwise(e, glu);
@@ -201,6 +212,7 @@ void emit_matmul_products(Emitter& e, const std::vector<int>& products, int weig
   finish_bindings(part, -1, -1);
   part.spec = {0u, LIN_ACT_NONE, 0u, SPLIT_PARTIAL_PASS};
   part.spec.insert(part.spec.end(), layout.begin(), layout.end());
+  if (is_coop(plan.kernel)) coop_k_step(part.spec, plan);
   part.groups = groups;
   Emitter::set_params(part, p);
   if (rotary.node[0] >= 0) {  // the q/k rotary pair in the summing pass
@@ -285,7 +297,9 @@ void emit_product_sum(Emitter& e, int id, const ProductSum& sum) {
     p.r_col_stride = 1;
     what += " + %" + std::to_string(sum.residual);
   }
-  const MatMulPlan plan = plan_matmul(e.options().matmul, p.M, p.N[0], p.K, 1, false);
+  uint64_t k_align = 0;  // a K step must not cross from one product to the next
+  for (size_t j = 0; j < sum.products.size(); ++j) k_align = std::gcd(k_align, uint64_t{p.ka_row[j]});
+  const MatMulPlan plan = plan_matmul(e.options().matmul, p.M, p.N[0], p.K, 1, false, k_align);
   if (!is_coop(plan.kernel) && plan.kernel != Kernel::MatMul)
     throw Error("internal: sum of products %" + std::to_string(id) + " planned on a tier without K groups");
   p.tile0[1] = u32((p.N[0] + plan.tile_n - 1) / plan.tile_n, "matmul column tiles");
@@ -303,6 +317,7 @@ void emit_product_sum(Emitter& e, int id, const ProductSum& sum) {
   // spec 1-3 the epilogue, 4 SPLIT_PARTIAL, 5 unused, 6 VEC4_A (the pack's rows are aligned),
   // 7 B_KCONTIG, 8 VEC4_B, 9 GLU (tensor cores), 10 K_GROUPS
   c.spec = {0u, LIN_ACT_NONE, has_res ? 1u : 0u, split ? SPLIT_FINISH : 0u, 0u, 1u, 0u, vec_b ? 1u : 0u, 0u, 1u};
+  if (is_coop(plan.kernel)) coop_k_step(c.spec, plan);
   c.groups = {std::min(p.tile0[1], kMaxGroups), u32(row_tiles * plan.splits, "matmul row jobs"), 1};
   Emitter::set_params(c, p);
 }

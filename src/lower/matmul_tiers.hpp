@@ -28,6 +28,10 @@ struct MatMulTiers {
   // kAttentionBlockRows query rows), "0" never, "1" wherever the head dims and shared memory allow.
   std::string attention_blocks;
   uint64_t shared_memory = 0;  // bytes a workgroup may use (maxComputeSharedMemorySize)
+  uint32_t multiprocessors = 0;  // the device's SMs, 0 if unknown
+  // The tensor-core kernels' K step: 0 picks 64 where a product's workgroups fit one per SM
+  // (fewer, longer steps: the latency of each step's loads is paid half as often), else 32.
+  uint32_t k_step = 0;
 };
 
 // The tiers of `device` as the environment allows:
@@ -41,6 +45,8 @@ struct MatMulTiers {
 //   MEGANEURA_FLASH_ATTENTION   0: attention never on tensor cores; 1: wherever its shape allows
 //                               (an error where the device has none); blocks / split: also pick
 //                               the forward kernel (128-row blocks, or keys split; tests)
+//   MEGANEURA_COOP_K_STEP       32 or 64: the tensor-core kernels' K step for every product (unset:
+//                               64 where the workgroups fit one per SM, known from the device)
 //   MEGANEURA_ATTENTION_BLOCKS  0: the exact attention forward always one workgroup per row; 1:
 //                               blocks of rows wherever the head dims allow (tests)
 // Throws Error on a value it does not know, or on a forced tier the device lacks.
@@ -52,8 +58,11 @@ struct MatMulPlan {
   uint32_t tile_m = 64, tile_n = 64;
   uint32_t splits = 1, k_chunk = 0;  // split-K: K ranges of k_chunk, summed in the kernel or by a second pass
   uint32_t k_contiguous = 0;         // gemv: B walks k contiguously (spec 5)
+  uint32_t k_step = 32;              // tensor cores: K a step (spec 11), 32 or 64
 };
-// N: the columns of every product of the dispatch together.
-MatMulPlan plan_matmul(const MatMulTiers& tiers, uint64_t M, uint64_t N, uint64_t K, uint64_t batch, bool b_k_contiguous);
+// N: the columns of every product of the dispatch together. k_align: a K step must not cross a
+// multiple of it (a sum of products' K groups); 0: any.
+MatMulPlan plan_matmul(const MatMulTiers& tiers, uint64_t M, uint64_t N, uint64_t K, uint64_t batch, bool b_k_contiguous,
+                       uint64_t k_align = 0);
 
 }  // namespace meganeura::lower

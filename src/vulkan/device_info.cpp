@@ -168,6 +168,8 @@ DeviceProbe probe(const Instance& inst, VkPhysicalDevice pd, int index) {
     link(head, maint3);
   }
   if (v12 || d.has_extension(VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME)) link(head, driver);
+  auto sm = init<VkPhysicalDeviceShaderSMBuiltinsPropertiesNV>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV);
+  if (d.has_extension(VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) link(head, sm);
   props.pNext = head;
   vkGetPhysicalDeviceProperties2(pd, &props);
   d.max_allocation_size = v11 ? maint3.maxMemoryAllocationSize : UINT64_MAX;
@@ -211,6 +213,7 @@ DeviceProbe probe(const Instance& inst, VkPhysicalDevice pd, int index) {
   info.api = version_string(base.apiVersion);
   info.subgroup_size = subgroup.subgroupSize;
   info.shared_memory = base.limits.maxComputeSharedMemorySize;
+  info.multiprocessors = sm.shaderSMCount;
   for (uint32_t i = 0; i < d.memory.memoryHeapCount; ++i)
     if (d.memory.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) info.device_local_bytes += d.memory.memoryHeaps[i].size;
   info.coopmat_shapes = coopmat_shapes(inst, d);
