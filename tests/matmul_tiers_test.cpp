@@ -466,7 +466,9 @@ TEST(MatMulGlu, SwigluRunsInTheTensorCoreEpilogue) {
 TEST(MatMulTierSwitches, BadValuesNameTheVariable) {
   for (auto [name, value] : {std::pair{"MEGANEURA_MATMUL", "fast"}, {"MEGANEURA_MATMUL_PRECISION", "tf32"},
                              {"MEGANEURA_SPLIT_K", "many"}, {"MEGANEURA_FLASH_ATTENTION", "yes"},
-                             {"MEGANEURA_SPLIT_K_SUM", "later"}, {"MEGANEURA_SCHEDULE", "fast"}}) {
+                             {"MEGANEURA_SPLIT_K_SUM", "later"}, {"MEGANEURA_SCHEDULE", "fast"},
+                             {"MEGANEURA_SPLIT_K", "-1"}, {"MEGANEURA_SPLIT_K", "65"},
+                             {"MEGANEURA_ATTENTION_BLOCKS", "yes"}, {"MEGANEURA_COOP_K_STEP", "48"}}) {
     ScopedEnv env(name, value);
     Graph g;
     g.output("y", matmul(g.input("a", {2, 3}), g.input("b", {3, 2})));

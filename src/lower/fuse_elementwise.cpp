@@ -1,5 +1,6 @@
 // Finds the groups of elementwise nodes that run as one generated kernel (see the header).
 #include "lower/fuse_elementwise.hpp"
+#include "util/env.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -92,10 +93,7 @@ class GroupBuilder {
 
 }  // namespace
 
-bool fusion_allowed_by_env() {
-  const char* v = std::getenv("MEGANEURA_FUSE_ELEMENTWISE");
-  return !(v && std::strcmp(v, "0") == 0);
-}
+bool fusion_allowed_by_env() { return util::env_on("MEGANEURA_FUSE_ELEMENTWISE"); }
 
 Fusion find_fusion_groups(const Graph& g, const std::vector<bool>& live, const std::vector<bool>& pinned) {
   const auto n = static_cast<size_t>(g.size());

@@ -8,6 +8,7 @@
 
 #include "kernels/kernel_abi.hpp"
 #include "kernels/log_topic.hpp"
+#include "util/env.hpp"
 
 namespace meganeura::lower {
 
@@ -37,10 +38,7 @@ int pack(Lowered& out, const std::vector<int>& members, Role role) {
 
 }  // namespace
 
-bool horizontal_fusion_enabled() {
-  const char* v = std::getenv("MEGANEURA_HORIZONTAL_FUSION");
-  return !(v && std::string(v) == "0");
-}
+bool horizontal_fusion_enabled() { return util::env_on("MEGANEURA_HORIZONTAL_FUSION"); }
 
 std::vector<MatMulGroup> group_matmuls(const Graph& g, const std::vector<bool>& live, Lowered& out,
                                        std::vector<int>& group_of) {

@@ -5,17 +5,15 @@
 
 #include "kernels/spirv.hpp"
 #include "meganeura/error.hpp"
+#include "util/env.hpp"
 
 namespace meganeura::lower {
 
 using kernels::Kernel;
+using util::env_choice;
+using util::env_on;
 
 namespace {
-
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? std::string(v) : std::string();
-}
 
 bool offers(const DeviceInfo& d, const std::string& shape) {
   return std::find(d.coopmat_shapes.begin(), d.coopmat_shapes.end(), shape) != d.coopmat_shapes.end();
@@ -42,44 +40,25 @@ uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
 MatMulTiers matmul_tiers(const DeviceInfo& device) {
   MatMulTiers t;
-  const std::string precision = env("MEGANEURA_MATMUL_PRECISION");
-  if (!precision.empty() && precision != "f16" && precision != "bf16" && precision != "f32")
-    throw Error("MEGANEURA_MATMUL_PRECISION=" + precision + ": expected f16, bf16 or f32");
+  const std::string precision = env_choice("MEGANEURA_MATMUL_PRECISION", {"f16", "bf16", "f32"});
   t.bf16 = precision == "bf16";
-  if (precision != "f32" && env("MEGANEURA_COOPMAT") != "0") t.coop = coop_of(device, t.bf16);
-  t.gemv = env("MEGANEURA_GEMV") != "0";
-  if (const std::string s = env("MEGANEURA_SPLIT_K"); !s.empty()) {
-    char* end = nullptr;
-    const long n = std::strtol(s.c_str(), &end, 10);
-    if (end == s.c_str() || *end != '\0' || n < 0 || n > 64)
-      throw Error("MEGANEURA_SPLIT_K=" + s + ": expected 0 (off) or a number of splits up to 64");
-    t.split_k = static_cast<int>(n);
-  }
-  const std::string split_sum = env("MEGANEURA_SPLIT_K_SUM");
-  if (!split_sum.empty() && split_sum != "kernel" && split_sum != "pass")
-    throw Error("MEGANEURA_SPLIT_K_SUM=" + split_sum + ": expected kernel or pass");
-  t.split_finish = split_sum != "pass";
-  const std::string flash = env("MEGANEURA_FLASH_ATTENTION");
-  if (!flash.empty() && flash != "0" && flash != "1" && flash != "blocks" && flash != "split")
-    throw Error("MEGANEURA_FLASH_ATTENTION=" + flash + ": expected 0, 1, blocks or split");
+  if (precision != "f32" && env_on("MEGANEURA_COOPMAT")) t.coop = coop_of(device, t.bf16);
+  t.gemv = env_on("MEGANEURA_GEMV");
+  if (!util::env("MEGANEURA_SPLIT_K").empty())
+    t.split_k = static_cast<int>(util::env_number("MEGANEURA_SPLIT_K", 64, 0, "0 (off) or a number of splits up to 64"));
+  t.split_finish = env_choice("MEGANEURA_SPLIT_K_SUM", {"kernel", "pass"}) != "pass";
+  const std::string flash = env_choice("MEGANEURA_FLASH_ATTENTION", {"0", "1", "blocks", "split"});
   t.coop_attention = flash != "0" && t.coop == MatMulTiers::Coop::NV && !t.bf16;
   t.force_coop_attention = !flash.empty() && flash != "0";
   if (flash == "blocks" || flash == "split") t.attention_kernel = flash;
   if (t.force_coop_attention && !t.coop_attention)
     throw Error("MEGANEURA_FLASH_ATTENTION=" + flash + ": " + device.name + " has no usable tensor-core attention (needs " +
                 "VK_NV_cooperative_matrix with 16x16x16 f16 fragments and subgroups of 32, and f16 matmul precision)");
-  t.attention_blocks = env("MEGANEURA_ATTENTION_BLOCKS");
-  if (!t.attention_blocks.empty() && t.attention_blocks != "0" && t.attention_blocks != "1")
-    throw Error("MEGANEURA_ATTENTION_BLOCKS=" + t.attention_blocks + ": expected 0 or 1");
+  t.attention_blocks = env_choice("MEGANEURA_ATTENTION_BLOCKS", {"0", "1"});
   t.shared_memory = device.shared_memory;
   t.multiprocessors = device.multiprocessors;
-  if (const std::string k = env("MEGANEURA_COOP_K_STEP"); !k.empty()) {
-    if (k != "32" && k != "64") throw Error("MEGANEURA_COOP_K_STEP=" + k + ": expected 32 or 64");
-    t.k_step = k == "32" ? 32 : 64;
-  }
-  t.force = env("MEGANEURA_MATMUL");
-  if (!t.force.empty() && t.force != "tiled" && t.force != "gemv" && t.force != "coopmat")
-    throw Error("MEGANEURA_MATMUL=" + t.force + ": expected tiled, gemv or coopmat");
+  if (const std::string k = env_choice("MEGANEURA_COOP_K_STEP", {"32", "64"}); !k.empty()) t.k_step = k == "32" ? 32 : 64;
+  t.force = env_choice("MEGANEURA_MATMUL", {"tiled", "gemv", "coopmat"});
   if (t.force == "coopmat" && t.coop == MatMulTiers::Coop::None)
     throw Error("MEGANEURA_MATMUL=coopmat: " + device.name + " has no usable tensor-core matmul (" +
                 (precision == "f32" ? "MEGANEURA_MATMUL_PRECISION=f32" : "needs cooperative matrices with 16x16x16 " +

@@ -193,7 +193,7 @@ Fusions find_fusions(const Graph& g, const std::vector<bool>& live, const NodeUs
                      const std::vector<int>& fused_group_of, const LowerOptions& options) {
   const size_t n = static_cast<size_t>(g.size());
   Fusions f{std::vector<int>(n, -1), std::vector<int>(n, -1), std::vector<int>(n, -1), std::vector<int>(n, -1),
-            std::vector<int>(groups.size(), -1), std::vector<GroupRotary>(groups.size())};
+            std::vector<int>(groups.size(), -1), std::vector<GroupRotary>(groups.size()), {}, {}, {}};
   if (!options.fuse) return f;
   for (const std::vector<int>& pairs :
        {pair_rotaries(g, live), pair_attention_grads(g, live), pair_matmul_norms(g, live, group_of)})

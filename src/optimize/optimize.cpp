@@ -7,14 +7,12 @@
 #include <sstream>
 
 #include "kernels/log_topic.hpp"
+#include "util/env.hpp"
 
 namespace meganeura::optimize {
 
 
-bool enabled(bool option) {
-  const char* v = std::getenv("MEGANEURA_OPTIMIZE");
-  return option && !(v && std::strcmp(v, "0") == 0);
-}
+bool enabled(bool option) { return option && util::env_on("MEGANEURA_OPTIMIZE"); }
 
 std::string Report::to_string() const {
   std::ostringstream o;

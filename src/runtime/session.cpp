@@ -14,6 +14,7 @@
 #include "optimize/optimize.hpp"
 #include "runtime/session_impl.hpp"
 #include "vulkan/executable.hpp"
+#include "util/env.hpp"
 
 namespace meganeura {
 
@@ -52,12 +53,7 @@ uint64_t Session::Impl::largest_buffer() {
 
 // MEGANEURA_SCHEDULE: level (default: independent calls recorded together, plan/schedule.hpp)
 // or program (lowering's order).
-static bool schedule_by_level() {
-  const char* v = std::getenv("MEGANEURA_SCHEDULE");
-  const std::string s = v ? v : "";
-  if (!s.empty() && s != "level" && s != "program") throw Error("MEGANEURA_SCHEDULE=" + s + ": expected level or program");
-  return s != "program";
-}
+static bool schedule_by_level() { return util::env_choice("MEGANEURA_SCHEDULE", {"level", "program"}) != "program"; }
 
 std::unique_ptr<Session::Impl> Session::Impl::build(const Graph& g, const lower::Lowered& low, const SessionOptions& options) {
   auto impl = std::make_unique<Session::Impl>();

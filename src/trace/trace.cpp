@@ -13,6 +13,7 @@
 #include "io/file.hpp"
 #include "meganeura/error.hpp"
 #include "trace/proto_writer.hpp"
+#include "util/env.hpp"
 
 namespace meganeura::trace {
 
@@ -53,15 +54,7 @@ std::string process_name() {
   return ec ? "meganeura" : exe.filename().string();
 }
 
-uint64_t env_steps() {
-  const char* v = std::getenv("MEGANEURA_TRACE_STEPS");
-  if (!v || !*v) return 100;
-  char* end = nullptr;
-  const unsigned long long n = std::strtoull(v, &end, 10);
-  if (end == v || *end != '\0' || *v == '-')
-    throw Error(std::string("MEGANEURA_TRACE_STEPS=") + v + " is not a whole number of steps");
-  return n;
-}
+uint64_t env_steps() { return util::env_number("MEGANEURA_TRACE_STEPS", UINT64_MAX, 100, "a whole number of steps"); }
 
 }  // namespace
 

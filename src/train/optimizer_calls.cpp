@@ -7,6 +7,7 @@
 #include "lower/emit.hpp"
 #include "meganeura/error.hpp"
 #include "train/update_packs.hpp"
+#include "util/env.hpp"
 
 namespace meganeura::train {
 
@@ -85,14 +86,8 @@ int member_view(lower::Lowered& low, const Target& t, size_t k, int root, uint64
 }  // namespace
 
 uint64_t update_pack_bytes(uint64_t largest_buffer) {
-  uint64_t mib = 4;
-  if (const char* v = std::getenv("MEGANEURA_UPDATE_PACK_MIB"); v && *v) {
-    char* end = nullptr;
-    const unsigned long long n = std::strtoull(v, &end, 10);
-    if (*end != '\0' || n > (uint64_t{1} << 20))
-      throw Error(std::string("MEGANEURA_UPDATE_PACK_MIB=") + v + ": expected a number of MiB (0: as large as a buffer)");
-    mib = n;
-  }
+  const uint64_t mib =
+      util::env_number("MEGANEURA_UPDATE_PACK_MIB", uint64_t{1} << 20, 4, "a number of MiB (0: as large as a buffer)");
   return mib == 0 ? largest_buffer : std::min(mib << 20, largest_buffer);
 }
 

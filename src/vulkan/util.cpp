@@ -4,13 +4,14 @@
 #include <cstdlib>
 
 #include "meganeura/error.hpp"
+#include "util/env.hpp"
 
 namespace meganeura::vk {
 
 std::optional<std::string> env(const char* name) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return std::nullopt;
-  return std::string(v);
+  std::string v = util::env(name);
+  if (v.empty()) return std::nullopt;
+  return v;
 }
 
 bool validation_requested() {
@@ -18,12 +19,7 @@ bool validation_requested() {
   return v && *v != "0";
 }
 
-bool params_storage_requested() {
-  auto v = env("MEGANEURA_PARAMS_BUFFER");
-  if (!v || *v == "uniform") return false;
-  if (*v == "storage") return true;
-  throw DeviceError("MEGANEURA_PARAMS_BUFFER=" + *v + ": expected uniform or storage");
-}
+bool params_storage_requested() { return util::env_choice("MEGANEURA_PARAMS_BUFFER", {"uniform", "storage"}) == "storage"; }
 
 double fence_timeout_s() {
   auto v = env("MEGANEURA_TIMEOUT_S");
