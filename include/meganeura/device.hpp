@@ -21,7 +21,8 @@ struct DeviceInfo {
   bool coopmat_nv = false;       // VK_NV_cooperative_matrix
   bool coopmat_khr = false;      // VK_KHR_cooperative_matrix
   std::vector<std::string> coopmat_shapes;  // "16x16x16 f16*f16->f32", ...
-  // "0: NVIDIA H200 | Vulkan 1.4.312 | driver NVIDIA 580.159 | subgroup 32 | shared 48 KiB | fp16 bf16 | coopmat NV KHR (16x16x16 f16->f32, ...)"
+  // "0: NVIDIA H200 | Vulkan 1.4.312 | driver NVIDIA 580.159 | subgroup 32 | shared 48 KiB | 132 SMs | fp16 bf16 | coopmat NV KHR (16x16x16 f16->f32, ...)"
+  // (the SM count only where the device reports it)
   std::string banner() const;
 };
 

@@ -260,6 +260,7 @@ size_t choose_device(std::span<const DeviceProbe> devices) {
 std::string DeviceInfo::banner() const {
   std::string s = std::to_string(index) + ": " + name + " | Vulkan " + api + " | driver " + driver + " | subgroup " +
                   std::to_string(subgroup_size) + " | shared " + std::to_string(shared_memory / 1024) + " KiB | ";
+  if (multiprocessors) s += std::to_string(multiprocessors) + " SMs | ";
   if (fp16 && bf16) s += "fp16 bf16";
   else if (fp16) s += "fp16";
   else if (bf16) s += "bf16";
