@@ -2,8 +2,8 @@
 #pragma once
 #include <cstring>
 #include <map>
-#include <tuple>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 

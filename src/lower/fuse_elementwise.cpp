@@ -1,11 +1,10 @@
 // Finds the groups of elementwise nodes that run as one generated kernel (see the header).
 #include "lower/fuse_elementwise.hpp"
-#include "util/env.hpp"
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <queue>
+
+#include "util/env.hpp"
 
 namespace meganeura::lower {
 

@@ -1,7 +1,6 @@
 #include "lower/matmul_tiers.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "kernels/spirv.hpp"
 #include "meganeura/error.hpp"

@@ -51,6 +51,11 @@ NodeUses node_uses(const Graph& g, const std::vector<bool>& live, const std::vec
   return u;
 }
 
+bool dies_in_one_reader(const NodeUses& uses, const Lowered& out, int id) {
+  const auto i = static_cast<size_t>(id);
+  return uses.readers[i].size() == 1 && !uses.kept[i] && !out.tensors[i].output;
+}
+
 namespace {
 
 // Each function below claims nodes another emission computes (partner[n] = kEmittedWithPartner)
@@ -65,11 +70,8 @@ struct Claim {
   const std::vector<int>& fused_group_of;
   Fusions& f;
   bool is_live(int id) const { return live[static_cast<size_t>(id)]; }
-  size_t reads(int id) const { return uses.readers[static_cast<size_t>(id)].size(); }
   // Its value is needed by nothing but the one reader computing it.
-  bool dies_in_one_reader(int id) const {
-    return reads(id) == 1 && !uses.kept[static_cast<size_t>(id)] && !out.tensors[static_cast<size_t>(id)].output;
-  }
+  bool dies_in_one_reader(int id) const { return lower::dies_in_one_reader(uses, out, id); }
   bool unfused(int id) const { return fused_group_of[static_cast<size_t>(id)] < 0; }
   int group(int id) const { return group_of.empty() ? -1 : group_of[static_cast<size_t>(id)]; }
   void claim(int id) { f.partner[static_cast<size_t>(id)] = kEmittedWithPartner; }
@@ -100,7 +102,7 @@ void mapped_reductions(Claim& c) {
   for (int id = 0; id < c.g.size(); ++id) {
     const Node& n = c.g.node(id);
     if ((n.op != Op::Sum && n.op != Op::Mean && n.op != Op::Max) || !c.is_live(id) || n.dtype != DType::f32) continue;
-    const int m = c.g.node(id).inputs[0];
+    const int m = n.inputs[0];
     const Node& mn = c.g.node(m);
     const bool mapped = (mn.op == Op::Mul && n.op != Op::Max) || mn.op == Op::Abs;
     if (!mapped || !c.dies_in_one_reader(m) || !c.unfused(m) || c.f.partner[static_cast<size_t>(m)] != -1) continue;

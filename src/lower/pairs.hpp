@@ -25,6 +25,8 @@ struct NodeUses {
   std::vector<bool> kept;
 };
 NodeUses node_uses(const Graph& g, const std::vector<bool>& live, const std::vector<int>& keep);
+// Node id's value is needed by nothing but its one reader: not kept, not a graph output.
+bool dies_in_one_reader(const NodeUses& uses, const Lowered& out, int id);
 
 // A q/k rotary pair that a q/k/v group's split-K summing pass computes (node[i] rotates product
 // product[i] of the group); node[0] < 0: none.
@@ -43,8 +45,8 @@ struct ProductSum {
 // Everything lowering computes inside another node's dispatch. partner: as pair_nodes (rotaries,
 // d k with d v, a single product and its norm), and kEmittedWithPartner for every node another
 // emission computes. By node: norm_of_add (the norm backward an add emits, adding its other
-// operand), map_of_reduce (the product a sum/mean maps, or the abs a sum/mean/max maps), norm_a_of (the rms_norm a GEMV product
-// takes as A; a group: at its first member). By matmul group: glu_of_group (its swiglu),
+// operand), map_of_reduce (the product a sum/mean maps, or the abs a sum/mean/max maps),
+// norm_a_of (the rms_norm a GEMV product takes as A; a group: at its first member). By matmul group: glu_of_group (its swiglu),
 // rotary_of_group (the rotary pair its summing pass computes). sum_of: the sum (index into
 // sums) a node emits, the node whose value the sum is; in_sum: nodes computed by a sum.
 struct Fusions {

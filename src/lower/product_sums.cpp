@@ -41,9 +41,7 @@ struct Finder {
   }
   // A node whose value only the sum needs.
   bool absorbable(int id, const Shape& shape) const {
-    const auto i = static_cast<size_t>(id);
-    return unclaimed(id) && uses.readers[i].size() == 1 && !uses.kept[i] && !out.tensors[i].output &&
-           g.node(id).shape == shape;
+    return unclaimed(id) && dies_in_one_reader(uses, out, id) && g.node(id).shape == shape;
   }
   // The terms of node `id` (a product, a matmul_add or an add): products into `products`, the
   // rest into `others`; absorbed nodes into `inner`.

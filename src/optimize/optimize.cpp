@@ -1,8 +1,6 @@
 #include "optimize/optimize.hpp"
 
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <map>
 #include <sstream>
 

@@ -2,7 +2,6 @@
 #include "meganeura/session.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <sstream>
@@ -13,8 +12,8 @@
 #include "plan/planner.hpp"
 #include "optimize/optimize.hpp"
 #include "runtime/session_impl.hpp"
-#include "vulkan/executable.hpp"
 #include "util/env.hpp"
+#include "vulkan/executable.hpp"
 
 namespace meganeura {
 

@@ -1,7 +1,6 @@
 #include "train/optimizer_calls.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 #include "lower/emit.hpp"

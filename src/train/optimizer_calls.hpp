@@ -11,7 +11,6 @@ struct ParamGrad {
   int grad;   // graph node of its gradient
 };
 
-// Adds the state tensors and calls to `low`; fills `tr` (hyper block, per-parameter state).
 // The size of an update pack: each pack's update is recorded as soon as its gradients are ready
 // (plan/schedule.hpp), beside the rest of the backward, instead of one pass over every parameter
 // at the end of the step (an H100: 0.57 ms for SmolLM2-135M's 538 MB). Small enough that an
@@ -19,6 +18,7 @@ struct ParamGrad {
 // sets it (MiB; 0: one pack as large as the device's largest buffer).
 uint64_t update_pack_bytes(uint64_t largest_buffer);
 
+// Adds the state tensors and calls to `low`; fills `tr` (hyper block, per-parameter state).
 // Parameters are updated in packs of up to max_pack_bytes (update_packs.hpp), one dispatch each.
 void append_optimizer_calls(const Graph& g, lower::Lowered& low, const std::vector<ParamGrad>& params,
                             Session::Impl::Training& tr, uint64_t max_pack_bytes);

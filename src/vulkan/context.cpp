@@ -33,7 +33,7 @@ uint32_t compute_family(VkPhysicalDevice pd, const std::string& device_name) {
   return found;
 }
 
-VkDevice create_device(const DeviceProbe& d, uint32_t family) {
+VkDevice create_device(const DeviceProbe& d, uint32_t family, bool stats) {
   float priority = 1.0f;
   auto queue = init<VkDeviceQueueCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO);
   queue.queueFamilyIndex = family;
@@ -48,7 +48,6 @@ VkDevice create_device(const DeviceProbe& d, uint32_t family) {
                         "VK_KHR_portability_subset"})
     if (d.has_extension(e)) extensions.push_back(e);
   // MEGANEURA_LOG=pipelines: the driver's statistics of each pipeline (registers, ...).
-  const bool stats = pipeline_statistics_wanted(d);
   if (stats) extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
 
   auto features = init<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
@@ -124,7 +123,8 @@ Context::Context() : impl_(std::make_unique<Impl>()) {
   instance_ = m.instance->handle();
   physical_ = m.probe.physical;
   queue_family_ = compute_family(physical_, info_.name);
-  m.device.device = device_ = create_device(m.probe, queue_family_);
+  const bool statistics = pipeline_statistics_wanted(m.probe);
+  m.device.device = device_ = create_device(m.probe, queue_family_, statistics);
   vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
 
   auto pool = init<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
@@ -142,7 +142,7 @@ Context::Context() : impl_(std::make_unique<Impl>()) {
   vkGetPhysicalDeviceProperties(physical_, &props);
   params_descriptor_ = m.probe.ubo_std430 && !params_storage_requested() ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER
                                                                           : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-  m.pipelines = std::make_unique<PipelineCache>(device_, props, params_descriptor_, pipeline_statistics_wanted(m.probe));
+  m.pipelines = std::make_unique<PipelineCache>(device_, props, params_descriptor_, statistics);
 }
 
 // Not vkDeviceWaitIdle: every submission was waited for, except one that timed out, and waiting

@@ -1,8 +1,8 @@
 #include "vulkan/pipelines.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <atomic>
+#include <cstdio>
 #include <exception>
 #include <set>
 #include <string>

@@ -60,12 +60,13 @@ class PipelineCache {
   // vkCreateComputePipelines for one pipeline (no lock needed: the VkPipelineCache is internally
   // synchronized); the caller owns the result.
   VkPipeline create(VkShaderModule module, std::string_view name, std::span<const uint32_t> spec, VkPipelineLayout layout);
+  // Prints one line of the driver's statistics of `p` (statistics_: MEGANEURA_LOG=pipelines).
+  void print_statistics(VkPipeline p, std::string_view name, std::span<const uint32_t> spec) const;
 
   using Key = std::tuple<VkShaderModule, std::vector<uint32_t>, uint32_t>;
   VkDevice device_;
   VkDescriptorType params_;
   bool statistics_;
-  void print_statistics(VkPipeline p, std::string_view name, std::span<const uint32_t> spec) const;
   PipelineCacheFile file_;
   VkPipelineCache cache_ = VK_NULL_HANDLE;
   bool unsaved_ = false;  // pipelines created since the cache was loaded or saved
