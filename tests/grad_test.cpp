@@ -4,7 +4,6 @@
 // no case fails the suite.
 #include <gtest/gtest.h>
 
-#include <cctype>
 #include <map>
 #include <set>
 
@@ -33,10 +32,7 @@ TEST_P(OpGrad, MatchesReference) {
 
 std::string case_name(const ::testing::TestParamInfo<size_t>& info) {
   const GradCase& c = grad_cases().at(info.param);
-  std::string s = std::string(op_name(c.op)) + "_" + c.name;
-  for (char& ch : s)
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return s + "_" + std::to_string(info.param);
+  return test_name(std::string(op_name(c.op)) + "_" + c.name) + "_" + std::to_string(info.param);
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, OpGrad, ::testing::Range<size_t>(0, grad_cases().size()), case_name);

@@ -84,10 +84,7 @@ TEST_P(MatMulTiers, MatchesReference) {
 
 std::string tier_case_name(const ::testing::TestParamInfo<std::tuple<size_t, size_t>>& info) {
   const OpCase& c = op_cases().at(matmul_case_indices().at(std::get<1>(info.param)));
-  std::string s = kTiers[std::get<0>(info.param)].name + "_" + std::string(op_name(c.op)) + "_" + c.name;
-  for (char& ch : s)
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return s;
+  return test_name(kTiers[std::get<0>(info.param)].name + "_" + std::string(op_name(c.op)) + "_" + c.name);
 }
 
 INSTANTIATE_TEST_SUITE_P(Tiers, MatMulTiers,
@@ -136,11 +133,8 @@ INSTANTIATE_TEST_SUITE_P(Tiers, AttentionTiers,
                          ::testing::Combine(::testing::Range<size_t>(0, std::size(kAttentionKernels)),
                                             ::testing::Range<size_t>(0, attention_case_indices().size())),
                          [](const ::testing::TestParamInfo<std::tuple<size_t, size_t>>& info) {
-                           std::string s = std::string(kAttentionKernels[std::get<0>(info.param)]) + "_" +
-                                           op_cases().at(attention_case_indices().at(std::get<1>(info.param))).name;
-                           for (char& ch : s)
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return s;
+                           return test_name(std::string(kAttentionKernels[std::get<0>(info.param)]) + "_" +
+                                            op_cases().at(attention_case_indices().at(std::get<1>(info.param))).name);
                          });
 
 // The exact attention forward by blocks of 16 query rows (attention_block.comp,
@@ -170,10 +164,7 @@ TEST_P(AttentionBlocks, MatchReference) {
 
 INSTANTIATE_TEST_SUITE_P(Blocks, AttentionBlocks, ::testing::Range<size_t>(0, attention_case_indices().size()),
                          [](const ::testing::TestParamInfo<size_t>& info) {
-                           std::string s = op_cases().at(attention_case_indices().at(info.param)).name;
-                           for (char& ch : s)
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return s;
+                           return test_name(op_cases().at(attention_case_indices().at(info.param)).name);
                          });
 
 // Split-K (K-range partials in scratch, summed with the epilogue by the last split of each tile

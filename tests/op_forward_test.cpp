@@ -2,7 +2,6 @@
 // of ops that exercises memory reuse and barriers over two steps.
 #include <gtest/gtest.h>
 
-#include <cctype>
 #include <map>
 #include <set>
 
@@ -27,10 +26,7 @@ TEST_P(OpForward, MatchesReference) {
 
 std::string case_name(const ::testing::TestParamInfo<size_t>& info) {
   const OpCase& c = op_cases().at(info.param);
-  std::string s = std::string(op_name(c.op)) + "_" + c.name;
-  for (char& ch : s)
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return s + "_" + std::to_string(info.param);
+  return test_name(std::string(op_name(c.op)) + "_" + c.name) + "_" + std::to_string(info.param);
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, OpForward, ::testing::Range<size_t>(0, op_cases().size()), case_name);

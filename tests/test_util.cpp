@@ -1,5 +1,6 @@
 #include "test_util.hpp"
 
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -32,6 +33,12 @@ int count_lines(const std::string& listing, const std::string& what) {
   int n = 0;
   for (size_t at = listing.find(what); at != std::string::npos; at = listing.find(what, at + 1)) ++n;
   return n;
+}
+
+std::string test_name(std::string s) {
+  for (char& ch : s)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return s;
 }
 
 std::vector<float> Rng::floats(int64_t n, double lo, double hi) {

@@ -91,6 +91,8 @@ std::string seed_note(uint64_t seed);
 
 // How many times `what` occurs in a session's listing (dispatches of a kernel, labels).
 int count_lines(const std::string& listing, const std::string& what);
+// `s` as a GoogleTest parameter name: every character that is not a letter or digit becomes '_'.
+std::string test_name(std::string s);
 
 meganeura::HostTensor host_f32(const meganeura::Shape& s, const std::vector<float>& v);
 meganeura::HostTensor host_i32(const meganeura::Shape& s, const std::vector<int32_t>& v);
