@@ -139,6 +139,38 @@ TEST_F(SessionErrors, WrongHostDtype) {
               AllOf(HasSubstr("x"), HasSubstr("f32"), HasSubstr("i32")));
 }
 
+// data<T>() with the wrong T says which T was asked for, which dtype the tensor holds, and how
+// to read it.
+TEST(DTypeErrors, HostTensorDataNamesTheTypeAskedForAndTheDtypeHeld) {
+  const HostTensor ints = host_i32({2, 2}, {1, 2, 3, 4});
+  EXPECT_THAT(message_of<DTypeError>([&] { ints.data<float>(); }),
+              AllOf(StartsWith("meganeura: "), HasSubstr("data<float>()"), HasSubstr("holds i32"),
+                    HasSubstr("data<int32_t>()"), HasSubstr("[2,2]")));
+  const HostTensor floats = host_f32({3}, {1, 2, 3});
+  EXPECT_THAT(message_of<DTypeError>([&] { floats.data<uint16_t>(); }),
+              AllOf(HasSubstr("data<uint16_t>()"), HasSubstr("holds f32"), HasSubstr("data<float>()")));
+  EXPECT_THAT(message_of<DTypeError>([&] { floats.data<uint32_t>(); }), HasSubstr("data<uint32_t>()"));
+}
+
+// A Trainer whose batch_size is not the graph's batch dimension says so with both numbers and
+// the input, when it is made rather than at the first step.
+TEST(TrainerErrors, BatchSizeOtherThanTheGraphsIsNamed) {
+  Graph g;
+  Tensor x = g.input("x", {8, 3});
+  Tensor y = g.input("y", {8}, i32);
+  Tensor logits = matmul(x, g.parameter("w", {3, 2}));
+  g.output("logits", logits);
+  Session s = build_session(g, cross_entropy(logits, y), {});
+  TrainerOptions options;
+  options.batch_size = 16;
+  options.progress = false;
+  EXPECT_THAT(message_of<SizeError>([&] { Trainer t(s, options); }),
+              AllOf(StartsWith("meganeura: "), HasSubstr("batch_size is 16"), HasSubstr("batch dimension is 8"),
+                    HasSubstr("input \"x\""), HasSubstr("[8,3]")));
+  options.batch_size = 8;
+  EXPECT_NO_THROW({ Trainer t(s, options); });
+}
+
 TEST(DTypeErrors, OpsRejectIntegerOperands) {
   Graph g;
   Tensor i = g.input("i", {3, 3}, i32);

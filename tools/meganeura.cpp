@@ -2,13 +2,17 @@
 // banner users paste into bug reports), the default device marked with '*'. `meganeura optimize`
 // runs the e-graph optimizer on a Llama-style model written from primitive ops and says what it
 // found and how long it took (no GPU needed). `meganeura download` fetches a model's files from the
-// Hugging Face Hub into the shared Hugging Face cache and prints where they are.
+// Hugging Face Hub into the shared Hugging Face cache and prints where they are. `meganeura
+// generate` (generate.cpp) completes a prompt. Every command reads its arguments through
+// cli::Args (cli_args.hpp) and answers --help; usage mistakes exit 2, failures 1.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "meganeura/autodiff.hpp"
@@ -16,6 +20,7 @@
 #include "meganeura/error.hpp"
 #include "meganeura/hub.hpp"
 #include "lower/lowered.hpp"
+#include "cli_args.hpp"
 #include "commands.hpp"
 #include "models/llama_primitives.hpp"
 #include "optimize/optimize.hpp"
@@ -23,28 +28,40 @@
 
 namespace {
 
-constexpr const char* kUsage =
-    "usage: meganeura <command>\n"
+constexpr const char* kInfoHelp =
+    "usage: meganeura info\n"
     "\n"
-    "commands:\n"
-    "  info      list the Vulkan devices and what each offers ('*' marks the default)\n"
-    "  optimize [--layers N] [--seq S] [--train] [--max-seconds T] [--rule-times]\n"
-    "            run the graph optimizer on a Llama-style decoder written from primitive ops\n"
-    "            (SmolLM2-135M's shape: 30 layers, seq 128); --train adds the backward graph;\n"
-    "            --max-seconds overrides the optimizer's time limit (default 0.25);\n"
-    "            --rule-times also times one search of each rule on the initial e-graph\n"
-    "  download <repo_id> [--revision R] [files...]\n"
-    "            fetch files of a Hugging Face Hub repository into the Hugging Face cache and\n"
-    "            print the snapshot directory; without files: what a model needs (config.json,\n"
-    "            tokenizer files, model.safetensors or every shard of its index). Resumes an\n"
-    "            interrupted download; files already cached are not fetched again\n"
-    "  generate --model <repo_id or directory> [--prompt TEXT] [--max-tokens N] [--temperature T]\n"
-    "           [--top-k K] [--top-p P] [--seed S] [--max-seq N] [--revision R]\n"
-    "            complete a prompt with a Llama-family model from the Hugging Face Hub (fetched\n"
-    "            into the Hugging Face cache) or a local directory (config.json, tokenizer.json,\n"
-    "            safetensors); streams the text, then prints tokens/s. Greedy unless --temperature\n"
-    "  help      show this message (also --help, -h)\n"
+    "list the Vulkan devices and what each offers (subgroup size, shared memory, fp16/bf16,\n"
+    "cooperative-matrix shapes); '*' marks the one sessions use (MEGANEURA_DEVICE picks another).\n"
+    "Paste it into bug reports\n";
+
+constexpr const char* kOptimizeHelp =
+    "usage: meganeura optimize [--layers N] [--seq S] [--train] [--max-seconds T] [--rule-times]\n"
     "\n"
+    "run the graph optimizer on a Llama-style decoder written from primitive ops (SmolLM2-135M's\n"
+    "shape) and say what it found, how long it took and the dispatches per step (no GPU needed)\n"
+    "\n"
+    "options:\n"
+    "  --layers N         decoder layers, 0 to 1000 (default 30)\n"
+    "  --seq S            sequence length, 1 to 65536 (default 128)\n"
+    "  --train            add the backward graph, as a training session does\n"
+    "  --max-seconds T    the optimizer's time limit in seconds, 0 to 3600 (default 0.25)\n"
+    "  --rule-times       also time one search of each rule on the initial e-graph\n"
+    "  -h, --help         show this help\n";
+
+constexpr const char* kDownloadHelp =
+    "usage: meganeura download <repo_id> [--revision R] [files...]\n"
+    "\n"
+    "fetch files of a Hugging Face Hub repository into the Hugging Face cache and print the\n"
+    "snapshot directory; without files: what a model needs (config.json, tokenizer files,\n"
+    "model.safetensors or every shard of its index). Resumes an interrupted download; files\n"
+    "already cached are not fetched again\n"
+    "\n"
+    "options:\n"
+    "  --revision R       a branch, a tag or a full commit hash (default main)\n"
+    "  -h, --help         show this help\n";
+
+constexpr const char* kEnvironment =
     "environment:\n"
     "  MEGANEURA_DEVICE=<index or name>   the device to run on\n"
     "  MEGANEURA_VALIDATION=1             Vulkan validation layer with synchronization checks\n"
@@ -54,7 +71,12 @@ constexpr const char* kUsage =
     "  HF_HUB_OFFLINE=1                   no network: files come from the cache only\n"
     "  HF_ENDPOINT=<url>                  a Hub mirror (https://huggingface.co)\n";
 
-int info() {
+int info_command(cli::Args& args) {
+  if (!args.done()) {
+    const std::string a = args.next();
+    if (cli::Args::is_option(a)) args.unknown_option(a);
+    throw args.error("takes no arguments (got '" + a + "')");
+  }
   const auto devices = meganeura::list_devices();
   // The default is chosen separately so a bad MEGANEURA_DEVICE still lists the devices first.
   std::string error;
@@ -81,25 +103,41 @@ int count_op(const meganeura::Graph& g, meganeura::Op op) {
   return n;
 }
 
-int optimize_command(int argc, char** argv) {
-  namespace mn = meganeura;
-  mn::models::LlamaShape shape;
+// Lowering with or without its own fusions, the exact f32 matmul tiers (what is counted is the
+// dispatches, not the kernels).
+meganeura::lower::LowerOptions lowering(bool fuse) {
+  meganeura::lower::LowerOptions o;
+  o.fuse = fuse;
+  return o;
+}
+
+struct OptimizeArgs {
+  meganeura::models::LlamaShape shape;
+  meganeura::optimize::Limits limits;
   bool train = false, rule_times = false;
-  mn::optimize::Limits limits;
-  for (int i = 2; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> const char* {
-      if (i + 1 >= argc) throw mn::Error("optimize: " + a + " needs a value");
-      return argv[++i];
-    };
-    if (a == "--layers") shape.layers = std::atoi(value());
-    else if (a == "--seq") shape.seq = std::atoll(value());
-    else if (a == "--train") train = true;
-    else if (a == "--max-seconds") limits.max_seconds = std::atof(value());
-    else if (a == "--rule-times") rule_times = true;
-    else throw mn::Error("optimize: unknown option '" + a + "' (see meganeura --help)");
+};
+
+OptimizeArgs parse_optimize_args(cli::Args& args) {
+  OptimizeArgs o;
+  while (!args.done()) {
+    const std::string a = args.next();
+    if (a == "--layers") o.shape.layers = static_cast<int>(args.integer(a, 0, 1000));
+    else if (a == "--seq") o.shape.seq = args.integer(a, 1, 65536);
+    else if (a == "--train") o.train = true;
+    else if (a == "--max-seconds") o.limits.max_seconds = args.number(a, 0, 3600);
+    else if (a == "--rule-times") o.rule_times = true;
+    else if (cli::Args::is_option(a)) args.unknown_option(a);
+    else throw args.error("unexpected argument '" + a + "' (optimize takes only options)");
   }
-  if (shape.layers < 0 || shape.seq < 1) throw mn::Error("optimize: --layers >= 0 and --seq >= 1");
+  return o;
+}
+
+int optimize_command(cli::Args& args) {
+  namespace mn = meganeura;
+  const OptimizeArgs parsed = parse_optimize_args(args);
+  const mn::models::LlamaShape& shape = parsed.shape;
+  const mn::optimize::Limits& limits = parsed.limits;
+  const bool train = parsed.train, rule_times = parsed.rule_times;
 
   auto t0 = Clock::now();
   mn::Graph g;
@@ -130,11 +168,11 @@ int optimize_command(int argc, char** argv) {
   size_t dispatches_before = 0;
   if (train) {
     mn::train::TrainingGraph plain = mn::train::build_training_graph(g, loss, {.optimize = false});
-    dispatches_before = mn::lower::lower(*plain.graph, plain.grads, {.fuse = false}).calls.size();
+    dispatches_before = mn::lower::lower(*plain.graph, plain.grads, lowering(false)).calls.size();
   } else {
-    dispatches_before = mn::lower::lower(g, {}, {.fuse = false}).calls.size();
+    dispatches_before = mn::lower::lower(g, {}, lowering(false)).calls.size();
   }
-  const size_t dispatches_after = mn::lower::lower(*out, grads, {.fuse = true}).calls.size();
+  const size_t dispatches_after = mn::lower::lower(*out, grads, lowering(true)).calls.size();
   std::printf("%s\n", report.to_string().c_str());
   std::printf("optimize() wall time: %.1f ms (run %.1f ms, limit %.0f ms)\n", optimize_ms, report.run.seconds * 1e3,
               limits.max_seconds * 1e3);
@@ -175,54 +213,119 @@ int optimize_command(int argc, char** argv) {
   return 0;
 }
 
-int download_command(int argc, char** argv) {
+int download_command(cli::Args& args) {
   namespace hub = meganeura::hub;
   hub::HubOptions options;
   std::string repo_id;
   std::vector<std::string> files;
-  for (int i = 2; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--revision") {
-      if (i + 1 >= argc) throw meganeura::Error("download: --revision needs a value");
-      options.revision = argv[++i];
-    } else if (a.rfind("--", 0) == 0) {
-      throw meganeura::Error("download: unknown option '" + a + "' (see meganeura --help)");
-    } else if (repo_id.empty()) {
-      repo_id = a;
-    } else {
-      files.push_back(a);
-    }
+  while (!args.done()) {
+    const std::string a = args.next();
+    if (a == "--revision") options.revision = args.text(a, "a branch, a tag or a full commit hash");
+    else if (cli::Args::is_option(a)) args.unknown_option(a);
+    else if (repo_id.empty()) repo_id = a;
+    else files.push_back(a);
   }
-  if (repo_id.empty()) throw meganeura::Error("download: which repository? meganeura download <repo_id> [--revision R] [files...]");
+  if (repo_id.empty()) throw args.error("which repository? meganeura download <repo_id> [--revision R] [files...]");
   std::printf("%s\n", hub::snapshot(repo_id, files, options).c_str());
   return 0;
+}
+
+struct Command {
+  std::string_view name;
+  const char* summary;  // its line in the general usage
+  const char* help;     // what `meganeura <name> --help` prints
+  int (*run)(cli::Args&);
+};
+
+const Command kCommands[] = {
+    {"info", "list the Vulkan devices and what each offers ('*' marks the default)", kInfoHelp, info_command},
+    {"optimize", "run the graph optimizer on a Llama-style decoder and report what it found", kOptimizeHelp,
+     optimize_command},
+    {"download", "fetch a Hugging Face Hub repository's files into the Hugging Face cache", kDownloadHelp,
+     download_command},
+    {"generate", "complete a prompt with a Llama-family model (Hub repository or directory)", kGenerateHelp,
+     generate_command},
+};
+
+const Command* find_command(std::string_view name) {
+  for (const Command& c : kCommands)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+void print_usage(std::FILE* out) {
+  std::fputs("usage: meganeura <command> [options]\n\ncommands:\n", out);
+  for (const Command& c : kCommands) std::fprintf(out, "  %-10s%s\n", std::string(c.name).c_str(), c.summary);
+  std::fputs("  help      this message; help <command>: that command's options (also <command> --help)\n\n", out);
+  std::fputs(kEnvironment, out);
+}
+
+// Every failure ends here, so none escapes as an abort: usage mistakes exit 2, failures of the
+// work itself 1, each naming the command.
+int run_command(const Command& c, cli::Args& args) {
+  const std::string name(c.name);
+  try {
+    return c.run(args);
+  } catch (const cli::UsageError& e) {
+    std::fprintf(stderr, "%s\nrun 'meganeura %s --help' for its options\n", e.what(), name.c_str());
+    return 2;
+  } catch (const meganeura::Error& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "meganeura %s failed: %s\n", name.c_str(), e.what());
+    return 1;
+  } catch (...) {
+    std::fprintf(stderr, "meganeura %s failed with an unknown exception\n", name.c_str());
+    return 1;
+  }
+}
+
+// `meganeura help [command]`.
+int help_command(const std::vector<std::string>& args) {
+  if (args.empty()) {
+    print_usage(stdout);
+    return 0;
+  }
+  const Command* c = find_command(args[0]);
+  if (!c || args.size() > 1) {
+    const std::string problem = c ? "takes one command" : "unknown command '" + args[0] + "'";
+    std::fprintf(stderr, "meganeura help: %s\n\n", problem.c_str());
+    print_usage(stderr);
+    return 2;
+  }
+  std::fputs(c->help, stdout);
+  return 0;
+}
+
+int dispatch(const std::string& name, const std::vector<std::string>& rest) {
+  if (name == "help" || cli::is_help_flag(name)) return help_command(rest);
+  const Command* c = find_command(name);
+  if (!c) {
+    std::fprintf(stderr, "meganeura: unknown command '%s'\n\n", name.c_str());
+    print_usage(stderr);
+    return 2;
+  }
+  // --help anywhere wins over everything else on the line, as in git.
+  if (std::any_of(rest.begin(), rest.end(), cli::is_help_flag)) {
+    std::fputs(c->help, stdout);
+    return 0;
+  }
+  cli::Args args(name, rest);
+  return run_command(*c, args);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fputs(kUsage, stderr);
-    return 2;
-  }
-  const std::string command = argv[1];
-  if (command == "help" || command == "--help" || command == "-h") {
-    std::fputs(kUsage, stdout);
-    return 0;
-  }
-  if (command == "info" && argc > 2) {
-    std::fprintf(stderr, "meganeura: info takes no arguments\n\n%s", kUsage);
+    print_usage(stderr);
     return 2;
   }
   try {
-    if (command == "info") return info();
-    if (command == "optimize") return optimize_command(argc, argv);
-    if (command == "download") return download_command(argc, argv);
-    if (command == "generate") return generate_command(argc, argv);
-  } catch (const meganeura::Error& e) {
-    std::fprintf(stderr, "%s\n", e.what());
+    return dispatch(argv[1], std::vector<std::string>(argv + 2, argv + argc));
+  } catch (const std::exception& e) {  // outside any command: out of memory copying arguments
+    std::fprintf(stderr, "meganeura: %s\n", e.what());
     return 1;
   }
-  std::fprintf(stderr, "meganeura: unknown command '%s'\n\n%s", command.c_str(), kUsage);
-  return 2;
 }

@@ -2,6 +2,8 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <system_error>
+#include <utility>
 
 #include "meganeura/error.hpp"
 #include "meganeura/llama.hpp"
@@ -14,6 +16,21 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+// The two files without which nothing can start, checked before the slow work, each named with
+// what it is for, so a wrong directory is recognised at once.
+void check_model_files(const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw Error("generate: no such model directory: " + dir.string());
+  const std::pair<const char*, const char*> needed[] = {
+      {"config.json", "the model's architecture (layers, sizes, heads, vocabulary), needed to build its network"},
+      {"tokenizer.json", "the tokenizer, needed to turn the prompt into tokens and tokens into text"}};
+  for (const auto& [file, why] : needed)
+    if (!fs::exists(dir / file, ec))
+      throw Error("generate: the model directory " + dir.string() + " has no " + file + ": it holds " + why +
+                  ". Is this a Hugging Face model snapshot (config.json, tokenizer.json, *.safetensors)?");
+}
+
 }  // namespace
 
 GenerateStats generate(const std::string& model_dir, const std::string& prompt, const GenerateOptions& options,
@@ -22,8 +39,7 @@ GenerateStats generate(const std::string& model_dir, const std::string& prompt, 
   GenerateStats stats;
   const auto t0 = Clock::now();
   const fs::path dir(model_dir);
-  for (const char* need : {"config.json", "tokenizer.json"})
-    if (!fs::exists(dir / need)) throw Error(model_dir + ": has no " + need + " (not a Hugging Face model directory?)");
+  check_model_files(dir);
   const LlamaConfig config = LlamaConfig::from_file((dir / "config.json").string());
   const Tokenizer tokenizer = Tokenizer::from_file((dir / "tokenizer.json").string());
   std::vector<int32_t> ids = tokenizer.encode(prompt);

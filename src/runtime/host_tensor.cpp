@@ -1,4 +1,6 @@
 #include <cstring>
+#include <string>
+#include <type_traits>
 
 #include "meganeura/error.hpp"
 #include "meganeura/session.hpp"
@@ -28,9 +30,32 @@ static bool matches(DType t) {
   else return t == f16 || t == bf16;
 }
 
+// The C++ type data<T>() was asked for, as the caller wrote it.
+template <class T>
+static const char* type_name() {
+  if constexpr (std::is_same_v<T, float>) return "float";
+  else if constexpr (std::is_same_v<T, int32_t>) return "int32_t";
+  else if constexpr (std::is_same_v<T, uint32_t>) return "uint32_t";
+  else return "uint16_t";
+}
+
+// The T of data<T>() that reads each dtype.
+static const char* type_for(DType t) {
+  switch (t) {
+    case DType::f32: return "float";
+    case DType::i32: return "int32_t";
+    case DType::u32: return "uint32_t";
+    case DType::f16: case DType::bf16: return "uint16_t";
+  }
+  return "?";
+}
+
 template <class T>
 std::span<const T> HostTensor::data() const {
-  if (!matches<T>(dtype)) throw DTypeError("HostTensor holds " + std::string(dtype_name(dtype)) + " data");
+  if (!matches<T>(dtype))
+    throw DTypeError("HostTensor::data<" + std::string(type_name<T>()) + ">() asked for " + type_name<T>() +
+                     " values, but the tensor (shape " + shape_str(shape) + ") holds " + std::string(dtype_name(dtype)) +
+                     " data: read it with data<" + type_for(dtype) + ">(), or to_f32() for floats of any dtype");
   return {reinterpret_cast<const T*>(bytes.data()), bytes.size() / sizeof(T)};
 }
 template std::span<const float> HostTensor::data<float>() const;

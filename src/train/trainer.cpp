@@ -5,6 +5,7 @@
 #include <chrono>
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <optional>
 
 #include "runtime/session_impl.hpp"
@@ -12,6 +13,23 @@
 #include "util/progress.hpp"
 
 namespace meganeura {
+
+namespace {
+
+// The loader's batches must fill the graph's inputs exactly; otherwise the first set_input would
+// report a bare element count that does not say the batch size is what differs.
+void check_batch_dimension(const std::map<std::string, Session::Impl::Named, std::less<>>& inputs,
+                           const std::string& input, int64_t batch_size) {
+  const Shape& shape = inputs.find(input)->second.shape;
+  if (!shape.empty() && shape[0] == batch_size) return;
+  const std::string graph_batch = shape.empty() ? "missing (a scalar)" : std::to_string(shape[0]);
+  throw SizeError("Trainer: TrainerOptions::batch_size is " + std::to_string(batch_size) +
+                  " but the graph's batch dimension is " + graph_batch + ": input \"" + input + "\" has shape " +
+                  shape_str(shape) + " (make batch_size equal to the graph's first dimension, or build the graph with batch " +
+                  std::to_string(batch_size) + ")");
+}
+
+}  // namespace
 
 Trainer::Trainer(Session& session, TrainerOptions options) : session_(&session), opts_(std::move(options)) {
   if (!session.is_training()) throw Error("Trainer needs a training session (build_session)");
@@ -22,6 +40,8 @@ Trainer::Trainer(Session& session, TrainerOptions options) : session_(&session),
       for (const std::string& n : inputs) known += (known.empty() ? "\"" : ", \"") + n + "\"";
       throw NameError("Trainer: the session has no input \"" + name + "\" (TrainerOptions::input/labels); its inputs are: " + known);
     }
+  for (const std::string& name : {opts_.input, opts_.labels})
+    check_batch_dimension(session.impl_->inputs, name, opts_.batch_size);
 }
 
 static double seconds_since(std::chrono::steady_clock::time_point t) {
