@@ -52,6 +52,24 @@ struct Attrs {
   bool operator==(const Attrs&) const = default;
 };
 
+// Which axis of a 2-D weight is its input (fan-in) axis: x·W reads a weight declared [in, out];
+// x·Wᵀ (PyTorch's nn.Linear, nn::Linear) reads [out, in]. init::linear needs it for fan_in.
+enum class WeightLayout : uint8_t { unknown, in_out, out_in };
+
+// A parameter's default initialiser: what its layer draws when nothing else sets it (PyTorch's
+// defaults, recorded by the nn layers; a plain Graph::parameter has none and must be set).
+struct Init {
+  enum class Kind : uint8_t { none, uniform, normal, constant };
+  Kind kind = Kind::none;
+  float value = 0;  // uniform: the bound b of U(-b, b); normal: the std (mean 0); constant: the value
+  WeightLayout layout = WeightLayout::unknown;  // a 2-D weight's layout, for init::linear
+
+  static Init uniform(float bound, WeightLayout layout = WeightLayout::unknown) { return {Kind::uniform, bound, layout}; }
+  static Init normal(float std) { return {Kind::normal, std, WeightLayout::unknown}; }
+  static Init constant(float value) { return {Kind::constant, value, WeightLayout::unknown}; }
+  bool operator==(const Init&) const = default;
+};
+
 struct Node {
   Op op;
   std::vector<int> inputs;
@@ -60,6 +78,7 @@ struct Node {
   DType dtype;
   std::string name;                 // input/parameter name, else the scope it was built in
   std::vector<std::byte> constant;  // data of a Constant node, in dtype
+  Init init{};                      // a Parameter's default initialiser (kind none: set it yourself)
 };
 
 class Graph;
@@ -69,7 +88,7 @@ class Tensor {
  public:
   Tensor() = default;
   Tensor(Graph* g, int id) : g_(g), id_(id) {}
-  Graph& graph() const { return *g_; }
+  Graph& graph() const;  // throws Error for an invalid Tensor
   int id() const { return id_; }
   const Node& node() const;
   // By value: a reference into the graph would dangle once another node is added.
@@ -91,7 +110,9 @@ class Graph {
   Graph& operator=(const Graph&) = delete;
 
   Tensor input(std::string name, Shape shape, DType dtype = f32);
-  Tensor parameter(std::string name, Shape shape, DType dtype = f32);
+  // `init`: drawn from a seed on the session's first use unless the parameter is set or loaded
+  // first (the nn layers pass PyTorch's defaults); an initialiser needs an f32 parameter.
+  Tensor parameter(std::string name, Shape shape, DType dtype = f32, Init init = {});
   // Persistent state (a KV cache): zeros when the session is built, kept between steps, changed
   // only in place by cache_write. Not a parameter: never trained, saved or loaded.
   Tensor state(std::string name, Shape shape, DType dtype = f32);

@@ -2,6 +2,10 @@
 // under `name` when constructed ("<name>.weight", "<name>.bias") and adds its ops when called.
 // Weights use PyTorch's layout, so Hugging Face checkpoints load by name with no transposes:
 // Linear's weight is [out, in] and the matmul reads it transposed.
+// Each parameter carries PyTorch's default initialiser (Graph::parameter's Init): Linear
+// U(±1/sqrt(in)) for weight and bias, Embedding N(0, 1), norms weight 1 and bias 0. A session
+// draws it on first use unless the parameter was set or loaded (init::defaults redraws them all
+// from a seed). A new layer passes an Init with every parameter it creates.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -17,7 +21,7 @@ class Linear {
   Linear() = default;
   Linear(Graph& g, const std::string& name, int64_t in, int64_t out, bool bias = true);
   Tensor operator()(Tensor x) const;  // x [..., in] -> [..., out]: x·Wᵀ + b
-  Tensor weight, bias;                // [out, in], [out] (invalid without a bias)
+  Tensor weight, bias;                // [out, in] (WeightLayout::out_in), [out] (invalid without a bias)
 };
 
 class Embedding {

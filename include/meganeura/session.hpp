@@ -29,6 +29,14 @@ struct HostTensor {
   std::vector<float> to_f32() const;
 };
 
+// What a session knows of a parameter: its shape, dtype and the default initialiser its graph
+// recorded (Init::Kind::none for a plain Graph::parameter).
+struct ParameterInfo {
+  Shape shape;
+  DType dtype = f32;
+  Init init;
+};
+
 struct MemoryStats {
   uint64_t parameters = 0;     // parameter and constant bytes
   uint32_t parameter_buffers = 1;  // buffers they span (more when past the device's largest)
@@ -66,6 +74,10 @@ class Session {
 
   // Sets an input or parameter by name. Checks dtype and element count (shape must match in
   // element count; the data is row-major). Unknown names throw NameError listing known names.
+  // A parameter with a default initialiser (Graph::parameter's Init, recorded by the nn layers)
+  // that nothing set or loaded is drawn from seed 0 on first use — the first step(), run(),
+  // evaluate(), read_parameter() or save() — as init::defaults(session, 0) draws it; setting or
+  // loading it wins.
   void set_input(std::string_view name, const HostTensor& value);
   void set_input(std::string_view name, std::span<const float> values);
   void set_parameter(std::string_view name, const HostTensor& value);
@@ -78,6 +90,7 @@ class Session {
 
   HostTensor read_output(std::string_view name) const;
   HostTensor read_parameter(std::string_view name) const;
+  ParameterInfo parameter_info(std::string_view name) const;  // shape, dtype, default initialiser
 
   // Training sessions (build_session): the loss of the last step, a parameter's gradient from
   // the last step (zeros for frozen or unused parameters), optimizer steps taken so far.

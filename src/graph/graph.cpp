@@ -1,4 +1,5 @@
 // Building graphs: leaves, node insertion with shape inference, scopes, labels.
+#include <cmath>
 #include <cstring>
 #include <sstream>
 
@@ -8,7 +9,10 @@ namespace meganeura {
 
 std::string shape_str(const Shape& s) {
   std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i) out += ',';
+    out += std::to_string(s[i]);
+  }
   return out + "]";
 }
 
@@ -18,10 +22,15 @@ int64_t numel(const Shape& s) {
   return n;
 }
 
-const Node& Tensor::node() const {
-  if (!g_) throw Error("use of an empty Tensor (a default-constructed handle with no graph)");
-  return g_->node(id_);
+static constexpr const char* kInvalidTensor = "an invalid Tensor (default-constructed, or from no graph)";
+
+// The last line of defence: op functions and layers name the op and argument before this.
+Graph& Tensor::graph() const {
+  if (!g_) throw Error(std::string("use of ") + kInvalidTensor);
+  return *g_;
 }
+
+const Node& Tensor::node() const { return graph().node(id_); }
 
 int64_t Tensor::dim(int i) const {
   int r = rank();
@@ -41,7 +50,10 @@ Graph::Scope Graph::scope(std::string_view name) {
 
 std::string Graph::label(int id) const {
   const Node& n = node(id);
-  return n.name.empty() ? "%" + std::to_string(id) : "%" + std::to_string(id) + " " + n.name;
+  std::string s = "%";
+  s += std::to_string(id);
+  if (!n.name.empty()) s += " " + n.name;
+  return s;
 }
 
 int Graph::push(Node n) {
@@ -73,8 +85,21 @@ Tensor Graph::input(std::string name, Shape shape, DType dtype) {
   return leaf(Op::Input, std::move(name), std::move(shape), dtype, "input");
 }
 
-Tensor Graph::parameter(std::string name, Shape shape, DType dtype) {
-  return leaf(Op::Parameter, std::move(name), std::move(shape), dtype, "parameter");
+static void check_init(const Init& init, DType dtype, const std::string& name) {
+  if (init.kind == Init::Kind::none) return;
+  if (dtype != f32)
+    throw DTypeError("parameter \"" + name + "\" is " + std::string(dtype_name(dtype)) + ": default initialisers fill f32 parameters");
+  const bool spread = init.kind == Init::Kind::uniform || init.kind == Init::Kind::normal;
+  if (!std::isfinite(init.value) || (spread && init.value < 0))
+    throw Error("parameter \"" + name + "\": the initialiser's " + (spread ? "bound or std" : "value") + " " +
+                std::to_string(init.value) + " is not a finite" + (spread ? " non-negative" : "") + " number");
+}
+
+Tensor Graph::parameter(std::string name, Shape shape, DType dtype, Init init) {
+  check_init(init, dtype, name);
+  Tensor t = leaf(Op::Parameter, std::move(name), std::move(shape), dtype, "parameter");
+  nodes_.back().init = init;
+  return t;
 }
 
 Tensor Graph::state(std::string name, Shape shape, DType dtype) {
@@ -110,6 +135,7 @@ std::unique_ptr<Graph> Graph::clone() const {
 }
 
 void Graph::output(std::string name, Tensor t) {
+  if (!t.valid()) throw Error("output \"" + name + "\" is " + kInvalidTensor);
   if (&t.graph() != this) throw Error("output \"" + name + "\" is a tensor of another graph");
   for (auto& [n, id] : outputs_)
     if (n == name) throw Error("the graph already has an output named \"" + name + "\"");
@@ -122,7 +148,13 @@ static bool keeps_storage_dtype(Op op) { return op == Op::Cast || op == Op::Resh
 
 Tensor Graph::add(Op op, std::vector<Tensor> inputs, Attrs attrs) {
   const graph::OpInfo& info = graph::op_info(op);
-  std::string label = "%" + std::to_string(nodes_.size()) + (scopes_.empty() ? "" : " " + scopes_.back());
+  auto next_label = [&] {  // Graph::label of the node about to be added
+    std::string s = "%";
+    s += std::to_string(nodes_.size());
+    if (!scopes_.empty()) s += " " + scopes_.back();
+    return s;
+  };
+  std::string label = next_label();
   if (info.kind == OpKind::Leaf) throw Error("use Graph::input, parameter or constant to make a " + std::string(info.name));
   int n_in = static_cast<int>(inputs.size());
   if (n_in < info.min_inputs || n_in > info.max_inputs)
@@ -130,9 +162,11 @@ Tensor Graph::add(Op op, std::vector<Tensor> inputs, Attrs attrs) {
                      (info.max_inputs != info.min_inputs ? " to " + std::to_string(info.max_inputs) : "") +
                      " inputs, got " + std::to_string(n_in));
   std::vector<int> ids;
-  for (Tensor& t : inputs) {
-    if (!t.valid()) throw Error("node \"" + label + "\" (" + std::string(info.name) + ") got an empty Tensor as input");
-    if (&t.graph() != this) throw Error("node \"" + label + "\" (" + std::string(info.name) + ") mixes tensors of two graphs");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Tensor& t = inputs[i];
+    auto input = [&] { return "node \"" + label + "\" (" + std::string(info.name) + "): input " + std::to_string(i + 1); };
+    if (!t.valid()) throw Error(input() + " is " + kInvalidTensor);
+    if (&t.graph() != this) throw Error(input() + " is a tensor of another graph");
     if (dtype_size(t.dtype()) == 2 && !keeps_storage_dtype(op)) {
       Attrs to_f32;
       to_f32.dtype = f32;
@@ -140,7 +174,7 @@ Tensor Graph::add(Op op, std::vector<Tensor> inputs, Attrs attrs) {
     }
     ids.push_back(t.id());
   }
-  label = "%" + std::to_string(nodes_.size()) + (scopes_.empty() ? "" : " " + scopes_.back());
+  label = next_label();
   std::vector<graph::InputType> types;
   for (int id : ids) types.push_back({node(id).shape, node(id).dtype, this->label(id)});
   graph::OutType out = graph::infer(op, std::move(types), attrs, label);

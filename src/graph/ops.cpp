@@ -1,28 +1,44 @@
-// The user-facing op functions: thin wrappers that fill attributes and call Graph::add.
+// The user-facing op functions: thin wrappers that fill attributes and build the node through
+// graph::build (op_args.hpp), which checks every tensor argument first, naming the op and the
+// argument.
 #include "meganeura/ops.hpp"
 
 #include <cmath>
 
+#include "graph/op_args.hpp"
 #include "meganeura/error.hpp"
 
 namespace meganeura {
 namespace {
 
-Tensor unary(Op op, Tensor x, Attrs a = {}) { return x.graph().add(op, {x}, std::move(a)); }
-Tensor binary(Op op, Tensor a, Tensor b) { return a.graph().add(op, {a, b}); }
-Tensor with_scalar(Tensor t, float v) { return t.graph().scalar(v); }
+using graph::Arg;
+using graph::build;
+using graph::graph_of;
+
+Tensor unary(Op op, Tensor x, Attrs a = {}) { return build(op, {{"x", x}}, std::move(a)); }
+Tensor binary(Op op, Tensor a, Tensor b) { return build(op, {{"a", a}, {"b", b}}); }
+// a ∘ scalar and scalar ∘ b: the tensor is checked before its graph makes the constant.
+Tensor with_scalar(Op op, Tensor a, float b) { return binary(op, a, graph_of(op_name(op), {{"a", a}}).scalar(b)); }
+Tensor with_scalar(Op op, float a, Tensor b) { return binary(op, graph_of(op_name(op), {{"b", b, 2}}).scalar(a), b); }
 
 Tensor reduce(Op op, Tensor x, std::vector<int64_t> axes, bool keepdim) {
   Attrs a;
   a.axes = std::move(axes);
   a.keepdim = keepdim;
-  return x.graph().add(op, {x}, std::move(a));
+  return build(op, {{"x", x}}, std::move(a));
 }
 
 Tensor along(Op op, Tensor x, int64_t axis) {
   Attrs a;
   a.axis = axis;
-  return x.graph().add(op, {x}, std::move(a));
+  return build(op, {{"x", x}}, std::move(a));
+}
+
+Attrs matmul_attrs(MatMulOptions o) {
+  Attrs at;
+  at.transpose_a = o.transpose_a;
+  at.transpose_b = o.transpose_b;
+  return at;
 }
 
 }  // namespace
@@ -55,17 +71,18 @@ Tensor mul(Tensor a, Tensor b) { return binary(Op::Mul, a, b); }
 Tensor div(Tensor a, Tensor b) { return binary(Op::Div, a, b); }
 Tensor maximum(Tensor a, Tensor b) { return binary(Op::Maximum, a, b); }
 Tensor minimum(Tensor a, Tensor b) { return binary(Op::Minimum, a, b); }
-Tensor swiglu(Tensor g, Tensor u) { return binary(Op::SwiGlu, g, u); }
+Tensor swiglu(Tensor g, Tensor u) { return build(Op::SwiGlu, {{"g", g}, {"u", u}}); }
 Tensor eq(Tensor a, Tensor b) { return binary(Op::Equal, a, b); }
 Tensor ne(Tensor a, Tensor b) { return binary(Op::NotEqual, a, b); }
 Tensor lt(Tensor a, Tensor b) { return binary(Op::Less, a, b); }
 Tensor le(Tensor a, Tensor b) { return binary(Op::LessEqual, a, b); }
 Tensor gt(Tensor a, Tensor b) { return binary(Op::Greater, a, b); }
 Tensor ge(Tensor a, Tensor b) { return binary(Op::GreaterEqual, a, b); }
-Tensor where(Tensor cond, Tensor a, Tensor b) { return cond.graph().add(Op::Where, {cond, a, b}); }
-Tensor rotary(Tensor x, Tensor cos, Tensor sin) { return x.graph().add(Op::Rotary, {x, cos, sin}); }
+Tensor where(Tensor cond, Tensor a, Tensor b) { return build(Op::Where, {{"cond", cond}, {"a", a}, {"b", b}}); }
+Tensor rotary(Tensor x, Tensor cos, Tensor sin) { return build(Op::Rotary, {{"x", x}, {"cos", cos}, {"sin", sin}}); }
 
 Tensor cast(Tensor x, DType to) {
+  graph_of("cast", {{"x", x}});  // before x.dtype()
   if (x.dtype() == to) return x;
   // The cast kernels convert between f32 and one other type; anything else goes through f32.
   if (x.dtype() != f32 && to != f32 && (dtype_size(x.dtype()) == 2 || dtype_size(to) == 2)) x = cast(x, f32);
@@ -79,47 +96,36 @@ Tensor operator-(Tensor a, Tensor b) { return sub(a, b); }
 Tensor operator*(Tensor a, Tensor b) { return mul(a, b); }
 Tensor operator/(Tensor a, Tensor b) { return div(a, b); }
 Tensor operator-(Tensor a) { return neg(a); }
-Tensor operator+(Tensor a, float b) { return add(a, with_scalar(a, b)); }
-Tensor operator-(Tensor a, float b) { return sub(a, with_scalar(a, b)); }
-Tensor operator*(Tensor a, float b) { return mul(a, with_scalar(a, b)); }
-Tensor operator/(Tensor a, float b) { return div(a, with_scalar(a, b)); }
-Tensor operator+(float a, Tensor b) { return add(with_scalar(b, a), b); }
-Tensor operator-(float a, Tensor b) { return sub(with_scalar(b, a), b); }
-Tensor operator*(float a, Tensor b) { return mul(with_scalar(b, a), b); }
-Tensor operator/(float a, Tensor b) { return div(with_scalar(b, a), b); }
+Tensor operator+(Tensor a, float b) { return with_scalar(Op::Add, a, b); }
+Tensor operator-(Tensor a, float b) { return with_scalar(Op::Sub, a, b); }
+Tensor operator*(Tensor a, float b) { return with_scalar(Op::Mul, a, b); }
+Tensor operator/(Tensor a, float b) { return with_scalar(Op::Div, a, b); }
+Tensor operator+(float a, Tensor b) { return with_scalar(Op::Add, a, b); }
+Tensor operator-(float a, Tensor b) { return with_scalar(Op::Sub, a, b); }
+Tensor operator*(float a, Tensor b) { return with_scalar(Op::Mul, a, b); }
+Tensor operator/(float a, Tensor b) { return with_scalar(Op::Div, a, b); }
 
-Tensor matmul(Tensor a, Tensor b, MatMulOptions o) {
-  Attrs at;
-  at.transpose_a = o.transpose_a;
-  at.transpose_b = o.transpose_b;
-  return a.graph().add(Op::MatMul, {a, b}, std::move(at));
-}
+Tensor matmul(Tensor a, Tensor b, MatMulOptions o) { return build(Op::MatMul, {{"a", a}, {"b", b}}, matmul_attrs(o)); }
 Tensor linear(Tensor a, Tensor b, Tensor bias, MatMulOptions o, LinearAct act) {
-  Attrs at;
-  at.transpose_a = o.transpose_a;
-  at.transpose_b = o.transpose_b;
+  Attrs at = matmul_attrs(o);
   at.count = act;
-  return a.graph().add(Op::Linear, {a, b, bias}, std::move(at));
+  return build(Op::Linear, {{"a", a}, {"b", b}, {"bias", bias}}, std::move(at));
 }
 Tensor linear(Tensor a, Tensor b, Tensor bias, Tensor residual, MatMulOptions o, LinearAct act) {
-  Attrs at;
-  at.transpose_a = o.transpose_a;
-  at.transpose_b = o.transpose_b;
+  Attrs at = matmul_attrs(o);
   at.count = act;
-  return a.graph().add(Op::Linear, {a, b, bias, residual}, std::move(at));
+  return build(Op::Linear, {{"a", a}, {"b", b}, {"bias", bias}, {"residual", residual}}, std::move(at));
 }
 
 Tensor matmul_add(Tensor a, Tensor b, Tensor residual, MatMulOptions o) {
-  Attrs at;
-  at.transpose_a = o.transpose_a;
-  at.transpose_b = o.transpose_b;
-  return a.graph().add(Op::MatMulAdd, {a, b, residual}, std::move(at));
+  return build(Op::MatMulAdd, {{"a", a}, {"b", b}, {"residual", residual}}, matmul_attrs(o));
 }
 
 Tensor cache_write(Tensor state, Tensor rows, Tensor position) {
-  return state.graph().add(Op::CacheWrite, {state, rows, position});
+  return build(Op::CacheWrite, {{"state", state}, {"rows", rows}, {"position", position}});
 }
 
+// Reads q's shape for the default scale: called once the arguments are checked.
 static Attrs attention_attrs(Tensor q, const AttentionOptions& o) {
   Attrs at;
   at.scalar = o.scale != 0 ? o.scale : 1.0 / std::sqrt(static_cast<double>(q.rank() ? q.dim(-1) : 1));
@@ -129,10 +135,12 @@ static Attrs attention_attrs(Tensor q, const AttentionOptions& o) {
   return at;
 }
 Tensor attention(Tensor q, Tensor k, Tensor v, AttentionOptions o) {
-  return q.graph().add(Op::Attention, {q, k, v}, attention_attrs(q, o));
+  graph_of("attention", {{"q", q}, {"k", k}, {"v", v}});
+  return build(Op::Attention, {{"q", q}, {"k", k}, {"v", v}}, attention_attrs(q, o));
 }
 Tensor attention(Tensor q, Tensor k, Tensor v, Tensor position, AttentionOptions o) {
-  return q.graph().add(Op::Attention, {q, k, v, position}, attention_attrs(q, o));
+  graph_of("attention", {{"q", q}, {"k", k}, {"v", v}, {"position", position}});
+  return build(Op::Attention, {{"q", q}, {"k", k}, {"v", v}, {"position", position}}, attention_attrs(q, o));
 }
 
 Tensor sum(Tensor x, std::vector<int64_t> axes, bool keepdim) { return reduce(Op::Sum, x, std::move(axes), keepdim); }
@@ -142,7 +150,7 @@ Tensor argmax(Tensor x, int64_t axis, bool keepdim) {
   Attrs a;
   a.axis = axis;
   a.keepdim = keepdim;
-  return x.graph().add(Op::ArgMax, {x}, std::move(a));
+  return build(Op::ArgMax, {{"x", x}}, std::move(a));
 }
 Tensor softmax(Tensor x, int64_t axis) { return along(Op::Softmax, x, axis); }
 Tensor log_softmax(Tensor x, int64_t axis) { return along(Op::LogSoftmax, x, axis); }
@@ -150,35 +158,31 @@ Tensor log_softmax(Tensor x, int64_t axis) { return along(Op::LogSoftmax, x, axi
 Tensor rms_norm(Tensor x, Tensor weight, float eps) {
   Attrs a;
   a.scalar = eps;
-  std::vector<Tensor> in{x};
-  if (weight.valid()) in.push_back(weight);
-  return x.graph().add(Op::RmsNorm, std::move(in), std::move(a));
+  return build(Op::RmsNorm, {{"x", x}, Arg::optional("weight", weight)}, std::move(a));
 }
 
 Tensor layer_norm(Tensor x, Tensor weight, Tensor bias, float eps) {
   Attrs a;
   a.scalar = eps;
-  std::vector<Tensor> in{x};
   if (bias.valid() && !weight.valid())
     throw Error("layer_norm: a bias without a weight is not supported; pass a weight of ones");
-  if (weight.valid()) in.push_back(weight);
-  if (bias.valid()) in.push_back(bias);
-  return x.graph().add(Op::LayerNorm, std::move(in), std::move(a));
+  return build(Op::LayerNorm, {{"x", x}, Arg::optional("weight", weight), Arg::optional("bias", bias)}, std::move(a));
 }
 
 Tensor reshape(Tensor x, Shape shape) {
   Attrs a;
   a.axes = std::move(shape);
-  return x.graph().add(Op::Reshape, {x}, std::move(a));
+  return build(Op::Reshape, {{"x", x}}, std::move(a));
 }
 
 Tensor permute(Tensor x, std::vector<int64_t> perm) {
   Attrs a;
   a.axes = std::move(perm);
-  return x.graph().add(Op::Permute, {x}, std::move(a));
+  return build(Op::Permute, {{"x", x}}, std::move(a));
 }
 
 Tensor transpose(Tensor x, int64_t dim0, int64_t dim1) {
+  graph_of("transpose", {{"x", x}});  // before x.rank()
   int r = x.rank();
   if (r < 2) throw ShapeError("transpose of " + shape_str(x.shape()) + " needs rank >= 2");
   auto norm = [&](int64_t d) {
@@ -197,17 +201,20 @@ Tensor slice(Tensor x, int64_t axis, int64_t start, int64_t end, int64_t step) {
   a.start = start;
   a.end = end;
   a.step = step;
-  return x.graph().add(Op::Slice, {x}, std::move(a));
+  return build(Op::Slice, {{"x", x}}, std::move(a));
 }
 
 Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
   if (xs.empty()) throw ShapeError("concat of no tensors");
   Attrs a;
   a.axis = axis;
-  return xs[0].graph().add(Op::Concat, xs, std::move(a));
+  std::vector<Arg> args;
+  for (size_t i = 0; i < xs.size(); ++i) args.emplace_back("xs[" + std::to_string(i) + "]", xs[i], 1);
+  return build(Op::Concat, args, std::move(a));
 }
 
 std::vector<Tensor> split(Tensor x, const std::vector<int64_t>& sizes, int64_t axis) {
+  graph_of("split", {{"x", x}});  // before x.rank()
   int r = x.rank();
   int64_t ax = axis < 0 ? axis + r : axis;
   if (ax < 0 || ax >= r) throw ShapeError("split: axis " + std::to_string(axis) + " out of range for " + shape_str(x.shape()));
@@ -228,39 +235,44 @@ std::vector<Tensor> split(Tensor x, const std::vector<int64_t>& sizes, int64_t a
 Tensor broadcast_to(Tensor x, Shape shape) {
   Attrs a;
   a.axes = std::move(shape);
-  return x.graph().add(Op::BroadcastTo, {x}, std::move(a));
+  return build(Op::BroadcastTo, {{"x", x}}, std::move(a));
 }
 
 Tensor gather(Tensor x, Tensor indices, int64_t axis) {
   Attrs a;
   a.axis = axis;
-  return x.graph().add(Op::Gather, {x, indices}, std::move(a));
+  return build(Op::Gather, {{"x", x}, {"indices", indices}}, std::move(a));
 }
 
-Tensor embedding(Tensor table, Tensor ids) { return gather(table, ids, 0); }
+Tensor embedding(Tensor table, Tensor ids) {
+  graph_of("embedding", {{"table", table}, {"ids", ids}});  // named as the caller wrote it, not as gather
+  return gather(table, ids, 0);
+}
 
 Tensor one_hot(Tensor indices, int64_t num_classes) {
   Attrs a;
   a.count = num_classes;
-  return indices.graph().add(Op::OneHot, {indices}, std::move(a));
+  return build(Op::OneHot, {{"indices", indices}}, std::move(a));
 }
 
 Tensor scatter_add(Tensor base, Tensor indices, Tensor updates, int64_t axis) {
   Attrs a;
   a.axis = axis;
-  return base.graph().add(Op::ScatterAdd, {base, indices, updates}, std::move(a));
+  return build(Op::ScatterAdd, {{"base", base}, {"indices", indices}, {"updates", updates}}, std::move(a));
 }
 
 Tensor cross_entropy(Tensor logits, Tensor labels, int64_t ignore_index) {
   Attrs a;
   a.ignore_index = ignore_index;
-  return logits.graph().add(Op::CrossEntropy, {logits, labels}, std::move(a));
+  return build(Op::CrossEntropy, {{"logits", logits}, {"labels", labels}}, std::move(a));
 }
 
-Tensor mse_loss(Tensor prediction, Tensor target) { return binary(Op::MseLoss, prediction, target); }
-Tensor binary_cross_entropy(Tensor p, Tensor target) { return binary(Op::BinaryCrossEntropy, p, target); }
+Tensor mse_loss(Tensor prediction, Tensor target) { return build(Op::MseLoss, {{"prediction", prediction}, {"target", target}}); }
+Tensor binary_cross_entropy(Tensor probability, Tensor target) {
+  return build(Op::BinaryCrossEntropy, {{"probability", probability}, {"target", target}});
+}
 Tensor binary_cross_entropy_with_logits(Tensor logits, Tensor target) {
-  return binary(Op::BinaryCrossEntropyWithLogits, logits, target);
+  return build(Op::BinaryCrossEntropyWithLogits, {{"logits", logits}, {"target", target}});
 }
 
 }  // namespace meganeura

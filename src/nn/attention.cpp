@@ -2,6 +2,7 @@
 // projections put them ([B, S, H, D], seq-major attention): no permute runs, forward or backward.
 #include "meganeura/error.hpp"
 #include "meganeura/nn.hpp"
+#include "nn/layer_checks.hpp"
 
 namespace meganeura::nn {
 
@@ -17,18 +18,25 @@ MultiHeadAttention::MultiHeadAttention(Graph& g, const std::string& name, const 
   o_proj = Linear(g, name + ".o_proj", h * d, o.hidden, o.bias);
 }
 
+static constexpr const char* kLayer = "nn::MultiHeadAttention";
+static constexpr const char* kSuffix = ".q_proj.weight";  // the layer's name is q_proj's prefix
+
 Tensor MultiHeadAttention::heads_of(Tensor projected, int64_t heads) const {
+  check_call(kLayer, q_proj.weight, kSuffix, {{"projected", projected}});
   const Shape s = projected.shape();  // [B, S, heads * head_dim]
   return reshape(projected, {s[0], s[1], heads, options.head_dim});
 }
 
 Tensor MultiHeadAttention::merge_heads(Tensor attended) const {
+  check_call(kLayer, q_proj.weight, kSuffix, {{"attended", attended}});
   const Shape s = attended.shape();  // [B, S, H, D]
   return reshape(attended, {s[0], s[1], s[2] * s[3]});
 }
 
 Tensor MultiHeadAttention::operator()(Tensor x, Tensor positions, const Rotary* rope) const {
-  if (x.rank() != 3) throw ShapeError("nn::MultiHeadAttention: x must be [batch, seq, hidden], got " + shape_str(x.shape()));
+  const std::string label = check_call(kLayer, q_proj.weight, kSuffix,
+                                       {{"x", x}, rope ? graph::Arg("positions", positions) : graph::Arg::optional("positions", positions)});
+  if (x.rank() != 3) throw ShapeError(label + ": x must be [batch, seq, hidden], got " + shape_str(x.shape()));
   Tensor q = heads_of(q_proj(x), options.heads), k = heads_of(k_proj(x), options.kv_heads);
   Tensor v = heads_of(v_proj(x), options.kv_heads);
   if (rope) {
@@ -40,6 +48,7 @@ Tensor MultiHeadAttention::operator()(Tensor x, Tensor positions, const Rotary* 
 }
 
 Tensor MultiHeadAttention::cross(Tensor x, Tensor memory) const {
+  check_call(kLayer, q_proj.weight, kSuffix, {{"x", x}, {"memory", memory}});
   Tensor q = heads_of(q_proj(x), options.heads), k = heads_of(k_proj(memory), options.kv_heads);
   Tensor v = heads_of(v_proj(memory), options.kv_heads);
   return o_proj(merge_heads(attention(q, k, v, {.seq_major = true})));

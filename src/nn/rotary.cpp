@@ -6,6 +6,7 @@
 
 #include "meganeura/error.hpp"
 #include "meganeura/nn.hpp"
+#include "graph/op_args.hpp"
 
 namespace meganeura::nn {
 
@@ -30,6 +31,9 @@ Rotary::Rotary(Graph& g, const RotaryOptions& o) : options(o) {
 }
 
 Tensor Rotary::operator()(Tensor x, Tensor positions, bool seq_major) const {
+  if (!cos_table.valid()) throw Error("nn::Rotary used before it was constructed with a graph");
+  if (&graph::graph_of("nn::Rotary", {{"x", x}, {"positions", positions}}) != &cos_table.graph())
+    throw Error("nn::Rotary: called on tensors of another graph than its tables'");
   const int64_t d = options.head_dim;
   if (x.dim(-1) != d)
     throw ShapeError("nn::Rotary: the last dim of " + shape_str(x.shape()) + " is not head_dim " + std::to_string(d));

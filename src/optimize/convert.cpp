@@ -33,7 +33,7 @@ std::unique_ptr<Graph> to_graph(const EGraph& eg, const Extraction& ex, const st
   for (int id = 0; id < src.size(); ++id) {
     const Node& n = src.node(id);
     if (n.op == Op::Input) leaves[id] = out->input(n.name, n.shape, n.dtype);
-    else if (n.op == Op::Parameter) leaves[id] = out->parameter(n.name, n.shape, n.dtype);
+    else if (n.op == Op::Parameter) leaves[id] = out->parameter(n.name, n.shape, n.dtype, n.init);
     else if (n.op == Op::State) leaves[id] = out->state(n.name, n.shape, n.dtype);
   }
   std::unordered_map<ClassId, Tensor> built;

@@ -9,6 +9,7 @@
 #include "kernels/spirv.hpp"
 #include "lower/lowered.hpp"
 #include "meganeura/error.hpp"
+#include "meganeura/init.hpp"
 #include "plan/planner.hpp"
 #include "optimize/optimize.hpp"
 #include "runtime/session_impl.hpp"
@@ -82,7 +83,7 @@ std::unique_ptr<Session::Impl> Session::Impl::build(const Graph& g, const lower:
     const Node& n = g.node(id);
     impl->node_labels.push_back(g.label(id) + " (" + std::string(op_name(n.op)) + ")");
     impl->node_ops.push_back(n.op);
-    Session::Impl::Named named{id, n.shape, n.dtype};
+    Session::Impl::Named named{id, n.shape, n.dtype, false, n.init};
     if (n.op == Op::Input) impl->inputs.emplace(n.name, named);
     else if (n.op == Op::Parameter) impl->parameters.emplace(n.name, named);
     else if (n.op == Op::Constant && !n.constant.empty())
@@ -162,6 +163,18 @@ void Session::set_parameter(std::string_view name, std::span<const float> values
                                                 reinterpret_cast<const std::byte*>(values.data() + values.size())}});
 }
 
+void Session::Impl::fill_default(const std::string& name, Named& parameter) {
+  if (parameter.set || parameter.init.kind == Init::Kind::none) return;
+  const std::vector<float> values = init::draw(parameter.init, parameter.shape, name, 0);
+  exe->write(first_bytes(planned.tensor[static_cast<size_t>(parameter.tensor)], values.size() * sizeof(float)),
+             std::as_bytes(std::span(values)));
+  parameter.set = true;
+}
+
+void Session::Impl::fill_defaults() {
+  for (auto& [name, parameter] : parameters) fill_default(name, parameter);
+}
+
 void Session::Impl::check_inputs_set(const std::vector<std::string>* only) const {
   std::string unset;
   for (auto* m : {&inputs, &parameters})
@@ -176,6 +189,7 @@ void Session::run(size_t program) {
   if (program >= impl_->program_inputs.size())
     throw Error("run(" + std::to_string(program) + "): the session has " + std::to_string(impl_->program_inputs.size()) +
                 " programs (SessionOptions::programs)");
+  impl_->fill_defaults();
   impl_->check_inputs_set(&impl_->program_inputs[program]);  // only the inputs this program reads
   impl_->run_list(1 + program);
   ++impl_->steps;
@@ -183,6 +197,7 @@ void Session::run(size_t program) {
 }
 
 void Session::step() {
+  impl_->fill_defaults();
   impl_->check_inputs_set();
   if (impl_->train) impl_->before_train_step();
   impl_->run_list(0);
@@ -208,9 +223,15 @@ HostTensor Session::read_output(std::string_view name) const {
 
 HostTensor Session::read_parameter(std::string_view name) const {
   auto& n = impl_->find(impl_->parameters, name, "parameter", impl_->inputs, "an input", "read_output");
+  if (!n.set) impl_->fill_default(std::string(name), n);
   HostTensor t{n.shape, n.dtype, std::vector<std::byte>(static_cast<size_t>(numel(n.shape)) * dtype_size(n.dtype))};
   impl_->exe->read(first_bytes(impl_->planned.tensor[static_cast<size_t>(n.tensor)], t.bytes.size()), t.bytes);
   return t;
+}
+
+ParameterInfo Session::parameter_info(std::string_view name) const {
+  const auto& n = impl_->find(impl_->parameters, name, "parameter", impl_->inputs, "an input", "input_names");
+  return {n.shape, n.dtype, n.init};
 }
 
 static std::vector<std::string> names_of(const std::map<std::string, Session::Impl::Named, std::less<>>& m) {

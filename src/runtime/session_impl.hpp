@@ -29,6 +29,7 @@ struct Session::Impl {
     Shape shape;
     DType dtype;
     bool set = false;
+    Init init{};  // parameters: the default initialiser the graph recorded
   };
   std::map<std::string, Named, std::less<>> inputs, parameters;
   std::vector<std::pair<std::string, Named>> outputs;  // Graph::outputs order
@@ -89,6 +90,10 @@ struct Session::Impl {
   static uint64_t largest_buffer();
   // Throws the first failure a kernel reported in the status block (and clears it).
   void check_status();
+  // Draws the default initialiser of every parameter (or of one) that has one and was never
+  // set or loaded: the session's first use of it. Lazily, so loaded weights cost no draws.
+  void fill_defaults();
+  void fill_default(const std::string& name, Named& parameter);
   // Throws naming every parameter, and every input (or every one in `only`), never set.
   void check_inputs_set(const std::vector<std::string>* only = nullptr) const;
   // Per SessionOptions::programs entry (extra command list 1 + i): the inputs it reads.

@@ -73,6 +73,7 @@ void Session::Impl::after_train_step() {
 
 void Session::evaluate() {
   if (!impl_->train) throw Error("evaluate() is for training sessions; an inference session's step() is already forward-only");
+  impl_->fill_defaults();
   impl_->check_inputs_set();
   impl_->run_list(1);
   impl_->evaluated = true;
