@@ -275,7 +275,7 @@ TEST(EGraph, ExtractionSurvivesCycles) {
 void adversarial(bool explosive, size_t max_nodes = 20000) {
   Graph src;
   std::vector<Tensor> xs;
-  for (int i = 0; i < 13; ++i) xs.push_back(src.input("x" + std::to_string(i), {}));
+  for (int i = 0; i < 13; ++i) xs.push_back(src.input(std::string("x").append(std::to_string(i)), {}));
   Tensor sum;
   for (int i = 0; i < 12; ++i) {
     Tensor t = src.add(Op::Mul, {xs[static_cast<size_t>(i)], xs[static_cast<size_t>(i + 1)]});

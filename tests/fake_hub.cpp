@@ -255,7 +255,7 @@ void FakeHub::respond(int fd, const Request& req) {
   if (parts.size() < 5 || parts[2] != "resolve") return send_empty(fd, 404, "");
   const std::string repo = parts[0] + "/" + parts[1], revision = percent_decode(parts[3]);
   std::string filename = percent_decode(parts[4]);
-  for (size_t i = 5; i < parts.size(); ++i) filename += "/" + percent_decode(parts[i]);
+  for (size_t i = 5; i < parts.size(); ++i) filename.append("/").append(percent_decode(parts[i]));
 
   std::unique_lock lock(mu_);
   if (renamed_.count(repo)) {  // as the Hub answers for a renamed repository: a relative redirect

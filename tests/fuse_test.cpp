@@ -150,7 +150,7 @@ TEST_F(Fusion, SharedSubexpression) {
 
 TEST_F(Fusion, ManyInputsSplitIntoGroups) {
   Tensor acc = b.input("x0", {8, 9});
-  for (int i = 1; i < 12; ++i) acc = acc * 0.75f + b.input("x" + std::to_string(i), {8, 9});
+  for (int i = 1; i < 12; ++i) acc = acc * 0.75f + b.input(std::string("x").append(std::to_string(i)), {8, 9});
   b.output("out", acc);
   Fused r = run_both(b);
   EXPECT_GE(r.generated, 2) << r.listing;  // 12 inputs and constants: more than one kernel may read

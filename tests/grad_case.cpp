@@ -58,7 +58,7 @@ void run_grad_case(GradBuilder& b) {
   std::vector<std::string> names;
   for (size_t i = 0; i < grads.size(); ++i) {
     const auto& leaf = b.wrt[i].node();
-    names.push_back("d_" + (leaf.name.empty() ? "%" + std::to_string(b.wrt[i].id()) : leaf.name));
+    names.push_back(std::string("d_").append(leaf.name.empty() ? b.g.label(b.wrt[i].id()) : leaf.name));
     b.g.output(names.back(), grads[i]);
   }
   // The kernel under test runs as written: the optimizer (tested in optimize_test) could rewrite it;

@@ -29,7 +29,7 @@ std::string float_glsl(float v) {
 
 std::string word(int value) {
   if (value < 0) throw Error("internal: pointwise value reads a missing argument");
-  return "v" + std::to_string(value);
+  return std::string("v").append(std::to_string(value));
 }
 std::string as_float(int value) { return "uintBitsToFloat(" + word(value) + ")"; }
 
@@ -38,7 +38,10 @@ std::string expression(const PointwiseValue& v, int index) {
     if (a >= index) throw Error("internal: pointwise value " + std::to_string(index) + " reads a later value");
   const std::string op = std::to_string(v.op) + "u";
   switch (v.kind) {
-    case PointwiseValue::Load: return "t" + std::to_string(v.input) + "[i" + std::to_string(v.input) + "]";
+    case PointwiseValue::Load: {
+      const std::string i = std::to_string(v.input);
+      return std::string("t").append(i).append("[i").append(i).append("]");
+    }
     case PointwiseValue::Unary:
       return "floatBitsToUint(ew_unary(" + op + ", " + as_float(v.args[0]) + ", " +
              (v.op == EW_POW ? float_glsl(v.scalar) : "0.0f") + "))";

@@ -48,7 +48,7 @@ PointwiseValue member_value(const Node& n, const Graph& g, const std::map<int, i
 
 std::string label(const Graph& g, const FusionGroup& grp, const std::string& name) {
   std::string s = name + " %" + std::to_string(grp.root);
-  for (size_t k = 0; k < grp.inputs.size(); ++k) s += (k ? "," : " ") + shape_str(g.node(grp.inputs[k]).shape);
+  for (size_t k = 0; k < grp.inputs.size(); ++k) s.append(k ? "," : " ").append(shape_str(g.node(grp.inputs[k]).shape));
   const Node& root = g.node(grp.root);
   s += " -> " + shape_str(root.shape);
   if (!root.name.empty()) s += " (" + root.name + ")";
@@ -75,7 +75,7 @@ void emit_fused(Emitter& e, const FusionGroup& grp) {
   for (int m : grp.members) {
     value_of[m] = static_cast<int>(expr.values.size());
     expr.values.push_back(member_value(g.node(m), g, value_of));
-    ops += (ops.empty() ? "" : ",") + std::string(op_name(g.node(m).op));
+    ops.append(ops.empty() ? "" : ",").append(op_name(g.node(m).op));
   }
   kernels::GeneratedKernel kernel{"fused[" + ops + "]", kernels::pointwise_source(expr)};
 

@@ -26,7 +26,7 @@ uint32_t dtype_code(DType t) {
 static std::string describe(const Graph& g, int id) {
   const Node& n = g.node(id);
   std::string s = std::string(op_name(n.op)) + " %" + std::to_string(id);
-  for (size_t i = 0; i < n.inputs.size(); ++i) s += (i ? "," : " ") + shape_str(g.node(n.inputs[i]).shape);
+  for (size_t i = 0; i < n.inputs.size(); ++i) s.append(i ? "," : " ").append(shape_str(g.node(n.inputs[i]).shape));
   s += " -> " + shape_str(n.shape);
   if (!n.name.empty() && n.op != Op::Input && n.op != Op::Parameter) s += " (" + n.name + ")";
   return s;
@@ -36,7 +36,8 @@ KernelCall& Emitter::call(kernels::Kernel k, int node, std::string what) {
   KernelCall c;
   c.kernel = k;
   c.node = node;
-  c.label = describe(g_, node) + (what.empty() ? "" : " [" + what + "]");
+  c.label = describe(g_, node);
+  if (!what.empty()) c.label.append(" [").append(what).append("]");
   out_.calls.push_back(std::move(c));
   return out_.calls.back();
 }
@@ -95,7 +96,7 @@ static Fusion fusion(const Graph& g, const std::vector<int>& keep, const std::ve
                  f.groups.size(), fused - f.groups.size());
     for (const FusionGroup& grp : f.groups) {
       std::string ops;
-      for (int m : grp.members) ops += (ops.empty() ? "" : ",") + std::string(op_name(g.node(m).op));
+      for (int m : grp.members) ops.append(ops.empty() ? "" : ",").append(op_name(g.node(m).op));
       std::fprintf(stderr, "meganeura: fuse:   %s = fused[%s] reading %zu tensors\n", g.label(grp.root).c_str(), ops.c_str(),
                    grp.inputs.size());
     }

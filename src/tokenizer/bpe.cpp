@@ -48,27 +48,24 @@ std::vector<int32_t> Bpe::merge_piece(std::string_view piece) const {
     symbols.push_back({id, n - 1, -1, len});
   };
   // One symbol per character; characters outside the vocabulary become unk (fused or not) or vanish.
-  std::optional<Symbol> unk;
+  size_t unk_len = 0;  // bytes of the unk symbol not added yet (0: none)
+  auto add_unk = [&] {
+    if (unk_len) add(*options_.unk_id, unk_len);
+    unk_len = 0;
+  };
   for (size_t i = 0; i < piece.size();) {
     size_t start = i;
     next_code_point(piece, i);
     auto it = vocab_.find(piece.substr(start, i - start));
     if (it != vocab_.end()) {
-      if (unk) {
-        add(unk->id, unk->len);
-        unk.reset();
-      }
+      add_unk();
       add(it->second, i - start);
     } else if (options_.unk_id) {
-      if (unk && options_.fuse_unk) {
-        unk->len += i - start;
-      } else {
-        if (unk) add(unk->id, unk->len);
-        unk = Symbol{*options_.unk_id, -1, -1, i - start};
-      }
+      if (!options_.fuse_unk) add_unk();
+      unk_len += i - start;
     }
   }
-  if (unk) add(unk->id, unk->len);
+  add_unk();
 
   auto find_merge = [&](int32_t left, int32_t right) -> const Rank* {
     auto it = merges_.find(pair_key(left, right));

@@ -80,9 +80,9 @@ std::string Progress::line(int64_t done, const std::string& extra, bool final) c
     const int filled = static_cast<int>(frac * kBarWidth);
     s += " [" + std::string(filled, '#') + std::string(kBarWidth - filled, '.') + "]";
   } else {
-    s += " " + std::to_string(static_cast<int>(frac * 100 + 1e-9)) + "%";
+    s.append(" ").append(std::to_string(static_cast<int>(frac * 100 + 1e-9))).append("%");
   }
-  s += " " + count_text(unit_, done, total_);
+  s.append(" ").append(count_text(unit_, done, total_));
   if (!extra.empty()) s += " " + extra;
   s += " | " + rate_text(unit_, rate);
   if (final)

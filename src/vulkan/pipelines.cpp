@@ -74,7 +74,7 @@ void PipelineCache::print_statistics(VkPipeline p, std::string_view name, std::s
       vkGetDeviceProcAddr(device_, "vkGetPipelineExecutableStatisticsKHR"));
   if (!properties || !statistics) return;
   std::string line = "meganeura: pipeline " + std::string(name) + " spec [";
-  for (size_t i = 0; i < spec.size(); ++i) line += (i ? " " : "") + std::to_string(spec[i]);
+  for (size_t i = 0; i < spec.size(); ++i) line.append(i ? " " : "").append(std::to_string(spec[i]));
   line += "]";
   auto pipeline_info = init<VkPipelineInfoKHR>(VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR);
   pipeline_info.pipeline = p;
