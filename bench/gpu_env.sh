@@ -7,7 +7,7 @@ mkdir -p "$out"
 
 # vk-env.sh unpacks the Vulkan loader into / and points it at the NVIDIA driver: only there.
 if [[ -d /usr/local/nvidia ]]; then
-  source .gl/vk-env.sh || { echo "$0: carry .gl (../shared/device/prepare-vulkan.sh fills it)" >&2; exit 1; }
+  source .gl/vk-env.sh || { echo "$0: carry .gl (bench/prepare_vulkan.sh fills it)" >&2; exit 1; }
 else
   echo "$0: no NVIDIA driver here; using the system's Vulkan drivers" >&2
 fi

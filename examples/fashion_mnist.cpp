@@ -34,5 +34,10 @@ int main(int argc, char** argv) {
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("test accuracy %.2f%% after %d epochs, %.1f s in all; curves in out/fashion.svg and out/fashion.csv\n",
               100.0 * history.back().test_accuracy, epochs, seconds);
-  return history.back().test_accuracy >= 0.85 ? 0 : 1;
+  // The pass mark, 85%, holds for the full run (3 epochs, the default) or longer; shorter runs only report.
+  const bool full = epochs >= 3, pass = history.back().test_accuracy >= 0.85;
+  std::puts(!full ? "no pass mark: it holds for runs of 3 epochs or more (85%)"
+            : pass ? "PASS: at least 85% after 3 epochs or more"
+                   : "FAIL: below 85% after 3 epochs or more");
+  return full && !pass ? 1 : 0;
 }
