@@ -24,21 +24,21 @@ struct Tier {
   std::string precision;  // MEGANEURA_MATMUL_PRECISION
   std::string split_k;    // MEGANEURA_SPLIT_K
   std::string split_sum;  // MEGANEURA_SPLIT_K_SUM: kernel (default) or pass
-  // |got - want| <= rtol * max(|want|, scale): f32 tiers as the op table; f16/bf16 staging
-  // rounds each operand to 11/8 significant bits, so the error grows with the sum of |a*b|
-  // (inputs are O(1), K up to a few hundred): a wrong or missing block is still off by O(1).
+  // |got - want| <= rtol * max(|want|, scale): f32 tiers as the op table; scaled f16 (bf16)
+  // staging rounds each operand to 11 (8) significant bits, so the error grows with the sum of
+  // |a*b| (inputs are O(1), K up to a few hundred): a wrong or missing block is still off by O(1).
   double rtol, scale;
 };
 
 const Tier kTiers[] = {
-    {"tiled", "tiled", "f32", "0", "kernel", 1e-5, 1},
-    {"tiled_split_k3", "tiled", "f32", "3", "kernel", 1e-5, 1},
-    {"tiled_split_k3_pass", "tiled", "f32", "3", "pass", 1e-5, 1},
-    {"gemv", "gemv", "f32", "0", "kernel", 1e-5, 1},
-    {"coopmat_f16", "coopmat", "f16", "0", "kernel", 1e-2, 4},
-    {"coopmat_f16_split_k3", "coopmat", "f16", "3", "kernel", 1e-2, 4},
-    {"coopmat_f16_split_k3_pass", "coopmat", "f16", "3", "pass", 1e-2, 4},
-    {"coopmat_bf16", "coopmat", "bf16", "0", "kernel", 6e-2, 4},
+    {"tiled", "tiled", "highest", "0", "kernel", 1e-5, 1},
+    {"tiled_split_k3", "tiled", "highest", "3", "kernel", 1e-5, 1},
+    {"tiled_split_k3_pass", "tiled", "highest", "3", "pass", 1e-5, 1},
+    {"gemv", "gemv", "highest", "0", "kernel", 1e-5, 1},
+    {"coopmat_high", "coopmat", "high", "0", "kernel", 1e-2, 4},
+    {"coopmat_high_split_k3", "coopmat", "high", "3", "kernel", 1e-2, 4},
+    {"coopmat_high_split_k3_pass", "coopmat", "high", "3", "pass", 1e-2, 4},
+    {"coopmat_medium", "coopmat", "medium", "0", "kernel", 6e-2, 4},
 };
 
 std::vector<size_t> matmul_case_indices() {
@@ -109,7 +109,7 @@ class AttentionTiers : public ::testing::TestWithParam<std::tuple<size_t, size_t
 
 TEST_P(AttentionTiers, TensorCoresMatchReference) {
   ScopedEnv flash("MEGANEURA_FLASH_ATTENTION", kAttentionKernels[std::get<0>(GetParam())]),
-      precision("MEGANEURA_MATMUL_PRECISION", "f16");
+      precision("MEGANEURA_MATMUL_PRECISION", "high");
   const OpCase& c = op_cases().at(attention_case_indices().at(std::get<1>(GetParam())));
   Rng rng;
   SCOPED_TRACE(seed_note(rng.seed()));
@@ -177,7 +177,7 @@ TEST(MatMulSplitK, RepeatedStepsAreExact) {
   for (const char* sum : {"kernel", "pass"}) {
     SCOPED_TRACE(std::string(tier) + ", MEGANEURA_SPLIT_K_SUM=" + sum);
     ScopedEnv force("MEGANEURA_MATMUL", tier), split("MEGANEURA_SPLIT_K", "4"), precision("MEGANEURA_MATMUL_PRECISION",
-                                                                                        std::string(tier) == "tiled" ? "f32" : "f16");
+                                                                                        std::string(tier) == "tiled" ? "highest" : "high");
     ScopedEnv split_sum("MEGANEURA_SPLIT_K_SUM", sum);
     Graph g;
     Tensor a = g.input("a", {M, K}), b = g.input("b", {K, N}), r = g.input("r", {M, N});
@@ -223,7 +223,7 @@ TEST(MatMulProductSums, ThreeProductsAndAResidualInOneDispatch) {
     SCOPED_TRACE(std::string(tier) + ", MEGANEURA_SPLIT_K=" + split);
     const bool f32 = std::string(tier) == "tiled";
     ScopedEnv force("MEGANEURA_MATMUL", tier), splits("MEGANEURA_SPLIT_K", split),
-        precision("MEGANEURA_MATMUL_PRECISION", f32 ? "f32" : "f16");
+        precision("MEGANEURA_MATMUL_PRECISION", f32 ? "highest" : "high");
     Graph g;
     Tensor x = g.input("x", {M, N}), r = g.input("r", {M, N});
     Tensor sum = r;
@@ -307,7 +307,7 @@ TEST(MatMulSplitK, NormOfTheSumRunsInTheSummingPass) {
   for (const char* split : {"3", "0"}) {
     SCOPED_TRACE(std::string("MEGANEURA_SPLIT_K=") + split);
     ScopedEnv force("MEGANEURA_MATMUL", "tiled"), splits("MEGANEURA_SPLIT_K", split),
-        precision("MEGANEURA_MATMUL_PRECISION", "f32");
+        precision("MEGANEURA_MATMUL_PRECISION", "highest");
     Graph g;
     Tensor a = g.input("a", {B, M, K}), b = g.input("b", {K, N}), r = g.input("r", {B, M, N}), w = g.input("w", {N});
     Tensor a2 = g.input("a2", {B, M, K}), b2 = g.input("b2", {K, N2}), bias = g.input("bias", {N2});
@@ -372,7 +372,7 @@ TEST(MatMulSplitK, RotaryOfTheSumRunsInTheSummingPass) {
   for (const char* split : {"3", "0"}) {
     SCOPED_TRACE(std::string("MEGANEURA_SPLIT_K=") + split);
     ScopedEnv force("MEGANEURA_MATMUL", "tiled"), splits("MEGANEURA_SPLIT_K", split),
-        precision("MEGANEURA_MATMUL_PRECISION", "f32");
+        precision("MEGANEURA_MATMUL_PRECISION", "highest");
     Graph g;
     const MatMulOptions t{.transpose_b = true};
     Tensor cs = g.input("cos", {13, 1, 16}), sn = g.input("sin", {13, 1, 16});
@@ -401,7 +401,7 @@ TEST(MatMulSplitK, RotaryOfTheSumRunsInTheSummingPass) {
 TEST(MatMulGemv, RmsNormOfTheRowsRunsInTheProducts) {
   for (auto [gemv, horizontal] : {std::pair{"1", "1"}, {"1", "0"}, {"0", "1"}}) {
     SCOPED_TRACE(std::string("MEGANEURA_GEMV=") + gemv + " MEGANEURA_HORIZONTAL_FUSION=" + horizontal);
-    ScopedEnv tier("MEGANEURA_GEMV", gemv), precision("MEGANEURA_MATMUL_PRECISION", "f32"),
+    ScopedEnv tier("MEGANEURA_GEMV", gemv), precision("MEGANEURA_MATMUL_PRECISION", "highest"),
         unforced("MEGANEURA_MATMUL", std::nullopt), grouping("MEGANEURA_HORIZONTAL_FUSION", horizontal);
     Graph g;
     const MatMulOptions t{.transpose_b = true};
@@ -422,7 +422,7 @@ TEST(MatMulGemv, RmsNormOfTheRowsRunsInTheProducts) {
 // 16-column run. Checked against the same graph lowered without fusion (same f16 staging), forward
 // and the gradients through it.
 TEST(MatMulGlu, SwigluRunsInTheTensorCoreEpilogue) {
-  ScopedEnv force("MEGANEURA_MATMUL", "coopmat"), precision("MEGANEURA_MATMUL_PRECISION", "f16");
+  ScopedEnv force("MEGANEURA_MATMUL", "coopmat"), precision("MEGANEURA_MATMUL_PRECISION", "high");
   if (auto why = unavailable()) GTEST_SKIP() << *why;
   Graph g;
   const MatMulOptions t{.transpose_b = true};

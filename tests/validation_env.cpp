@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
   setenv("MEGANEURA_VALIDATION", "1", 0);
   // The tests compare with double references at f32 tolerances: no tensor cores unless a test
   // asks (matmul_tiers_test.cpp checks each tier at its own tolerance).
-  setenv("MEGANEURA_MATMUL_PRECISION", "f32", 0);
+  setenv("MEGANEURA_MATMUL_PRECISION", "highest", 0);
   ::testing::InitGoogleMock(&argc, argv);
   ::testing::AddGlobalTestEnvironment(new ValidationEnvironment);
   ::testing::UnitTest::GetInstance()->listeners().Append(new ValidationListener);

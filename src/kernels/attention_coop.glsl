@@ -1,7 +1,8 @@
 #version 450
 // Attention forward on tensor cores (GL_NV_cooperative_matrix), the contract of Attention in
-// kernel_abi.hpp, for D == Dv, D a multiple of 16, D <= 128. Operands are staged as f16;
-// products accumulate in f32; the softmax runs in f32.
+// kernel_abi.hpp, for D == Dv, D a multiple of 16, D <= 128. Operands are staged as f16, each
+// block scaled by a power of two into f16's range (coop_stage.glsl); products accumulate in f32;
+// the softmax runs in f32.
 //
 // A workgroup is 8 subgroups of 32; subgroup w owns query rows 16w .. 16w+15 of the workgroup's
 // block of 128 and keeps its Q fragments and its output accumulators in registers. Keys come in
@@ -14,6 +15,7 @@
 #extension GL_GOOGLE_include_directive : require
 #include "coop_fragments.glsl"
 #include "common.glsl"
+#include "coop_stage.glsl"
 
 #include "attention_coop_forward.glsl"
 
@@ -46,28 +48,22 @@ void main() {
     uint lo = 0u, hi = 0u;
     if (qi < p.sq) visible_keys(qi, base, lo, hi);
 
-    // Q fragments, staged 32 columns at a time through this subgroup's probability scratch.
+    // Q fragments, scaled by 2^eq, staged 32 columns at a time through this subgroup's scratch.
     FRAG16 qf[FRAGS_MAX];
-    for (uint c0 = 0u; c0 < HEAD_DIM; c0 += 32u) {
-      for (uint e = lane; e < 16u * 32u; e += gl_SubgroupSize) {
-        uint r = e / 32u, x = c0 + e % 32u;
-        p_tile[p_at + r * P_STRIDE + e % 32u] =
-            float16_t((row0 + r < p.sq && x < HEAD_DIM) ? uintBitsToFloat(q[(q_first + (row0 + r) * q_step) * HEAD_DIM + x]) : 0.0f);
-      }
-      subgroupMemoryBarrierShared();
-      subgroupBarrier();
-      for (uint f = c0 / 16u; f < min(FRAGS, c0 / 16u + 2u); ++f)
-        coopMatLoadNV(qf[f], p_tile, p_at + (f * 16u - c0), P_STRIDE, false);
-      subgroupBarrier();
-    }
+    int eq;
+    LOAD_ROWS(qf, eq, q, q_first, q_step, row0, p.sq)
 
     float m = -F_INF, l = 0.0f;
     for (uint pass = 0u; pass < 2u; ++pass) {
       FRAG32 acc[FRAGS_MAX];
       for (uint f = 0u; f < FRAGS_MAX; ++f) acc[f] = FRAG32(0.0f);
+      // acc holds O times 2^acc_exp; min_v, min_p: the smallest V and P exponents so far.
+      int acc_exp = 0, min_v = STAGE_EXP_LIMIT, min_p = STAGE_EXP_LIMIT;
       for (uint j0 = block_lo - block_lo % KT; j0 < block_hi; j0 += KT) {
         barrier();  // the previous tile is consumed
-        STAGE_KV(k_tile, v_tile, KT, KV_STRIDE, kv_first, kv_step, j0, pass == 1u)
+        int ek, ev;
+        STAGE_KV(k_tile, ek, v_tile, ev, min_v + STAGE_GROWTH, KT, KV_STRIDE, kv_first, kv_step, j0, pass == 1u)
+        min_v = min(min_v, ev);
         barrier();
         // S = Q·Kᵀ for 16 rows x 32 keys: Kᵀ(d, key) is k_tile read column-major.
         for (uint half_ = 0u; half_ < 2u; ++half_) {
@@ -77,6 +73,7 @@ void main() {
             coopMatLoadNV(kf, k_tile, (half_ * 16u) * KV_STRIDE + f * 16u, KV_STRIDE, true);
             s = coopMatMulAddNV(qf[f], kf, s);
           }
+          UNSCALE_FRAGMENT(s, eq + ek)
           coopMatStoreNV(s, s_tile, s_at + half_ * 16u, S_STRIDE, false);
         }
         subgroupMemoryBarrierShared();
@@ -97,12 +94,15 @@ void main() {
           l = m == -F_INF ? sum : l * exp_diff(m, m_new) + sum;  // no key seen yet: nothing to rescale
           m = m_new;
         } else {  // P = exp(S·scale − m) / l in f16, then O += P·V
-          float inv_l = l > 0.0f ? 1.0f / l : 0.0f;
+          float inv_l = l > 0.0f ? 1.0f / l : 0.0f, pr[16];
           for (uint c = 0u; c < 16u; ++c) {
             uint j = j0 + my_col0 + c;
-            float pr = (j >= lo && j < hi) ? exp_diff(s_tile[s_at + my_row * S_STRIDE + my_col0 + c] * p.scale, m) * inv_l : 0.0f;
-            p_tile[p_at + my_row * P_STRIDE + my_col0 + c] = float16_t(pr);
+            pr[c] = (j >= lo && j < hi) ? exp_diff(s_tile[s_at + my_row * S_STRIDE + my_col0 + c] * p.scale, m) * inv_l : 0.0f;
           }
+          int ep;
+          STAGE_P(pr, 16u, ep, min_p + STAGE_GROWTH)
+          min_p = min(min_p, ep);
+          RESCALE_ACCUMULATORS(acc, acc_exp, ep + ev)
           subgroupMemoryBarrierShared();
           subgroupBarrier();
           for (uint kc = 0u; kc < KT; kc += 16u) {
@@ -118,7 +118,7 @@ void main() {
         subgroupBarrier();  // s_tile and p_tile are rewritten by the next tile
       }
       if (pass == 1u) {  // the output, through the score scratch
-        STORE_ACCUMULATOR_ROWS(acc, FRAGS, o, q_first * HEAD_DIM, row0, p.sq, q_step * HEAD_DIM, 1.0f, s_tile, s_at, S_STRIDE)
+        STORE_ACCUMULATOR_ROWS(acc, acc_exp, FRAGS, o, q_first * HEAD_DIM, row0, p.sq, q_step * HEAD_DIM, 1.0f, s_tile, s_at, S_STRIDE)
         if (lane % 2u == 0u && qi < p.sq) o[p.lse_offset + q_first + qi * q_step] = floatBitsToUint(hi > lo ? m + log_p(l) : -F_INF);
       }
     }

@@ -1,7 +1,8 @@
 #version 450
 // Attention backward on tensor cores (GL_NV_cooperative_matrix), the contract of
 // AttentionBackward in kernel_abi.hpp, for D == Dv, D a multiple of 16, D <= 128. As the
-// forward (attention_coop.glsl): f16 operands, f32 accumulation and softmax, 8 subgroups of 32
+// forward (attention_coop.glsl): f16 operands scaled per block into f16's range (coop_stage.glsl),
+// f32 accumulation and softmax, 8 subgroups of 32
 // per workgroup, each owning 16 rows, 32-row tiles of the other side staged in shared memory.
 // With p = exp(s·scale − lse) (the forward's lse: exact, no rescaling) and ds = p (dp − delta):
 //   WHICH = d q: rows are queries; per key tile  S = Q·Kᵀ, dP = dO·Vᵀ, dQ += dS·K (·scale);
@@ -38,34 +39,11 @@ shared float16_t p_tile[8u * 16u * P_STRIDE];  // per subgroup: 16 x 32 f16 (p o
 
 float f(uint word) { return uintBitsToFloat(word); }
 
-// Rows [r0, r0 + T) of one head of `buf` (row r is first + r * step: attention_common.glsl), as
-// f16, zero past `rows`.
-#define STAGE(dst, buf, first, step, r0, rows)                                         \
-  for (uint e_ = gl_LocalInvocationID.x; e_ < T * HEAD_DIM; e_ += WG) {                \
-    uint r_ = e_ / HEAD_DIM, x_ = e_ % HEAD_DIM;                                       \
-    dst[r_ * TILE_STRIDE + x_] =                                                       \
-        float16_t((r0) + r_ < (rows) ? f(buf[((first) + ((r0) + r_) * (step)) * HEAD_DIM + x_]) : 0.0f); \
-  }
-
-// This subgroup's 16 rows [row0, row0 + 16) of one head of `buf` (as STAGE's) as A fragments,
-// staged 32 columns at a time through its probability scratch.
-#define LOAD_ROWS(frags, buf, first, step, row0, rows)                                 \
-  for (uint c0 = 0u; c0 < HEAD_DIM; c0 += 32u) {                                       \
-    for (uint e_ = lane; e_ < 16u * 32u; e_ += gl_SubgroupSize) {                      \
-      uint r_ = e_ / 32u, x_ = c0 + e_ % 32u;                                          \
-      p_tile[p_at + r_ * P_STRIDE + e_ % 32u] =                                        \
-          float16_t(((row0) + r_ < (rows) && x_ < HEAD_DIM) ? f(buf[((first) + ((row0) + r_) * (step)) * HEAD_DIM + x_]) : 0.0f); \
-    }                                                                                  \
-    subgroupMemoryBarrierShared();                                                     \
-    subgroupBarrier();                                                                 \
-    for (uint f_ = c0 / 16u; f_ < min(FRAGS, c0 / 16u + 2u); ++f_)                     \
-      coopMatLoadNV(frags[f_], p_tile, p_at + (f_ * 16u - c0), P_STRIDE, false);       \
-    subgroupBarrier();                                                                 \
-  }
+#include "coop_stage.glsl"
 
 // 16 x 32 product of this subgroup's A fragments with the T rows of `tile` (read as the
-// transposed B: column-major), into its score scratch.
-#define PRODUCT_T(a_frags, tile)                                                       \
+// transposed B: column-major), staged at exponents adding up to E, into its score scratch.
+#define PRODUCT_T(a_frags, tile, E)                                                    \
   for (uint half_ = 0u; half_ < 2u; ++half_) {                                         \
     FRAG32 s_ = FRAG32(0.0f);                                                          \
     for (uint f_ = 0u; f_ < FRAGS; ++f_) {                                             \
@@ -73,13 +51,16 @@ float f(uint word) { return uintBitsToFloat(word); }
       coopMatLoadNV(b_, tile, (half_ * 16u) * TILE_STRIDE + f_ * 16u, TILE_STRIDE, true); \
       s_ = coopMatMulAddNV(a_frags[f_], b_, s_);                                       \
     }                                                                                  \
+    UNSCALE_FRAGMENT(s_, E)                                                            \
     coopMatStoreNV(s_, s_tile, s_at + half_ * 16u, S_STRIDE, false);                   \
   }                                                                                    \
   subgroupMemoryBarrierShared();                                                       \
   subgroupBarrier();
 
-// acc += (this subgroup's 16 x 32 p_tile) · (the T rows of `tile`, row-major B).
-#define ACCUMULATE(acc, tile)                                                          \
+// acc += (this subgroup's 16 x 32 p_tile) · (the T rows of `tile`, row-major B), acc brought to
+// the exponent E of that product first.
+#define ACCUMULATE(acc, tile, E)                                                       \
+  RESCALE_ACCUMULATORS(acc, acc_exp, E)                                                \
   subgroupMemoryBarrierShared();                                                       \
   subgroupBarrier();                                                                   \
   for (uint kc_ = 0u; kc_ < T; kc_ += 16u) {                                           \
@@ -107,14 +88,18 @@ void main() {
     uint row0 = block * 128u + warp * 16u;
     FRAG32 acc[FRAGS_MAX];
     for (uint f_ = 0u; f_ < FRAGS_MAX; ++f_) acc[f_] = FRAG32(0.0f);
-    float pr[16];
+    float pr[16], ds[16];
+    // acc holds the gradient times 2^acc_exp; min_*: the smallest exponents so far of the
+    // accumulated products' blocks (coop_stage.glsl); ea, eb: the staged tiles', erow*: this
+    // subgroup's rows'.
+    int acc_exp = 0, min_tile = STAGE_EXP_LIMIT, min_p = STAGE_EXP_LIMIT, ea, eb, erow_a, erow_b;
 
     if (by_query) {
       uint bh = heads_y, h = bh % p.hq, b = bh / p.hq;
       uint kv_first = first_row(b * p.hkv + h / group, p.hkv, p.sk), q_first = first_row(bh, p.hq, p.sq);
       FRAG16 qf[FRAGS_MAX], dof[FRAGS_MAX];
-      LOAD_ROWS(qf, q, q_first, q_step, row0, p.sq)
-      LOAD_ROWS(dof, dout, q_first, q_step, row0, p.sq)
+      LOAD_ROWS(qf, erow_a, q, q_first, q_step, row0, p.sq)
+      LOAD_ROWS(dof, erow_b, dout, q_first, q_step, row0, p.sq)
       uint qi = row0 + my_row, lo = 0u, hi = 0u;
       float lse = 0.0f, dl = 0.0f;
       if (qi < p.sq) {
@@ -127,36 +112,41 @@ void main() {
       visible_keys(min(block * 128u + 127u, p.sq - 1u), base, unused, block_hi);
       for (uint j0 = block_lo - block_lo % T; j0 < block_hi; j0 += T) {
         barrier();
-        STAGE(tile_a, k, kv_first, kv_step, j0, p.sk)
-        STAGE(tile_b, v, kv_first, kv_step, j0, p.sk)
+        STAGE_TILES(tile_a, k, ea, min_tile + STAGE_GROWTH, tile_b, v, eb, STAGE_EXP_LIMIT, true, T, TILE_STRIDE, kv_first, kv_step, j0, p.sk)
+        min_tile = min(min_tile, ea);
         barrier();
-        PRODUCT_T(qf, tile_a)  // S = Q·Kᵀ
+        PRODUCT_T(qf, tile_a, erow_a + ea)  // S = Q·Kᵀ
         for (uint c = 0u; c < 16u; ++c) {
           uint j = j0 + my_col0 + c;
           pr[c] = (j >= lo && j < hi) ? exp_diff(s_tile[s_at + my_row * S_STRIDE + my_col0 + c] * p.scale, lse) : 0.0f;
         }
         subgroupBarrier();
-        PRODUCT_T(dof, tile_b)  // dP = dO·Vᵀ
-        for (uint c = 0u; c < 16u; ++c)
-          p_tile[p_at + my_row * P_STRIDE + my_col0 + c] = float16_t(pr[c] * (s_tile[s_at + my_row * S_STRIDE + my_col0 + c] - dl));
-        ACCUMULATE(acc, tile_a)  // dQ += dS·K
+        PRODUCT_T(dof, tile_b, erow_b + eb)  // dP = dO·Vᵀ
+        for (uint c = 0u; c < 16u; ++c) ds[c] = pr[c] * (s_tile[s_at + my_row * S_STRIDE + my_col0 + c] - dl);
+        int eds;
+        STAGE_P(ds, 16u, eds, min_p + STAGE_GROWTH)
+        min_p = min(min_p, eds);
+        ACCUMULATE(acc, tile_a, eds + ea)  // dQ += dS·K
         subgroupBarrier();
       }
     } else {
       uint bkv = heads_y, hk = bkv % p.hkv, b = bkv / p.hkv;
       uint kv_first = first_row(bkv, p.hkv, p.sk);
       FRAG16 kf[FRAGS_MAX], vf[FRAGS_MAX];
-      LOAD_ROWS(kf, k, kv_first, kv_step, row0, p.sk)
-      if (WHICH == GRAD_K) { LOAD_ROWS(vf, v, kv_first, kv_step, row0, p.sk) }
+      LOAD_ROWS(kf, erow_a, k, kv_first, kv_step, row0, p.sk)
+      if (WHICH == GRAD_K) { LOAD_ROWS(vf, erow_b, v, kv_first, kv_step, row0, p.sk) }
       uint j = row0 + my_row;  // this invocation's key
       for (uint gi = 0u; gi < group; ++gi) {
         uint q_first = first_row(b * p.hq + hk * group + gi, p.hq, p.sq);
         for (uint i0 = 0u; i0 < p.sq; i0 += T) {
           barrier();
-          STAGE(tile_a, q, q_first, q_step, i0, p.sq)
-          STAGE(tile_b, dout, q_first, q_step, i0, p.sq)
+          // d k accumulates products with Q (tile a), d v with dO (tile b): that one's exponent is capped.
+          int cap_a = WHICH == GRAD_K ? min_tile + STAGE_GROWTH : STAGE_EXP_LIMIT;
+          int cap_b = WHICH == GRAD_V ? min_tile + STAGE_GROWTH : STAGE_EXP_LIMIT;
+          STAGE_TILES(tile_a, q, ea, cap_a, tile_b, dout, eb, cap_b, true, T, TILE_STRIDE, q_first, q_step, i0, p.sq)
+          min_tile = min(min_tile, WHICH == GRAD_K ? ea : eb);
           barrier();
-          PRODUCT_T(kf, tile_a)  // Sᵀ = K·Qᵀ
+          PRODUCT_T(kf, tile_a, erow_a + ea)  // Sᵀ = K·Qᵀ
           for (uint c = 0u; c < 16u; ++c) {
             uint i = i0 + my_col0 + c, lo = 0u, hi = 0u;
             if (i < p.sq) visible_keys(i, base, lo, hi);
@@ -164,17 +154,21 @@ void main() {
                                                    f(o[p.lse_offset + q_first + i * q_step])) : 0.0f;
           }
           subgroupBarrier();
+          int ep;
           if (WHICH == GRAD_V) {
-            for (uint c = 0u; c < 16u; ++c) p_tile[p_at + my_row * P_STRIDE + my_col0 + c] = float16_t(pr[c]);
-            ACCUMULATE(acc, tile_b)  // dV += Pᵀ·dO
+            STAGE_P(pr, 16u, ep, min_p + STAGE_GROWTH)
+            min_p = min(min_p, ep);
+            ACCUMULATE(acc, tile_b, ep + eb)  // dV += Pᵀ·dO
           } else {
-            PRODUCT_T(vf, tile_b)  // dPᵀ = V·dOᵀ
+            PRODUCT_T(vf, tile_b, erow_b + eb)  // dPᵀ = V·dOᵀ
             for (uint c = 0u; c < 16u; ++c) {
               uint i = i0 + my_col0 + c;
               float dl = i < p.sq ? f(delta[q_first + i * q_step]) : 0.0f;
-              p_tile[p_at + my_row * P_STRIDE + my_col0 + c] = float16_t(pr[c] * (s_tile[s_at + my_row * S_STRIDE + my_col0 + c] - dl));
+              ds[c] = pr[c] * (s_tile[s_at + my_row * S_STRIDE + my_col0 + c] - dl);
             }
-            ACCUMULATE(acc, tile_a)  // dK += dSᵀ·Q
+            STAGE_P(ds, 16u, ep, min_p + STAGE_GROWTH)
+            min_p = min(min_p, ep);
+            ACCUMULATE(acc, tile_a, ep + ea)  // dK += dSᵀ·Q
           }
           subgroupBarrier();
         }
@@ -184,7 +178,7 @@ void main() {
     // The gradient rows, through the score scratch.
     float scale = WHICH == GRAD_V ? 1.0f : p.scale;
     uint out_step = by_query ? q_step : kv_step;
-    STORE_ACCUMULATOR_ROWS(acc, FRAGS, grad, first_row(heads_y, by_query ? p.hq : p.hkv, rows) * HEAD_DIM, row0, rows,
+    STORE_ACCUMULATOR_ROWS(acc, acc_exp, FRAGS, grad, first_row(heads_y, by_query ? p.hq : p.hkv, rows) * HEAD_DIM, row0, rows,
                            out_step * HEAD_DIM, scale, s_tile, s_at, S_STRIDE)
   }
 }

@@ -11,13 +11,6 @@ layout(std430, set = 0, binding = 6) writeonly buffer O { uint o[]; };
 #include "attention_common.glsl"
 
 // Stages keys [j0, j0 + ROWS) of k into K_DST (and of v into V_DST when WITH_V) as f16 rows of
-// STRIDE elements, zero past sk; key j is row kv_first + j * kv_step (attention_common.glsl). A
-// macro: the shared arrays differ per kernel.
-#define STAGE_KV(K_DST, V_DST, ROWS, STRIDE, kv_first, kv_step, j0, WITH_V)                         \
-  for (uint e_ = gl_LocalInvocationID.x; e_ < (ROWS) * HEAD_DIM; e_ += WG) {                          \
-    uint j_ = e_ / HEAD_DIM, x_ = e_ % HEAD_DIM;                                                       \
-    bool in_range_ = (j0) + j_ < p.sk;                                                                 \
-    uint at_ = ((kv_first) + ((j0) + j_) * (kv_step)) * HEAD_DIM + x_;                                 \
-    K_DST[j_ * (STRIDE) + x_] = float16_t(in_range_ ? uintBitsToFloat(k[at_]) : 0.0f);                 \
-    if (WITH_V) V_DST[j_ * (STRIDE) + x_] = float16_t(in_range_ ? uintBitsToFloat(v[at_]) : 0.0f);     \
-  }
+// STRIDE elements scaled by 2^EK (2^EV; exponents set here, V's capped at CAP_V), zero past sk.
+#define STAGE_KV(K_DST, EK, V_DST, EV, CAP_V, ROWS, STRIDE, kv_first, kv_step, j0, WITH_V) \
+  STAGE_TILES(K_DST, k, EK, STAGE_EXP_LIMIT, V_DST, v, EV, CAP_V, WITH_V, ROWS, STRIDE, kv_first, kv_step, j0, p.sk)

@@ -6,10 +6,12 @@
 // subgroups: subgroup w takes rows 16·(w / 4) .. +15 and, in each 64-key chunk staged in shared
 // memory, keys 16·(w % 4) .. +15. Two passes as attention_coop.glsl (statistics, then P·V); the
 // four subgroups of a row group merge their statistics after pass 1 and their outputs at the end
-// through shared memory. f16 operands, f32 accumulation and softmax.
+// through shared memory. f16 operands scaled per block into f16's range (coop_stage.glsl), f32
+// accumulation and softmax.
 #extension GL_GOOGLE_include_directive : require
 #include "coop_fragments.glsl"
 #include "common.glsl"
+#include "coop_stage.glsl"
 
 #include "attention_coop_forward.glsl"
 
@@ -23,6 +25,7 @@ shared float16_t v_chunk[CHUNK * STRIDE];
 shared float s_tile[8u * 16u * S_STRIDE];
 shared float16_t p_tile[8u * 16u * P_STRIDE];
 shared float part_m[8u * 16u], part_l[8u * 16u];  // pass 1's statistics per subgroup and row
+shared int part_exp[8u];                           // each subgroup's accumulator exponent
 
 void main() {
   uint warp = gl_SubgroupID, lane = gl_SubgroupInvocationID;
@@ -43,10 +46,8 @@ void main() {
     visible_keys(min(row0 + ROWS - 1u, p.sq - 1u), base, unused, block_hi);
 
     barrier();  // the previous block is done with q_rows
-    for (uint e = gl_LocalInvocationID.x; e < ROWS * HEAD_DIM; e += WG) {
-      uint r = e / HEAD_DIM, x = e % HEAD_DIM;
-      q_rows[r * STRIDE + x] = float16_t(row0 + r < p.sq ? uintBitsToFloat(q[(q_first + (row0 + r) * q_step) * HEAD_DIM + x]) : 0.0f);
-    }
+    int eq, unused_exp;
+    STAGE_TILES(q_rows, q, eq, STAGE_EXP_LIMIT, q_rows, q, unused_exp, STAGE_EXP_LIMIT, false, ROWS, STRIDE, q_first, q_step, row0, p.sq)
     barrier();
     FRAG16 qf[FRAGS_MAX];
     for (uint f = 0u; f < FRAGS; ++f) coopMatLoadNV(qf[f], q_rows, group * 16u * STRIDE + f * 16u, STRIDE, false);
@@ -54,10 +55,14 @@ void main() {
     float m = -F_INF, l = 0.0f;  // pass 1: this subgroup's keys; after the merge: the row's
     FRAG32 acc[FRAGS_MAX];
     for (uint f = 0u; f < FRAGS_MAX; ++f) acc[f] = FRAG32(0.0f);
+    int acc_exp = 0;  // acc holds this subgroup's share of O times 2^acc_exp
     for (uint pass = 0u; pass < 2u; ++pass) {
+      int min_v = STAGE_EXP_LIMIT, min_p = STAGE_EXP_LIMIT;  // the smallest exponents so far
       for (uint j0 = block_lo - block_lo % CHUNK; j0 < block_hi; j0 += CHUNK) {
         barrier();
-        STAGE_KV(k_chunk, v_chunk, CHUNK, STRIDE, kv_first, kv_step, j0, pass == 1u)
+        int ek, ev;
+        STAGE_KV(k_chunk, ek, v_chunk, ev, min_v + STAGE_GROWTH, CHUNK, STRIDE, kv_first, kv_step, j0, pass == 1u)
+        min_v = min(min_v, ev);
         barrier();
         // S = Q·Kᵀ for this subgroup's 16 rows and 16 keys (Kᵀ: k_chunk read column-major).
         FRAG32 s = FRAG32(0.0f);
@@ -66,6 +71,7 @@ void main() {
           coopMatLoadNV(kf, k_chunk, slice * 16u * STRIDE + f * 16u, STRIDE, true);
           s = coopMatMulAddNV(qf[f], kf, s);
         }
+        UNSCALE_FRAGMENT(s, eq + ek)
         coopMatStoreNV(s, s_tile, s_at, S_STRIDE, false);
         subgroupMemoryBarrierShared();
         subgroupBarrier();
@@ -82,11 +88,13 @@ void main() {
           l = m == -F_INF ? sum : l * exp_diff(m, m_new) + sum;
           m = m_new;
         } else {
-          float inv_l = l > 0.0f ? 1.0f / l : 0.0f;
-          for (uint c = 0u; c < 8u; ++c) {
-            float pr = (jb + c >= lo && jb + c < hi) ? exp_diff(s_tile[s_at + my_row * S_STRIDE + my_col0 + c] * p.scale, m) * inv_l : 0.0f;
-            p_tile[p_at + my_row * P_STRIDE + my_col0 + c] = float16_t(pr);
-          }
+          float inv_l = l > 0.0f ? 1.0f / l : 0.0f, pr[8];
+          for (uint c = 0u; c < 8u; ++c)
+            pr[c] = (jb + c >= lo && jb + c < hi) ? exp_diff(s_tile[s_at + my_row * S_STRIDE + my_col0 + c] * p.scale, m) * inv_l : 0.0f;
+          int ep;
+          STAGE_P(pr, 8u, ep, min_p + STAGE_GROWTH)
+          min_p = min(min_p, ep);
+          RESCALE_ACCUMULATORS(acc, acc_exp, ep + ev)
           subgroupMemoryBarrierShared();
           subgroupBarrier();
           FRAG16 pf;
@@ -116,7 +124,9 @@ void main() {
       }
     }
 
-    // Output: the four slices' partial products summed, 16 columns at a time.
+    // Output: the four slices' partial products summed, 16 columns at a time, each brought back
+    // from its own exponent.
+    if (subgroupElect()) part_exp[warp] = acc_exp;
     for (uint f = 0u; f < FRAGS; ++f) {
       barrier();
       coopMatStoreNV(acc[f], s_tile, s_at, S_STRIDE, false);
@@ -125,7 +135,8 @@ void main() {
         for (uint e = lane; e < 256u; e += gl_SubgroupSize) {
           uint r = e / 16u, c = e % 16u, row = row0 + group * 16u + r;
           float sum = 0.0f;
-          for (uint s2 = 0u; s2 < 4u; ++s2) sum += s_tile[(group * 4u + s2) * 16u * S_STRIDE + r * S_STRIDE + c];
+          for (uint s2 = 0u; s2 < 4u; ++s2)
+            sum += stage_unscale(s_tile[(group * 4u + s2) * 16u * S_STRIDE + r * S_STRIDE + c], part_exp[group * 4u + s2]);
           if (row < p.sq) o[(q_first + row * q_step) * HEAD_DIM + f * 16u + c] = floatBitsToUint(sum);
         }
       }

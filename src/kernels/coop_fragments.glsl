@@ -10,11 +10,12 @@
 #define FRAG16 fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>  // f16 operand
 #define FRAG32 fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>  // f32 accumulator
 
-// Writes this subgroup's 16 rows of FRAGS side-by-side 16x16 accumulators ACC[0..FRAGS) to DST:
-// row r, column c at DST[BASE + (ROW0 + r) * ROW_STRIDE + c], times SCALE, for ROW0 + r < ROWS. They
+// Writes this subgroup's 16 rows of FRAGS side-by-side 16x16 accumulators ACC[0..FRAGS), kept at
+// exponent ACC_EXP (coop_stage.glsl), to DST: row r, column c at
+// DST[BASE + (ROW0 + r) * ROW_STRIDE + c], times SCALE, for ROW0 + r < ROWS. They
 // pass through the subgroup's f32 scratch SCRATCH at AT (row stride STRIDE, 16 x 16 at least):
 // fragments are opaque. Uses `lane` (gl_SubgroupInvocationID).
-#define STORE_ACCUMULATOR_ROWS(ACC, FRAGS, DST, BASE, ROW0, ROWS, ROW_STRIDE, SCALE, SCRATCH, AT, STRIDE)     \
+#define STORE_ACCUMULATOR_ROWS(ACC, ACC_EXP, FRAGS, DST, BASE, ROW0, ROWS, ROW_STRIDE, SCALE, SCRATCH, AT, STRIDE) \
   for (uint f_ = 0u; f_ < (FRAGS); ++f_) {                                                                     \
     coopMatStoreNV(ACC[f_], SCRATCH, AT, STRIDE, false);                                                       \
     subgroupMemoryBarrierShared();                                                                             \
@@ -23,7 +24,7 @@
       uint r_ = e_ / 16u;                                                                                      \
       if ((ROW0) + r_ < (ROWS))                                                                                \
         DST[(BASE) + ((ROW0) + r_) * (ROW_STRIDE) + f_ * 16u + e_ % 16u] =                                     \
-            floatBitsToUint(SCRATCH[(AT) + r_ * (STRIDE) + e_ % 16u] * (SCALE));                               \
+            floatBitsToUint(stage_unscale(SCRATCH[(AT) + r_ * (STRIDE) + e_ % 16u], ACC_EXP) * (SCALE));        \
     }                                                                                                          \
     subgroupBarrier();                                                                                         \
   }

@@ -3,9 +3,12 @@
 // per variant by cmake/EmbedKernels.cmake: COOP_KHR selects GL_KHR_cooperative_matrix (else
 // GL_NV_cooperative_matrix), STAGE_BF16 stages bf16 (KHR only; else f16). Tiles are 64x64.
 //
-// f32 operands are rounded to f16/bf16 on their way into shared memory; products accumulate in
-// f32. Shared memory keeps each operand's contiguous axis (B_KCONTIG: a [N, K] weight is stored
-// [n][k] and read as column-major fragments), and VEC4_A/VEC4_B load 16-byte vectors where the
+// f32 operands are rounded to f16/bf16 on their way into shared memory, each K step of A and of B
+// scaled by a power of two from its largest magnitude (stage_scale.glsl), so that neither tiny
+// values (gradients) nor huge ones leave f16's range; products accumulate in f32, the
+// accumulators follow each step's scale, and the epilogue undoes it. Shared memory keeps each
+// operand's contiguous axis (B_KCONTIG: a [N, K] weight is stored [n][k] and read as
+// column-major fragments), and VEC4_A/VEC4_B load 16-byte vectors where the
 // host found the operand's rows aligned (spec constants 6-8). A workgroup is 8 subgroups of 32
 // (the host checks the subgroup size), laid out WARPS_M x WARPS_N, each owning FRAG_M x FRAG_N 16x16 accumulators. K steps by K_STEP; the next
 // step's global loads are issued before this step's multiplies, so they overlap. The epilogue
@@ -19,6 +22,7 @@
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #if defined(COOP_KHR)
 #extension GL_KHR_cooperative_matrix : require
@@ -47,6 +51,7 @@
 #define FRAG_MMA(a, b, c) coopMatMulAddNV(a, b, c)
 #endif
 #include "common.glsl"
+#include "stage_scale.glsl"
 
 #define MATMUL_SPLIT_FINISH_BINDING 8  // and 9: split-K's partials and tile counts (matmul_common.glsl)
 #include "matmul_common.glsl"
@@ -72,6 +77,29 @@ const uint A_LOADS = BM * BK / 256u, B_LOADS = BK * BN / 256u;  // elements per 
 shared STAGE_T As[BM * A_STRIDE];                    // As[m][k]
 shared STAGE_T Bs[BN * (BK + 8u) + BK * (BN + 8u)];  // Bs[n][k] (B_KCONTIG) or Bs[k][n]
 shared float Cs[8u * 256u * (GLU != 0u ? 2u : 1u)];  // a 16x16 fragment per subgroup (GLU: two) on its way out
+shared uvec2 step_max[8u];  // per subgroup: the largest magnitudes of its share of the K step's A and B
+
+// This invocation's share of a K step, A's values in ra and B's in rb: the subgroup's largest
+// magnitudes of each into step_max, read after the next barrier by every subgroup (and before
+// the step's last barrier, which the next write follows). A macro: the arrays' sizes are
+// specialisation constants.
+#define PUBLISH_STEP_MAX()                                                      \
+  {                                                                             \
+    uint ma_ = 0u, mb_ = 0u;                                                    \
+    for (uint l = 0u; l < A_LOADS; ++l) ma_ = max(ma_, stage_magnitude(ra[l])); \
+    for (uint l = 0u; l < B_LOADS; ++l) mb_ = max(mb_, stage_magnitude(rb[l])); \
+    subgroupBarrier(); /* reconverged after the loads' bounds checks */        \
+    ma_ = subgroupMax(ma_);                                                     \
+    mb_ = subgroupMax(mb_);                                                     \
+    if (subgroupElect()) step_max[gl_SubgroupID] = uvec2(ma_, mb_);             \
+  }
+
+// The K step's largest magnitudes of A and of B, over the whole workgroup.
+uvec2 step_max_of_workgroup() {
+  uvec2 m = step_max[0];
+  for (uint w = 1u; w < 8u; ++w) m = max(m, step_max[w]);
+  return m;
+}
 
 void main() {
   uint tid = gl_LocalInvocationID.x;
@@ -159,14 +187,32 @@ void main() {
   }
 
         LOAD_STEP(k_begin)
+        // The accumulators hold the products times 2^acc_exp; ea, eb: this step's exponents of A
+        // and B; min_a, min_b: the smallest so far (stage_scale.glsl).
+        int acc_exp = 0, min_a = STAGE_EXP_LIMIT, min_b = STAGE_EXP_LIMIT;
         for (uint k0 = k_begin; k0 < k_end; k0 += BK) {
+          // The step's largest magnitudes, through shared memory: a barrier of its own. (Published
+          // at the end of the step before, they came out wrong on an H100 at K steps of 32, and
+          // per tile or by a second attempt they cost as much: docs/performance.md.)
+          PUBLISH_STEP_MAX()
+          barrier();
+          uvec2 step_max_ab = step_max_of_workgroup();
+          int ea = stage_exponent(step_max_ab.x, min_a + STAGE_GROWTH), eb = stage_exponent(step_max_ab.y, min_b + STAGE_GROWTH);
+          min_a = min(min_a, ea);
+          min_b = min(min_b, eb);
+          if (k0 != k_begin && ea + eb != acc_exp) {
+            float rescale = stage_rescale(acc_exp, ea + eb);
+            for (uint i = 0u; i < FRAG_M * FRAG_N; ++i) acc[i] = acc[i] * rescale;
+          }
+          acc_exp = ea + eb;
+          float scale_a = stage_pow2(ea), scale_b = stage_pow2(eb);
           for (uint l = 0u; l < A_LOADS; ++l) {
             A_ELEM(l, am, ak)
-            As[am * A_STRIDE + ak] = STAGE_T(ra[l]);
+            As[am * A_STRIDE + ak] = STAGE_T(ra[l] * scale_a);
           }
           for (uint l = 0u; l < B_LOADS; ++l) {
             B_ELEM(l, bk, bn)
-            Bs[B_KCONTIG != 0u ? bn * B_STRIDE + bk : bk * B_STRIDE + bn] = STAGE_T(rb[l]);
+            Bs[B_KCONTIG != 0u ? bn * B_STRIDE + bk : bk * B_STRIDE + bn] = STAGE_T(rb[l] * scale_b);
           }
           barrier();
           if (k0 + BK < k_end) { LOAD_STEP(k0 + BK) }
@@ -199,7 +245,7 @@ void main() {
           for (uint e = lane; e < 256u; e += gl_SubgroupSize) {
             uint gm = fm + e / 16u, gn = fn + e % 16u;
             if (gm >= p.M || gn >= N) continue;
-            float gate = Cs[warp * 512u + e], up = Cs[warp * 512u + 256u + e];
+            float gate = stage_unscale(Cs[warp * 512u + e], acc_exp), up = stage_unscale(Cs[warp * 512u + 256u + e], acc_exp);
             store_c(0u, bt, gm, gn, gate, split);
             store_c(1u, bt, gm, gn, up, split);
             glu_data[(bt * p.M + gm) * N + gn] = floatBitsToUint(silu_p(gate) * up);
@@ -217,7 +263,7 @@ void main() {
             uint fm = m0 + (wm * FRAG_M + i) * 16u, fn = n0 + (wn * FRAG_N + j) * 16u;
             for (uint e = lane; e < 256u; e += gl_SubgroupSize) {
               uint gm = fm + e / 16u, gn = fn + e % 16u;
-              if (gm < p.M && gn < N) store_c(g, bt, gm, gn, Cs[warp * 256u + e], split);
+              if (gm < p.M && gn < N) store_c(g, bt, gm, gn, stage_unscale(Cs[warp * 256u + e], acc_exp), split);
             }
             subgroupMemoryBarrierShared();
             subgroupBarrier();

@@ -39,9 +39,13 @@ uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
 MatMulTiers matmul_tiers(const DeviceInfo& device) {
   MatMulTiers t;
-  const std::string precision = env_choice("MEGANEURA_MATMUL_PRECISION", {"f16", "bf16", "f32"});
-  t.bf16 = precision == "bf16";
-  if (precision != "f32" && env_on("MEGANEURA_COOPMAT")) t.coop = coop_of(device, t.bf16);
+  // PyTorch's float32 matmul precision levels (torch.set_float32_matmul_precision): highest is
+  // exact f32; high (the default) is TF32's class, f16 with 11 significant bits scaled per block
+  // into f32's range; medium allows bf16 (8 bits), where the KHR bf16 kernel was built and the
+  // device offers it, else it is high.
+  const std::string precision = env_choice("MEGANEURA_MATMUL_PRECISION", {"highest", "high", "medium"});
+  if (precision == "medium" && coop_of(device, true) != MatMulTiers::Coop::None) t.bf16 = true;
+  if (precision != "highest" && env_on("MEGANEURA_COOPMAT")) t.coop = coop_of(device, t.bf16);
   t.gemv = env_on("MEGANEURA_GEMV");
   if (!util::env("MEGANEURA_SPLIT_K").empty())
     t.split_k = static_cast<int>(util::env_number("MEGANEURA_SPLIT_K", 64, 0, "0 (off) or a number of splits up to 64"));
@@ -60,7 +64,7 @@ MatMulTiers matmul_tiers(const DeviceInfo& device) {
   t.force = env_choice("MEGANEURA_MATMUL", {"tiled", "gemv", "coopmat"});
   if (t.force == "coopmat" && t.coop == MatMulTiers::Coop::None)
     throw Error("MEGANEURA_MATMUL=coopmat: " + device.name + " has no usable tensor-core matmul (" +
-                (precision == "f32" ? "MEGANEURA_MATMUL_PRECISION=f32" : "needs cooperative matrices with 16x16x16 " +
+                (precision == "highest" ? "MEGANEURA_MATMUL_PRECISION=highest" : "needs cooperative matrices with 16x16x16 " +
                  std::string(t.bf16 ? "bf16" : "f16") + " fragments and subgroups of 32") + ")");
   return t;
 }

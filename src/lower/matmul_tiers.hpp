@@ -11,8 +11,8 @@ namespace meganeura::lower {
 
 struct MatMulTiers {
   enum class Coop : uint8_t { None, NV, KHR };
-  Coop coop = Coop::None;  // tensor cores, f32 operands staged to f16 (or bf16)
-  bool bf16 = false;       // stage as bf16 (KHR only)
+  Coop coop = Coop::None;  // tensor cores, f32 operands staged to scaled f16 (or bf16)
+  bool bf16 = false;       // stage as bf16 (KHR only: precision medium)
   bool gemv = true;        // a few rows: stream B once (exact f32)
   int split_k = -1;        // -1: where tiles would leave the GPU idle; 0: never; n: n splits
   // Split-K's partials summed by the last split of each tile to finish, in the product's own
@@ -35,8 +35,9 @@ struct MatMulTiers {
 };
 
 // The tiers of `device` as the environment allows:
-//   MEGANEURA_MATMUL_PRECISION  f16 (default), bf16 (KHR tensor cores only) or f32 (exact: no
-//                               tensor cores)
+//   MEGANEURA_MATMUL_PRECISION  highest (exact f32: no tensor cores), high (default: tensor cores,
+//                               f16 scaled per block into f32's range) or medium (bf16 where the
+//                               KHR bf16 kernel was built, else high)
 //   MEGANEURA_COOPMAT=0, MEGANEURA_GEMV=0   turn that tier off
 //   MEGANEURA_SPLIT_K           0 (off), or a number of splits to force
 //   MEGANEURA_SPLIT_K_SUM       kernel (default: the product's last split adds the partials) or
