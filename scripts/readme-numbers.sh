@@ -3,7 +3,7 @@
 # each epoch, the program's wall time — into README.md between <!-- quickstart-numbers ... -->
 # and <!-- /quickstart-numbers -->. With --check it writes nothing and exits 1 if the accuracies
 # differ from the README's (on lavapipe they are the same on every run; the time is not checked).
-# About 2 minutes on 2 cores: this is not part of ctest.
+# 2-4 minutes on 2 cores (run it on an idle machine: the time is written too): not part of ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
