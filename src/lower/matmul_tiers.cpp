@@ -56,7 +56,7 @@ MatMulTiers matmul_tiers(const DeviceInfo& device) {
   if (flash == "blocks" || flash == "split") t.attention_kernel = flash;
   if (t.force_coop_attention && !t.coop_attention)
     throw Error("MEGANEURA_FLASH_ATTENTION=" + flash + ": " + device.name + " has no usable tensor-core attention (needs " +
-                "VK_NV_cooperative_matrix with 16x16x16 f16 fragments and subgroups of 32, and f16 matmul precision)");
+                "VK_NV_cooperative_matrix with 16x16x16 f16 fragments and subgroups of 32, and matmul precision high)");
   t.attention_blocks = env_choice("MEGANEURA_ATTENTION_BLOCKS", {"0", "1"});
   t.shared_memory = device.shared_memory;
   t.multiprocessors = device.multiprocessors;
