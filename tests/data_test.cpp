@@ -91,7 +91,8 @@ TEST(Idx, TruncatedCopyNamesTheFileAndTheSizes) {
   const std::string raw = gunzip(kDir + "/t10k-images-idx3-ubyte.gz");
   write_bytes(dir / "images", raw.substr(0, 16 + 1234));
   EXPECT_EQ(error_of([&] { read_idx(dir / "images"); }),
-            "meganeura: " + dir / "images" + ": truncated: expected 7840000 bytes of data after the header, got 1234");
+            "meganeura: " + dir / "images" + ": truncated: expected 7840000 bytes of data after the header, got 1234" +
+                " (the header's dimensions: 10000 x 28 x 28)");
   // A gzip stream cut short reads as the same kind of truncation.
   const std::string gz = read_bytes(kDir + "/t10k-images-idx3-ubyte.gz");
   write_bytes(dir / "images.gz", gz.substr(0, gz.size() / 2));
@@ -116,6 +117,50 @@ TEST(Idx, BadMagicTypeTrailingAndMissing) {
   EXPECT_THAT(error_of([&] { read_idx(dir / "trailing"); }), AllOf(HasSubstr(dir / "trailing"), HasSubstr("trailing garbage")));
   EXPECT_THAT(error_of([&] { read_idx(dir / "none.gz"); }),
               AllOf(HasSubstr("cannot open " + dir / "none.gz"), HasSubstr("No such file or directory")));
+}
+
+// ---- issue 16: inputs found by fuzzing (../shared/reliability-findings) -------------------------
+
+void write_gzip(const std::string& path, const std::string& bytes) {
+  gzFile f = gzopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())), static_cast<int>(bytes.size()));
+  ASSERT_EQ(gzclose(f), Z_OK);
+}
+
+// F1: a 12-byte header claiming 16 x 4294967295 bytes (64 GiB) made read_idx allocate and
+// zero-fill all of it before noticing the file is short. The claim is now compared with what
+// the file can hold before anything is allocated, raw or gzip.
+TEST(Idx, HugeHeaderClaimIsRefusedBeforeAllocating) {
+  TempDir dir;
+  const std::string header("\x00\x00\x08\x02\x00\x00\x00\x10\xff\xff\xff\xff", 12);  // F1-idx-huge-alloc.idx
+  write_bytes(dir / "huge.idx", header);
+  EXPECT_EQ(error_of([&] { read_idx(dir / "huge.idx"); }),
+            "meganeura: " + dir / "huge.idx" + ": truncated: expected 68719476720 bytes of data after the header, got 0" +
+                " (the header's dimensions: 16 x 4294967295)");
+  // F1-idx-huge-alloc.idx.gz, byte for byte: the same header, gzip'd (49 bytes).
+  const unsigned char gz[] = {0x1f, 0x8b, 0x08, 0x08, 0x7a, 0xa9, 0x07, 0x6b, 0x00, 0x03, 0x69, 0x64, 0x78,
+                              0x2d, 0x68, 0x75, 0x67, 0x65, 0x2d, 0x61, 0x6c, 0x6c, 0x6f, 0x63, 0x2e, 0x69,
+                              0x64, 0x78, 0x00, 0x63, 0x60, 0xe0, 0x60, 0x62, 0x60, 0x60, 0x10, 0xf8, 0x0f,
+                              0x04, 0x00, 0x7c, 0x19, 0xaf, 0xf8, 0x0c, 0x00, 0x00, 0x00};
+  write_bytes(dir / "huge.idx.gz", std::string(reinterpret_cast<const char*>(gz), sizeof gz));
+  EXPECT_EQ(error_of([&] { read_idx(dir / "huge.idx.gz"); }),
+            "meganeura: " + dir / "huge.idx.gz" + ": truncated or not an IDX file: the header's dimensions 16 x 4294967295" +
+                " claim 68719476720 bytes of data, but the gzip file is 49 bytes long and inflates to at most 50568");
+  // A gzip file whose claim (100 MB) is within what its size could inflate to, but whose data
+  // stops after 100 kB: the buffer grows as data arrives, and the error gives both sizes.
+  std::string data(100'000, '\0');
+  uint32_t x = 1;
+  for (char& c : data) c = static_cast<char>((x = x * 1664525u + 1013904223u) >> 24);  // incompressible
+  write_gzip(dir / "short.gz", std::string("\x00\x00\x08\x01\x05\xf5\xe1\x00", 8) + data);
+  EXPECT_EQ(error_of([&] { read_idx(dir / "short.gz"); }),
+            "meganeura: " + dir / "short.gz" + ": truncated: expected 100000000 bytes of data after the header, got 100000");
+  // The same data and a truthful header still read.
+  write_gzip(dir / "ok.gz", std::string("\x00\x00\x08\x01\x00\x01\x86\xa0", 8) + data);
+  IdxArray ok = read_idx(dir / "ok.gz");
+  EXPECT_EQ(ok.dims, (std::vector<int64_t>{100'000}));
+  EXPECT_TRUE(std::equal(ok.values.begin(), ok.values.end(), data.begin(),
+                         [](uint8_t a, char b) { return a == static_cast<uint8_t>(b); }));
 }
 
 TEST(FashionMnist, MissingFilesSayWhereToGetThem) {

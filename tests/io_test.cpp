@@ -2,11 +2,13 @@
 // class, atomic save under a kill), and the training-curve and progress-line writers.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
+#include <functional>
 
 #include "file_fixtures.hpp"
 #include "meganeura/io.hpp"
@@ -225,6 +227,81 @@ TEST(SafetensorsErrors, OverlappingOffsets) {
                                                                  std::string(8, '\0'))),
                                    dir / "ok.safetensors"));
   EXPECT_EQ(f.tensors.size(), 2u);
+}
+
+// ---- issue 16: inputs found by fuzzing (../shared/reliability-findings) -------------------------
+
+// F6: a header value nested 200,000 levels deep overflowed the stack while the error message
+// dump()ed it. Nesting is now refused past 64 levels, before anything is built, naming the key.
+TEST(SafetensorsErrors, DeepNestingIsRefusedNamingTheKey) {
+  TempDir dir;
+  const std::string deep = std::string(200'000, '[') + std::string(200'000, ']');
+  const std::string header = R"({"t":{"dtype":"F32","shape":)" + deep + R"(,"data_offsets":[0,4]}})";
+  EXPECT_THAT(read_error(dir, header), AllOf(HasSubstr("the safetensors header nests arrays and objects more than 64 levels deep"),
+                                             HasSubstr("(at \"t\".\"shape\")")));
+  const std::string path = dir / "deep.safetensors";
+  write_bytes(path, safetensors_bytes(header, std::string(8, '\0')));
+  EXPECT_THAT(error_of([&] { Checkpoint::open(path); }), AllOf(StartsWith("meganeura: " + path + ": "), HasSubstr("64 levels deep")));
+  // Objects too, and in __metadata__.
+  std::string objects;
+  for (int i = 0; i < 100'000; ++i) objects += R"({"a":)";
+  objects += "1" + std::string(100'000, '}');
+  EXPECT_THAT(read_error(dir, R"({"__metadata__":{"m":)" + objects + "}}"), AllOf(HasSubstr("64 levels deep"), HasSubstr("\"__metadata__\".\"m\"")));
+  // Within the limit, a wrongly nested value is described, never dump()ed.
+  EXPECT_THAT(read_error(dir, R"({"t":{"dtype":"F32","shape":[[[[[1]]]]],"data_offsets":[0,4]}})"),
+              HasSubstr("tensor \"t\" has a shape entry that is not a non-negative integer: an array of 1 elements"));
+  EXPECT_THAT(read_error(dir, R"({"t":{"dtype":{"a":[1,2]},"shape":[1],"data_offsets":[0,4]}})"),
+              HasSubstr("tensor \"t\" has a dtype that is not a string: an object of 1 keys"));
+  EXPECT_THAT(read_error(dir, R"({"__metadata__":{"m":[[1],[2]]}})"),
+              HasSubstr("__metadata__ entry \"m\" is not a string: an array of 2 elements"));
+  EXPECT_THAT(read_error(dir, R"({"t":{"dtype":")" + std::string(100'000, 'x') + R"(","shape":[1],"data_offsets":[0,4]}})"),
+              AllOf(HasSubstr("tensor \"t\" has dtype xxxxxxxxxx"), HasSubstr("... (100000 bytes)")));
+}
+
+// F10a: 1e400 in a header made nlohmann::json::out_of_range escape from read_safetensors and
+// Checkpoint::open; it is now an Error naming the file and the key.
+TEST(SafetensorsErrors, NumberOutOfRangeIsAnErrorNamingTheKey) {
+  TempDir dir;
+  const std::string path = dir / "F10a.safetensors";
+  // The fuzzer's input, byte for byte (a 58-byte header, 4 bytes of data).
+  write_bytes(path, le64(58) + R"({"t":{"dtype":"F32","shape":[1e400],"data_offsets":[0,4]}})" + std::string(4, '\0'));
+  for (auto open : {std::function<void()>([&] { read_safetensors(path); }), std::function<void()>([&] { Checkpoint::open(path); })})
+    EXPECT_THAT(error_of(open), AllOf(StartsWith("meganeura: " + path + ": the safetensors header is not valid JSON (at \"t\".\"shape\")"),
+                                      HasSubstr("1e400")));
+  // Other numbers nlohmann cannot hold, and numbers of the wrong kind, anywhere in the header.
+  EXPECT_THAT(read_error(dir, R"({"t":{"dtype":"F32","shape":[1],"data_offsets":[0,-1e999]}})"),
+              HasSubstr("(at \"t\".\"data_offsets\")"));
+  EXPECT_THAT(read_error(dir, R"({"t":{"dtype":"F32","shape":[1.5],"data_offsets":[0,4]}})"),
+              HasSubstr("tensor \"t\" has a shape entry that is not a non-negative integer: 1.5"));
+  EXPECT_THAT(read_error(dir, R"({"t":{"dtype":"F32","shape":[18446744073709551616],"data_offsets":[0,4]}})"),
+              HasSubstr("tensor \"t\" has a shape entry that is not a non-negative integer: 1.8446744073709552e+19"));
+}
+
+// The sharded index (model.safetensors.index.json) is read the same way: deep nesting, numbers
+// out of range and non-string shard names are Errors naming the index and the key.
+TEST(CheckpointErrors, MalformedIndexIsAnErrorNamingTheKey) {
+  TempDir dir;
+  const std::string index = dir / "model.safetensors.index.json";
+  auto open_error = [&](const std::string& text) {
+    write_bytes(index, text);
+    std::string msg = error_of([&] { Checkpoint::open(dir.path().string()); });
+    EXPECT_THAT(msg, StartsWith("meganeura: " + index + ": "));
+    return msg;
+  };
+  EXPECT_THAT(open_error(R"({"weight_map":{"w":)" + std::string(200'000, '[') + std::string(200'000, ']') + "}}"),
+              AllOf(HasSubstr("the safetensors index nests arrays and objects more than 64 levels deep"), HasSubstr("\"weight_map\".\"w\"")));
+  EXPECT_THAT(open_error(R"({"metadata":{"total_size":1e400},"weight_map":{}})"),
+              AllOf(HasSubstr("not valid JSON (at \"metadata\".\"total_size\")"), HasSubstr("1e400")));
+  EXPECT_THAT(open_error(R"({"weight_map":{"w":[["a"]]}})"), HasSubstr("weight_map entry \"w\" is not a file name but an array of 1 elements"));
+  EXPECT_THAT(open_error(R"({"weight_map":[1]})"), HasSubstr("has no \"weight_map\" object"));
+  // Shards must sit beside the index: a name can neither climb out nor be absolute.
+  for (const char* shard : {"../outside.safetensors", "sub/../../x.safetensors", "/etc/passwd", ""})
+    EXPECT_THAT(open_error(std::string(R"({"weight_map":{"w":")") + shard + "\"}}"),
+                HasSubstr(std::string("weight_map entry \"w\" names shard \"") + shard + "\", which is not a file beside the index"));
+  // A shard that is a FIFO: refused at once instead of waiting for a writer forever.
+  ASSERT_EQ(::mkfifo((dir / "fifo.safetensors").c_str(), 0600), 0);
+  EXPECT_THAT(error_of([&] { Checkpoint::open(dir / "fifo.safetensors"); }),
+              HasSubstr("cannot read " + dir / "fifo.safetensors" + ": not a regular file"));
 }
 
 TEST(SafetensorsWrite, RejectsInconsistentTensorsAndUnwritablePaths) {

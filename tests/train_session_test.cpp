@@ -355,6 +355,29 @@ TEST(TrainCheckpoint, LoadRejectsMissingOptimizerState) {
   c.expect_load_error("missing_state", "optimizer.b.v", [](TensorFile& f) { f.tensors.erase("optimizer.b.v"); });
 }
 
+// Issue 16, F9: "micro_steps" that is not a number made std::stoll throw std::invalid_argument
+// after every parameter had been overwritten. The counters are checked with everything else,
+// before anything is written; the file also holds other values for every tensor, which must not
+// reach the session.
+TEST(TrainCheckpoint, LoadRejectsBadStepCountsBeforeWritingAnything) {
+  CheckpointFixture c;
+  SCOPED_TRACE(seed_note(c.rng.seed()));
+  int i = 0;
+  for (const char* key : {"micro_steps", "optimizer_steps"})
+    for (const char* bad : {"x", "", "12abc", " 3", "-3", "1.5", "99999999999999999999999"})
+      c.expect_load_error("bad_count_" + std::to_string(i++), key, [&](TensorFile& f) {
+        f.metadata[key] = bad;
+        for (auto& [n, t] : f.tensors)
+          for (std::byte& b : t.bytes) b ^= std::byte{0x40};
+      });
+  const std::string path = c.dir / "F9.safetensors";
+  TensorFile f = c.good;
+  f.metadata["micro_steps"] = "x";
+  write_safetensors(path, f);
+  EXPECT_THAT(error_of([&] { c.s.load(path); }),
+              ::testing::AllOf(HasSubstr(path), HasSubstr("__metadata__ entry \"micro_steps\" is \"x\", not a step count")));
+}
+
 // ---- 12: end to end ---------------------------------------------------------------------------
 
 TEST(TrainEndToEnd, MlpSeparatesTwoClasses) {

@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "io/file.hpp"
 #include "meganeura/data.hpp"
@@ -44,6 +47,13 @@ std::string hex2(unsigned v) {
   return buf;
 }
 
+// "60000 x 28 x 28"
+std::string dims_text(const std::vector<int64_t>& dims) {
+  std::string s;
+  for (int64_t d : dims) s += (s.empty() ? "" : " x ") + std::to_string(d);
+  return s.empty() ? "(none: a scalar)" : s;
+}
+
 }  // namespace
 
 IdxArray read_idx(const std::string& path) {
@@ -73,8 +83,34 @@ IdxArray read_idx(const std::string& path) {
       throw Error(path + ": IDX dimensions describe more than 1 TiB of data");
   }
 
-  out.values.resize(total);
-  got = read_some(f.get(), out.values.data(), total, path);
+  // A damaged or malicious header can claim anything (12 bytes claimed 64 GiB): before anything
+  // is allocated, compare what it claims with what the file can hold. A raw file must hold exactly
+  // the claimed bytes after the header; deflate expands at most 1032-fold, so a gzip file of n
+  // bytes cannot inflate to more than 1032 n. Within that bound the buffer still grows only as
+  // inflated data arrives, so a lying gzip file costs at most what it really inflates to.
+  const uint64_t header_bytes = 4 + dims.size();
+  std::error_code ec;
+  const uint64_t file_bytes = std::filesystem::file_size(path, ec);
+  if (!ec) {
+    const bool raw = gzdirect(f.get()) != 0;
+    const uint64_t can_hold = raw ? file_bytes - std::min(file_bytes, header_bytes)
+                                  : (file_bytes > (uint64_t{1} << 40) / 1032 ? uint64_t{1} << 40 : file_bytes * 1032);
+    if (total > can_hold && raw)
+      throw Error(path + ": truncated: expected " + std::to_string(total) + " bytes of data after the header, got " +
+                  std::to_string(can_hold) + " (the header's dimensions: " + dims_text(out.dims) + ")");
+    if (total > can_hold)
+      throw Error(path + ": truncated or not an IDX file: the header's dimensions " + dims_text(out.dims) + " claim " +
+                  std::to_string(total) + " bytes of data, but the gzip file is " + std::to_string(file_bytes) +
+                  " bytes long and inflates to at most " + std::to_string(can_hold));
+  }
+  got = 0;
+  for (uint64_t chunk = std::min<uint64_t>(total, uint64_t{1} << 20); got < total;
+       chunk = std::min<uint64_t>(total - got, 2 * chunk)) {
+    out.values.resize(static_cast<size_t>(got + chunk));
+    const size_t r = read_some(f.get(), out.values.data() + got, static_cast<size_t>(chunk), path);
+    got += r;
+    if (r < chunk) break;
+  }
   if (got < total)
     throw Error(path + ": truncated: expected " + std::to_string(total) + " bytes of data after the header, got " +
                 std::to_string(got));

@@ -2,9 +2,11 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "io/file.hpp"
+#include "io/json_read.hpp"
 #include "io/safetensors_layout.hpp"
 #include "meganeura/error.hpp"
 #include "meganeura/io.hpp"
@@ -41,19 +43,28 @@ struct Checkpoint::Impl {
 
   // model.safetensors.index.json: {"weight_map": {"tensor": "shard file", ...}}
   void add_index(const std::string& index_path) {
-    nlohmann::json index;
-    try {
-      std::ifstream in(index_path);
+    std::string text;
+    {
+      std::ifstream in(index_path, std::ios::binary);
       if (!in) throw Error(index_path + ": cannot be opened");
-      index = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::exception& e) {
-      throw Error(index_path + ": not a valid safetensors index: " + e.what());
+      text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+      if (in.bad()) throw Error(index_path + ": cannot be read");
     }
+    // {"metadata": {..}, "weight_map": {..}}: 2 levels; 64 is plenty and keeps the stack safe.
+    const nlohmann::json index = io::parse_json(index_path, "the safetensors index", text, 64);
     if (!index.contains("weight_map") || !index["weight_map"].is_object())
       throw Error(index_path + ": has no \"weight_map\" object (not a safetensors index)");
     std::map<std::string, std::vector<std::string>> by_shard;
     for (const auto& [name, shard] : index["weight_map"].items()) {
-      if (!shard.is_string()) throw Error(index_path + ": weight_map entry \"" + name + "\" is not a file name");
+      if (!shard.is_string())
+        throw Error(index_path + ": weight_map entry \"" + name + "\" is not a file name but " + io::describe_json(shard));
+      // Shards sit beside the index: no absolute paths, no way out through "..".
+      const fs::path shard_path(shard.get_ref<const std::string&>());
+      bool inside = !shard_path.empty() && shard_path.is_relative();
+      for (const fs::path& part : shard_path) inside = inside && part != "..";
+      if (!inside)
+        throw Error(index_path + ": weight_map entry \"" + name + "\" names shard \"" + shard.get<std::string>() +
+                    "\", which is not a file beside the index");
       by_shard[shard.get<std::string>()].push_back(name);
     }
     const fs::path dir = fs::path(index_path).parent_path();

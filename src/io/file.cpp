@@ -40,11 +40,14 @@ void write_all(int fd, const void* bytes, size_t n, const std::string& path) {
 }
 
 MappedFile::MappedFile(const std::string& path) {
-  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  // O_NONBLOCK: opening a FIFO (a shard name in a sharded index can point anywhere) would
+  // otherwise wait for a writer forever; only regular files are mapped.
+  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
   if (f.fd < 0) fail("cannot open", path, errno);
   struct stat st {};
   if (::fstat(f.fd, &st) != 0) fail("cannot stat", path, errno);
   if (S_ISDIR(st.st_mode)) fail("cannot read", path, EISDIR);
+  if (!S_ISREG(st.st_mode)) throw Error("cannot read " + path + ": not a regular file (a pipe or a device)");
   size_ = static_cast<size_t>(st.st_size);
   if (size_ == 0) return;  // mmap rejects length 0
   void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, f.fd, 0);

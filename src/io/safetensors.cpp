@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "io/file.hpp"
+#include "io/json_read.hpp"
 #include "io/safetensors_layout.hpp"
 #include "meganeura/error.hpp"
 #include "meganeura/io.hpp"
@@ -25,6 +26,11 @@ using nlohmann::json;
 using Entry = io::SafetensorsEntry;
 
 constexpr const char* kSupported = "F32, F16, BF16, I32, U32";
+
+// A header needs 3 levels ({name: {shape: [..]}}); deeper nesting is refused before it is built.
+constexpr int kMaxHeaderDepth = 64;
+
+using io::describe_json;
 
 std::optional<DType> parse_dtype(const std::string& s) {
   if (s == "F32") return f32;
@@ -46,6 +52,11 @@ const char* dtype_tag(DType t) {
   return "?";
 }
 
+// A string from the file for a message: at most 40 bytes of it.
+std::string clip(const std::string& s) {
+  return s.size() <= 40 ? s : s.substr(0, 40) + "... (" + std::to_string(s.size()) + " bytes)";
+}
+
 uint64_t read_le64(const std::byte* p) {
   uint64_t v;
   std::memcpy(&v, p, 8);
@@ -64,7 +75,7 @@ struct FileErrors {
 
 uint64_t as_u64(const json& v, const FileErrors& e, const std::string& name, const char* field) {
   if (!v.is_number_unsigned())
-    e.fail(name, std::string("has a ") + field + " entry that is not a non-negative integer: " + v.dump());
+    e.fail(name, std::string("has a ") + field + " entry that is not a non-negative integer: " + describe_json(v));
   return v.get<uint64_t>();
 }
 
@@ -73,13 +84,13 @@ Entry parse_entry(const std::string& name, const json& v, const FileErrors& e) {
   for (const char* key : {"dtype", "shape", "data_offsets"})
     if (!v.contains(key)) e.fail(name, std::string("has no \"") + key + "\" in the header");
   const json& dt = v["dtype"];
-  if (!dt.is_string()) e.fail(name, "has a dtype that is not a string: " + dt.dump());
+  if (!dt.is_string()) e.fail(name, "has a dtype that is not a string: " + describe_json(dt));
   auto dtype = parse_dtype(dt.get<std::string>());
   if (!dtype)
-    e.fail(name, "has dtype " + dt.get<std::string>() + ", which meganeura does not read (supported: " +
+    e.fail(name, "has dtype " + clip(dt.get<std::string>()) + ", which meganeura does not read (supported: " +
                      kSupported + ")");
   const json& sh = v["shape"];
-  if (!sh.is_array()) e.fail(name, "has a shape that is not an array: " + sh.dump());
+  if (!sh.is_array()) e.fail(name, "has a shape that is not an array: " + describe_json(sh));
   Shape shape;
   for (const json& d : sh) {
     uint64_t n = as_u64(d, e, name, "shape");
@@ -87,7 +98,7 @@ Entry parse_entry(const std::string& name, const json& v, const FileErrors& e) {
     shape.push_back(static_cast<int64_t>(n));
   }
   const json& off = v["data_offsets"];
-  if (!off.is_array() || off.size() != 2) e.fail(name, "has data_offsets that are not [begin, end]: " + off.dump());
+  if (!off.is_array() || off.size() != 2) e.fail(name, "has data_offsets that are not [begin, end]: " + describe_json(off));
   uint64_t begin = as_u64(off[0], e, name, "data_offsets"), end = as_u64(off[1], e, name, "data_offsets");
   if (end < begin) e.fail(name, "has data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) + ") that end before they begin");
   return {name, *dtype, std::move(shape), begin, end};
@@ -108,7 +119,7 @@ std::vector<Entry> parse_header(const json& header, TensorFile& out, const FileE
     if (name == "__metadata__") {
       if (!v.is_object()) e.fail("__metadata__ is not a JSON object");
       for (const auto& [k, s] : v.items()) {
-        if (!s.is_string()) e.fail("__metadata__ entry \"" + k + "\" is not a string: " + s.dump());
+        if (!s.is_string()) e.fail("__metadata__ entry \"" + k + "\" is not a string: " + describe_json(s));
         out.metadata[k] = s.get<std::string>();
       }
       continue;
@@ -157,14 +168,14 @@ std::vector<SafetensorsEntry> read_layout(const std::string& path, const MappedF
     e.fail("the header length is " + std::to_string(n) + " bytes but only " + std::to_string(size - 8) +
            " bytes follow it (not a safetensors file, or truncated)");
   const char* text = reinterpret_cast<const char*>(file.data() + 8);
-  json header;
-  try {
-    header = json::parse(text, text + n);
-  } catch (const json::parse_error& err) {
-    e.fail(std::string("the safetensors header is not valid JSON: ") + err.what());
-  }
+  const json header = io::parse_json(path, "the safetensors header", std::string_view(text, n), kMaxHeaderDepth);
   TensorFile meta;
-  std::vector<Entry> entries = parse_header(header, meta, e);
+  std::vector<Entry> entries;
+  try {
+    entries = parse_header(header, meta, e);
+  } catch (const json::exception& err) {  // none expected: every access is checked first
+    e.fail(std::string("the safetensors header cannot be read: ") + err.what());
+  }
   check_layout(entries, 8 + n, size, e);
   data_start = 8 + n;
   if (metadata) *metadata = std::move(meta.metadata);

@@ -2,6 +2,7 @@
 // optimizer, and record it all once. The forward part alone is a second command list
 // (evaluate()).
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 
@@ -140,18 +141,31 @@ void Session::load(const std::string& path) {
       throw ShapeError(path + ": tensor \"" + name + "\" is " + std::string(dtype_name(t.dtype)) + " " + shape_str(t.shape) +
                        ", the session needs " + std::string(dtype_name(s->second.dtype)) + " " + shape_str(s->second.shape));
   }
+  // The step counters (metadata strings written by save()): decimal, non-negative, whole.
+  int64_t optimizer_steps = 0, micro_steps = 0;
+  if (impl_->train) {
+    auto number = [&](const char* key) {
+      auto it = f.metadata.find(key);
+      if (it == f.metadata.end()) return int64_t{0};
+      const std::string& s = it->second;
+      int64_t v = 0;
+      auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+      if (ec != std::errc() || end != s.data() + s.size() || v < 0)
+        throw Error(path + ": __metadata__ entry \"" + key + "\" is \"" + (s.size() > 40 ? s.substr(0, 40) + "..." : s) +
+                    "\", not a step count (a non-negative decimal integer)");
+      return v;
+    };
+    optimizer_steps = number("optimizer_steps");
+    micro_steps = number("micro_steps");
+  }
   // Checked in full before anything is written: a bad file leaves the session as it was.
   for (const auto& [name, t] : f.tensors) {
     impl_->exe->write(first_bytes(slots[name].slice, t.bytes.size()), t.bytes);
     if (auto p = impl_->parameters.find(name); p != impl_->parameters.end()) p->second.set = true;
   }
   if (impl_->train) {
-    auto number = [&](const char* key) {
-      auto it = f.metadata.find(key);
-      return it == f.metadata.end() ? int64_t{0} : std::stoll(it->second);
-    };
-    impl_->train->optimizer_steps = number("optimizer_steps");
-    impl_->train->micro_steps = number("micro_steps");
+    impl_->train->optimizer_steps = optimizer_steps;
+    impl_->train->micro_steps = micro_steps;
   }
 }
 
