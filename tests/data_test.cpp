@@ -163,6 +163,17 @@ TEST(Idx, HugeHeaderClaimIsRefusedBeforeAllocating) {
                          [](uint8_t a, char b) { return a == static_cast<uint8_t>(b); }));
 }
 
+// No images but 4294967295 x 4294967295 pixels each: the header holds no data to bound the
+// pixel count, whose product overflowed int64.
+TEST(FashionMnist, ImageSizeFromTheHeaderMustNotOverflow) {
+  TempDir dir;
+  write_bytes(dir / "train-images-idx3-ubyte", std::string("\x00\x00\x08\x03\x00\x00\x00\x00\xff\xff\xff\xff\xff\xff\xff\xff", 16));
+  write_bytes(dir / "train-labels-idx1-ubyte", std::string("\x00\x00\x08\x01\x00\x00\x00\x00", 8));
+  EXPECT_EQ(error_of([&] { FashionMnist::load(dir.path().string()); }),
+            "meganeura: " + dir / "train-images-idx3-ubyte" +
+                ": images of 4294967295 x 4294967295 pixels (the IDX header's dimensions) are too large");
+}
+
 TEST(FashionMnist, MissingFilesSayWhereToGetThem) {
   TempDir dir;
   EXPECT_THAT(error_of([&] { FashionMnist::load(dir.path().string()); }),

@@ -37,7 +37,12 @@ Dataset load_split(const std::string& dir, const std::string& split, bool is_def
     throw Error(images_path + ": expected images of rank 3 [N, rows, cols], got rank " + std::to_string(images.dims.size()));
   if (labels.dims.size() != 1)
     throw Error(labels_path + ": expected labels of rank 1 [N], got rank " + std::to_string(labels.dims.size()));
-  const int64_t n = images.dims[0], features = images.dims[1] * images.dims[2];
+  // The header's dimensions: with no images, rows x cols is bounded by nothing the file holds.
+  int64_t features = 0;
+  if (__builtin_mul_overflow(images.dims[1], images.dims[2], &features))
+    throw Error(images_path + ": images of " + std::to_string(images.dims[1]) + " x " + std::to_string(images.dims[2]) +
+                " pixels (the IDX header's dimensions) are too large");
+  const int64_t n = images.dims[0];
   if (labels.dims[0] != n)
     throw Error(labels_path + ": " + std::to_string(labels.dims[0]) + " labels for the " + std::to_string(n) +
                 " images of " + images_path);
