@@ -163,7 +163,7 @@ class Json {
   Json& flag(const std::string& key, bool v) { return raw(key, v ? "true" : "false"); }
   Json& nums(const std::string& key, const std::vector<float>& v) {
     std::string s = "[";
-    for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + number(v[i]);
+    for (size_t i = 0; i < v.size(); ++i) s.append(i ? "," : "").append(number(v[i]));
     return raw(key, s + "]");
   }
   Json& times(const std::string& key, const Stats& s) {  // key_ms (median) and key_min_ms
@@ -188,7 +188,7 @@ class Json {
     return q + "\"";
   }
   Json& raw(const std::string& key, const std::string& value) {
-    body_ += (body_.empty() ? "" : ",") + quote(key) + ":" + value;
+    body_.append(body_.empty() ? "" : ",").append(quote(key)).append(":").append(value);
     return *this;
   }
   std::string body_;
@@ -265,7 +265,8 @@ std::unique_ptr<mn::Graph> decode_graph(LlamaConfig c, int64_t slots) {
   std::vector<mn::models::Llama::Cache> caches;
   const mn::Shape cache_shape = model.cache_shape(1, slots);
   for (int64_t l = 0; l < c.num_hidden_layers; ++l)
-    caches.push_back({g->state("k" + std::to_string(l), cache_shape), g->state("v" + std::to_string(l), cache_shape)});
+    caches.push_back({g->state(std::string("k").append(std::to_string(l)), cache_shape),
+                      g->state(std::string("v").append(std::to_string(l)), cache_shape)});
   Tensor ids = g->input("ids", {1, 1}, mn::i32);
   Tensor hidden = model.forward_cached(ids, g->input("positions", {1}, mn::i32), g->input("start", {1}, mn::i32), caches);
   g->output("logits", model.head(mn::gather(hidden, g->input("last", {1}, mn::i32), 1)));

@@ -158,7 +158,7 @@ void run_case(benchmark::State& state, const Case& c) {
 
 std::string dims(const mn::Shape& s) {
   std::string out;
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? "x" : "") + std::to_string(s[i]);
+  for (size_t i = 0; i < s.size(); ++i) out.append(i ? "x" : "").append(std::to_string(s[i]));
   return out;
 }
 
