@@ -2,13 +2,38 @@
 // report test accuracy after every epoch. Writes out/fashion.{csv,svg} and a checkpoint.
 #include <meganeura/meganeura.hpp>
 
+#include <charconv>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <optional>
+#include <stdexcept>
+#include <string_view>
 namespace mn = meganeura;
 
-int main(int argc, char** argv) {
-  const int epochs = argc > 1 ? std::atoi(argv[1]) : 3;
+namespace {
+
+constexpr int kMaxEpochs = 1000;
+
+void usage(std::FILE* out) {
+  std::fprintf(out,
+               "usage: fashion_mnist [epochs]\n"
+               "  epochs  a whole number from 1 to %d (default 3; the 85%% pass mark holds from 3)\n"
+               "  MEGANEURA_FASHION_MNIST=<dir>: the data set's directory (default Debian's)\n",
+               kMaxEpochs);
+}
+
+// The epoch count, all of the argument a whole number from 1 to kMaxEpochs ("3"; not "3x",
+// " 3", "+3" or "1e3"); nothing otherwise.
+std::optional<int> parse_epochs(std::string_view arg) {
+  int value = 0;
+  const auto [end, ec] = std::from_chars(arg.data(), arg.data() + arg.size(), value);
+  if (arg.empty() || ec != std::errc{} || end != arg.data() + arg.size() || value < 1 || value > kMaxEpochs) return std::nullopt;
+  return value;
+}
+
+int train(int epochs) {
   const int64_t batch = 128;
   auto start = std::chrono::steady_clock::now();
   auto data = mn::data::FashionMnist::load();  // or MEGANEURA_FASHION_MNIST=<dir>
@@ -30,6 +55,7 @@ int main(int argc, char** argv) {
   mn::Trainer trainer(session, {.epochs = epochs, .batch_size = batch, .curves = "out/fashion"});
   auto history = trainer.fit(data.train, data.test);
   session.save("out/fashion.safetensors");
+  if (history.empty()) throw std::runtime_error("training ran no epoch");
 
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("test accuracy %.2f%% after %d epochs, %.1f s in all; curves in out/fashion.svg and out/fashion.csv\n",
@@ -40,4 +66,33 @@ int main(int argc, char** argv) {
             : pass ? "PASS: at least 85% after 3 epochs or more"
                    : "FAIL: below 85% after 3 epochs or more");
   return full && !pass ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc > 1 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
+    usage(stdout);
+    return 0;
+  }
+  std::optional<int> epochs = 3;
+  if (argc > 2) {
+    std::fprintf(stderr, "fashion_mnist: one argument at most (the epoch count), got %d\n", argc - 1);
+    usage(stderr);
+    return 2;
+  }
+  if (argc == 2 && !(epochs = parse_epochs(argv[1]))) {
+    std::fprintf(stderr, "fashion_mnist: epochs: '%s' is not a whole number from 1 to %d\n", argv[1], kMaxEpochs);
+    usage(stderr);
+    return 2;
+  }
+  try {
+    return train(*epochs);
+  } catch (const mn::Error& e) {  // a missing data set, an unwritable out/, no Vulkan device
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fashion_mnist: %s\n", e.what());
+    return 1;
+  }
 }

@@ -110,7 +110,7 @@ bool reap(Running& r, ChildResult& res) {
 }  // namespace
 
 std::string ChildResult::describe() const {
-  std::string s = "meganeura";
+  std::string s = program.substr(program.rfind('/') + 1);  // the file name alone
   for (const std::string& a : args) s += " '" + a.substr(0, 80) + (a.size() > 80 ? "...'" : "'");
   if (!started) return s + ": not run";
   s += timed_out ? ": timed out" : signal ? ": killed by signal " + std::to_string(signal) : ": exit " + std::to_string(exit_code);
@@ -134,7 +134,10 @@ std::vector<ChildResult> run_children(const std::vector<std::vector<std::string>
     read_some(running, results);
     std::erase_if(running, [&](Running& r) { return reap(r, results[r.index]); });
   }
-  for (size_t i = 0; i < lines.size(); ++i) results[i].args = lines[i];
+  for (size_t i = 0; i < lines.size(); ++i) {
+    results[i].program = o.program;
+    results[i].args = lines[i];
+  }
   return results;
 }
 

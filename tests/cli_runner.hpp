@@ -9,13 +9,14 @@
 namespace mntest {
 
 struct ChildResult {
+  std::string program;            // the path run
   std::vector<std::string> args;  // argv[1..]
   int exit_code = -1;             // -1 when it did not exit normally
   int signal = 0;                 // the signal that ended it, 0 if none
   bool timed_out = false;         // killed for running past the limit
   bool started = false;           // false when the time budget ran out before its turn
   std::string out, err;           // stdout and stderr (the first 64 KiB of each)
-  std::string describe() const;   // "meganeura a b c: exit 2" and stderr, for failure messages
+  std::string describe() const;   // "meganeura 'a' 'b': exit 2" and stderr, for failure messages
 };
 
 struct ChildOptions {

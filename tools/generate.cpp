@@ -10,6 +10,8 @@
 #include <system_error>
 
 #include "commands.hpp"
+#include "hub/cache_layout.hpp"  // check_repo_id
+#include "hub/fetch_file.hpp"    // NotCached
 #include "meganeura/error.hpp"
 #include "meganeura/hub.hpp"
 #include "meganeura/llama.hpp"
@@ -85,6 +87,29 @@ std::string expand_home(const std::string& path) {
   return path;
 }
 
+// A Hub failure for a --model that could also have been a local directory ("models/x", "name"):
+// the same error, saying that there is no such directory either, so that a mistyped path does
+// not read as a Hub problem alone.
+bool is_repo_id(const std::string& model) {
+  try {
+    mn::hub::check_repo_id(model);
+    return true;
+  } catch (const mn::HubError&) {
+    return false;
+  }
+}
+
+template <class HubErrorType>
+[[noreturn]] void throw_with_local_note(const HubErrorType& e, const std::string& model) {
+  std::string what = e.what();
+  if (what.rfind("meganeura: ", 0) == 0) what.erase(0, 11);  // the constructor adds it again
+  std::error_code ec;
+  const fs::path here = fs::absolute(model, ec);
+  const std::string shown = ec ? model : here.lexically_normal().string();
+  if (fs::exists(model, ec)) throw HubErrorType(what + "; and " + shown + " is a file, not a model directory");
+  throw HubErrorType(what + "; and there is no local directory " + model + " either (no " + shown + ")");
+}
+
 // The model's directory: local as given, else the Hub repository's snapshot in the cache.
 std::string model_directory(const GenerateArgs& g, const cli::Args& args) {
   std::error_code ec;  // names too long or unreadable are "not a directory", not an exception
@@ -97,7 +122,23 @@ std::string model_directory(const GenerateArgs& g, const cli::Args& args) {
   }
   mn::hub::HubOptions h;
   h.revision = g.revision;
-  return mn::hub::snapshot(g.model, {}, h).string();
+  // Where the Hub does not know the repository (or cannot be asked), the user may have meant a
+  // directory: the error says there is none. A failure of a repository the Hub has (a missing
+  // file, a corrupt download) is the Hub's alone.
+  try {
+    return mn::hub::snapshot(g.model, {}, h).string();
+  } catch (const mn::HubFileNotFoundError&) {
+    throw;
+  } catch (const mn::HubNotFoundError& e) {
+    throw_with_local_note(e, g.model);
+  } catch (const mn::HubAuthError& e) {  // also the Hub's answer for a repository that does not exist
+    throw_with_local_note(e, g.model);
+  } catch (const mn::hub::NotCached& e) {  // offline, or the Hub unreachable, and nothing cached
+    throw_with_local_note(static_cast<const mn::HubError&>(e), g.model);
+  } catch (const mn::HubError& e) {
+    if (is_repo_id(g.model)) throw;
+    throw_with_local_note(e, g.model);  // "models/my model": not a repository id
+  }
 }
 
 void print_speed(const mn::models::GenerateStats& s) {
