@@ -257,4 +257,123 @@ TEST(LlamaConfig, ErrorsNameTheField) {
   EXPECT_EQ(c.head_dim, 4);
 }
 
+// Configs found by fuzzing (issue 16; tests/data/reliability): each was a crash, a terabyte
+// allocation, a signed overflow or an nlohmann exception; each is now an Error naming the file
+// and the field, raised by parse, before anything is sized from it.
+TEST(LlamaConfig, FuzzedConfigsAreErrorsNamingTheFileAndField) {
+  const std::string dir = std::string(MEGANEURA_TEST_DATA) + "/reliability/";
+  const std::pair<const char*, const char*> cases[] = {
+      {"F3-config-rotary-huge-alloc.json", "\"max_position_embeddings\" is 4294967295"},
+      {"F4-config-attention-int-overflow.json", "\"num_attention_heads\" is 9223372036854775807"},
+      {"F5-config-rotary-int-overflow.json", "\"max_position_embeddings\" is 4611686018427387904"},
+      {"F10b-config-number-overflow.json", "\"vocab_size\" is not valid JSON"},
+      {"F10c-config-rope-type-not-string.json", "\"rope_scaling.rope_type\" is not a string: 1"},
+  };
+  for (const auto& [file, field] : cases) {
+    SCOPED_TRACE(file);
+    try {
+      models::LlamaConfig::from_file(dir + file);
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(dir + file + ": " + field), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(LlamaConfig, SizesAreBoundedAndEveryJsonProblemIsAnError) {
+  auto error_of = [](const std::string& text) {
+    try {
+      models::LlamaConfig::parse(text, "config.json");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    } catch (const std::exception& e) {
+      return std::string("not a meganeura::Error: ") + e.what();
+    }
+    return std::string("no error");
+  };
+  const json base = json::parse(R"({"vocab_size": 10, "hidden_size": 8, "intermediate_size": 16, "num_hidden_layers": 1,
+                                    "num_attention_heads": 2})");
+  auto with = [&](const char* field, json v) {
+    json j = base;
+    j[field] = std::move(v);
+    return j.dump();
+  };
+  // Every integer the model is sized by: too large (2^40), beyond int64 (read as unsigned), negative.
+  for (const char* field : {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+                            "num_key_value_heads", "head_dim", "max_position_embeddings", "sliding_window", "bos_token_id"}) {
+    SCOPED_TRACE(field);
+    const std::string named = std::string("config.json: \"") + field + "\"";
+    EXPECT_NE(error_of(with(field, int64_t{1} << 40)).find(named + " is 1099511627776, not in ["), std::string::npos)
+        << error_of(with(field, int64_t{1} << 40));
+    EXPECT_NE(error_of(with(field, uint64_t{18446744073709551615u})).find(named + " is 18446744073709551615, not in ["),
+              std::string::npos);
+    EXPECT_NE(error_of(with(field, -7)).find(named), std::string::npos);
+    EXPECT_NE(error_of(with(field, json::array({1}))).find(named + " is not an integer: an array"), std::string::npos);
+  }
+  // Products: the rotary tables (max_position_embeddings x head_dim) are bounded too.
+  json big = base;
+  big["max_position_embeddings"] = int64_t{1} << 24;
+  big["head_dim"] = 128;
+  EXPECT_NE(error_of(big.dump()).find("\"max_position_embeddings\" is 16777216: its rotary tables"), std::string::npos);
+  EXPECT_NE(error_of(with("head_dim", 3)).find("\"head_dim\" is 3; rotary embeddings need it even"), std::string::npos);
+  // Non-integers where integers belong, non-strings where strings belong.
+  EXPECT_NE(error_of(with("eos_token_id", json::array({1, "x"}))).find("\"eos_token_id[1]\" is not an integer: \"x\""),
+            std::string::npos);
+  EXPECT_NE(error_of(with("eos_token_id", 2.5)).find("\"eos_token_id\" is not an integer: 2.5"), std::string::npos);
+  EXPECT_NE(error_of(with("rope_parameters", json::parse(R"({"type": ["default"]})"))).find("\"rope_parameters.type\" is not a string: an array"),
+            std::string::npos);
+  EXPECT_NE(error_of(with("hidden_act", std::string(1000, 'x'))).find("... (1000 bytes); only silu"), std::string::npos);
+  EXPECT_NE(error_of(with("rms_norm_eps", json::object())).find("\"rms_norm_eps\" is not a number: an object"), std::string::npos);
+  EXPECT_NE(error_of(R"({"vocab_size": 10, "rope_theta": -1e999})").find("config.json: \"rope_theta\" is not valid JSON"),
+            std::string::npos);
+  // A config that still parses: the bounds are far above real models'.
+  json real = base;
+  real["vocab_size"] = 128256;
+  real["max_position_embeddings"] = 131072;
+  real["eos_token_id"] = json::array({128001, 128008, 128009});
+  real["sliding_window"] = nullptr;
+  const models::LlamaConfig c = models::LlamaConfig::parse(real.dump());
+  EXPECT_EQ(c.eos_token_ids, (std::vector<int64_t>{128001, 128008, 128009}));
+  EXPECT_EQ(c.sliding_window, 0);
+}
+
+// F7: a value nested 200,000 levels deep. Its error message dump()ed the value, recursing once a
+// level until the stack overflowed; nesting is now refused while parsing, by depth, naming the field.
+TEST(LlamaConfig, DeepNestingIsRefusedWithoutRecursion) {
+  for (const char* field : {"vocab_size", "quantization_config"}) {
+    const std::string text = std::string("{\"") + field + "\":" + std::string(200000, '[') + std::string(200000, ']') + "}";
+    try {
+      models::LlamaConfig::parse(text, "config.json");
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("config.json: \"") + field + "\" nests arrays and objects deeper than 64 levels"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+// The layers the config sizes, built directly: products that overflow or tables beyond the limit
+// are errors before anything is allocated.
+TEST(LlamaConfig, LayerSizesAreOverflowChecked) {
+  {
+    Graph g;
+    EXPECT_THROW((void)nn::Rotary(g, {.head_dim = 2, .theta = 10000.0, .max_positions = int64_t{1} << 62}), SizeError);
+    EXPECT_THROW((void)nn::Rotary(g, {.head_dim = 2, .theta = 10000.0, .max_positions = 4294967295}), SizeError);
+    EXPECT_THROW((void)nn::MultiHeadAttention(g, "attn", {.hidden = 2, .heads = INT64_MAX, .kv_heads = 1, .head_dim = 64}), SizeError);
+    EXPECT_THROW((void)nn::Linear(g, "fc", int64_t{1} << 40, int64_t{1} << 40), ShapeError);
+    EXPECT_THROW(g.parameter("p", {INT64_MAX, 2, 1}), ShapeError);
+    EXPECT_NO_THROW(g.parameter("empty", {INT64_MAX, INT64_MAX, 0}));
+  }
+  models::LlamaConfig c;  // bypassing parse's bounds
+  c.vocab_size = 1;
+  c.hidden_size = 2;
+  c.intermediate_size = 1;
+  c.num_hidden_layers = 1;
+  c.num_attention_heads = c.num_key_value_heads = 1;
+  c.head_dim = 2;
+  c.max_position_embeddings = 4294967295;
+  EXPECT_THROW(models::llama_graph(c, 1, 4, false), SizeError);
+}
+
 }  // namespace

@@ -4,9 +4,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <memory>
 #include <random>
 #include <thread>
 
+#include "tokenizer/bpe.hpp"
 #include "tokenizer/utf8.hpp"
 #include "tokenizer_fixtures.hpp"
 
@@ -201,6 +204,31 @@ TEST(TokenizerBehavior, ConcurrentEncodesAgree) {
   a.join();
   b.join();
   EXPECT_EQ(wrong_a + wrong_b, 0);
+}
+
+// A character cut short at the end of the text (F8 of issue 16: a \C split inside "€") is read
+// only as far as the text goes. The bytes sit in a buffer of exactly their size, so that
+// AddressSanitizer reports any read past it.
+TEST(TokenizerBehavior, Utf8DecodingStopsAtTheEndOfACutCharacter) {
+  for (size_t len : {1, 2}) {
+    std::unique_ptr<char[]> cut(new char[len]);
+    std::memcpy(cut.get(), "\xE2\x82", len);
+    std::string_view s(cut.get(), len);
+    size_t i = 0;
+    meganeura::tokenizer::next_code_point(s, i);
+    EXPECT_EQ(i, len);
+    size_t end = len;
+    meganeura::tokenizer::previous_code_point(s, end);
+    EXPECT_EQ(end, size_t{0});
+  }
+  // The BPE on such a piece: one unknown (and dropped) symbol, nothing read past the piece.
+  std::unique_ptr<char[]> piece(new char[21]);
+  std::memset(piece.get(), 'a', 20);
+  piece[20] = '\xE2';
+  meganeura::tokenizer::Bpe bpe({{"a", 0}, {"\xE2\x82\xAC", 1}}, {}, {});
+  std::vector<int32_t> ids;
+  bpe.encode(std::string_view(piece.get(), 21), ids);
+  EXPECT_EQ(ids, std::vector<int32_t>(20, 0));
 }
 
 }  // namespace

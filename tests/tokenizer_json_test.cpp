@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "file_fixtures.hpp"
@@ -157,7 +159,8 @@ TEST(TokenizerJson, InconsistentModelsAreRefused) {
   EXPECT_THAT(load_error(spec), AnyOf(HasSubstr("model.vocab.ab is 1, the id of model.vocab.b too"),
                                       HasSubstr("model.vocab.b is 1, the id of model.vocab.ab too")));
   spec["model"]["vocab"]["ab"] = -3;
-  EXPECT_EQ(load_error(spec), "meganeura: tokenizer.json: model.vocab.ab is -3, not an id in [0, 2^31 - 1)");
+  EXPECT_EQ(load_error(spec), "meganeura: tokenizer.json: model.vocab.ab is -3, not an id in [0, 6) (ids are unique, so they "
+                              "fit the 6 entries of model.vocab and added_tokens)");
   spec["model"]["vocab"]["ab"] = "2";
   EXPECT_EQ(load_error(spec), "meganeura: tokenizer.json: model.vocab.ab should be an integer, not a string");
 
@@ -197,6 +200,67 @@ TEST(TokenizerJson, BadInputToEncodeAndDecode) {
   EXPECT_EQ(no_decoder.encode("ab"), (std::vector<int32_t>{2}));
   EXPECT_EQ(error_of([&] { no_decoder.decode(std::vector<int32_t>{2}); }),
             "meganeura: tokenizer.json: decoder is null, so ids cannot be turned back into text");
+}
+
+// Files found by fuzzing (issue 16; tests/data/reliability), each an Error naming the file and the
+// JSON path. F2: a vocabulary id of 2^31 - 2 sized the id table to ~154 GB; ids are unique, so a
+// vocabulary of n entries must use ids [0, n).
+TEST(TokenizerJson, FuzzedFilesAreErrorsNamingTheFileAndField) {
+  const std::string dir = std::string(MEGANEURA_TOKENIZER_DATA) + "/../reliability/";
+  const std::string f2 = dir + "F2-tokenizer-huge-vocab-id.json";
+  EXPECT_EQ(error_of([&] { Tokenizer::from_file(f2); }),
+            "meganeura: " + f2 + ": model.vocab.b is 2147483646, not an id in [0, 2) (ids are unique, so they fit the 2 "
+                                 "entries of model.vocab and added_tokens)");
+  json spec = tiny();
+  spec["model"]["vocab"]["Ġab"] = 6;  // 5 entries and 1 added token: ids up to 5
+  EXPECT_EQ(load_error(spec), "meganeura: tokenizer.json: model.vocab[\"Ġab\"] is 6, not an id in [0, 6) (ids are unique, so they fit "
+                              "the 6 entries of model.vocab and added_tokens)");
+
+  // F8: \C matches one byte, so a Split piece could end inside a character, which the BPE read
+  // past and PCRE2 was given with PCRE2_NO_UTF_CHECK. Refused when the file is read.
+  const std::string f8 = dir + "F8-tokenizer-backslash-C.json";
+  EXPECT_THAT(error_of([&] { Tokenizer::from_file(f8); }),
+              AllOf(StartsWith("meganeura: " + f8 + ": pre_tokenizer.pattern.Regex \"a{20}\\C\" is not a regular expression PCRE2 accepts"),
+                    HasSubstr("(\\C matches one byte and can cut a UTF-8 character)")));
+  // The same file with `.` (one character) encodes F8's text.
+  std::string text;
+  {
+    std::ifstream in(f8);
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  json dotted = json::parse(text);
+  dotted["pre_tokenizer"]["pattern"]["Regex"] = "a{20}.";
+  std::vector<int32_t> expected(20, 0);
+  expected.push_back(1);
+  EXPECT_EQ(Tokenizer::from_json(dotted.dump()).encode("aaaaaaaaaaaaaaaaaaaa\xE2\x82\xAC"), expected);
+
+  // Values shown in errors are never dump()ed whole: a 100,000-level value names its kind.
+  std::string deep = tiny().dump();
+  const std::string null_dropout = "\"dropout\":null";
+  ASSERT_NE(deep.find(null_dropout), std::string::npos);
+  deep.replace(deep.find(null_dropout), null_dropout.size(),
+               "\"dropout\":" + std::string(100000, '[') + std::string(100000, ']'));
+  EXPECT_EQ(error_of([&] { Tokenizer::from_json(deep); }),
+            "meganeura: tokenizer.json: model.dropout is an array: BPE dropout (random merges) is not supported");
+}
+
+// Sequences nest, and each level is a recursive call (with its JSON path a level longer): a file
+// nesting them 100,000 deep would overflow the stack. Bounded at 16 levels; real files use 1 or 2.
+// (100 levels here: the test's own dump() recurses too.)
+TEST(TokenizerJson, DeeplyNestedSequencesAreRefused) {
+  const std::pair<const char*, const char*> sections[] = {{"normalizer", "normalizers"}, {"pre_tokenizer", "pretokenizers"},
+                                                          {"post_processor", "processors"}, {"decoder", "decoders"}};
+  for (const auto& [section, list] : sections) {
+    SCOPED_TRACE(section);
+    json spec = tiny();
+    json nested = {{"type", "ByteLevel"}};
+    for (int i = 0; i < 100; ++i) nested = json{{"type", "Sequence"}, {list, json::array({std::move(nested)})}};
+    spec[section] = std::move(nested);
+    const std::string text = spec.dump();
+    EXPECT_THAT(error_of([&] { Tokenizer::from_json(text); }),
+                AllOf(StartsWith(std::string("meganeura: tokenizer.json: ") + section + "." + list + "[0]."),
+                      HasSubstr(" nests Sequences deeper than 16 levels")));
+  }
 }
 
 }  // namespace

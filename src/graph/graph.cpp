@@ -1,4 +1,5 @@
 // Building graphs: leaves, node insertion with shape inference, scopes, labels.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <sstream>
@@ -67,6 +68,14 @@ static void check_shape(const Shape& shape, std::string_view what, const std::st
                      "; meganeura supports rank up to " + std::to_string(kMaxRank));
   for (int64_t d : shape)
     if (d < 0) throw ShapeError(std::string(what) + " \"" + name + "\" has a negative dimension: " + shape_str(shape));
+  // Sizes may come from files (config.json): an element count past 2^60 (so that bytes fit 64
+  // bits too) is refused here, before anything multiplies it into bytes.
+  int64_t elements = 1;
+  for (int64_t d : shape)
+    if (d != 0 && (__builtin_mul_overflow(elements, d, &elements) || elements > (int64_t{1} << 60))) {
+      if (std::find(shape.begin(), shape.end(), 0) != shape.end()) break;  // empty after all
+      throw ShapeError(std::string(what) + " \"" + name + "\" of shape " + shape_str(shape) + " has more than 2^60 elements");
+    }
 }
 
 Tensor Graph::leaf(Op op, std::string name, Shape shape, DType dtype, std::string_view what) {

@@ -3,6 +3,7 @@
 #include "meganeura/error.hpp"
 #include "meganeura/nn.hpp"
 #include "nn/layer_checks.hpp"
+#include "util/checked.hpp"
 
 namespace meganeura::nn {
 
@@ -12,10 +13,13 @@ MultiHeadAttention::MultiHeadAttention(Graph& g, const std::string& name, const 
   if (h <= 0 || kv <= 0 || h % kv != 0 || d <= 0)
     throw ShapeError("nn::MultiHeadAttention \"" + name + "\": heads (" + std::to_string(h) + ") must be a positive multiple of kv_heads (" +
                      std::to_string(kv) + ") and head_dim positive");
-  q_proj = Linear(g, name + ".q_proj", o.hidden, h * d, o.bias);
-  k_proj = Linear(g, name + ".k_proj", o.hidden, kv * d, o.bias);
-  v_proj = Linear(g, name + ".v_proj", o.hidden, kv * d, o.bias);
-  o_proj = Linear(g, name + ".o_proj", h * d, o.hidden, o.bias);
+  const std::string label = "nn::MultiHeadAttention \"" + name + "\"";
+  const int64_t hd = util::checked_mul(h, d, label + ": heads * head_dim");
+  const int64_t kvd = util::checked_mul(kv, d, label + ": kv_heads * head_dim");
+  q_proj = Linear(g, name + ".q_proj", o.hidden, hd, o.bias);
+  k_proj = Linear(g, name + ".k_proj", o.hidden, kvd, o.bias);
+  v_proj = Linear(g, name + ".v_proj", o.hidden, kvd, o.bias);
+  o_proj = Linear(g, name + ".o_proj", hd, o.hidden, o.bias);
 }
 
 static constexpr const char* kLayer = "nn::MultiHeadAttention";

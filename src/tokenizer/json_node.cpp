@@ -35,6 +35,17 @@ const nlohmann::json& null_json() {
 
 }  // namespace
 
+std::string shown(const nlohmann::json& v) {
+  if (v.is_string()) {
+    const std::string& s = v.get_ref<const std::string&>();
+    constexpr size_t kMax = 40;
+    std::string q = nlohmann::json(s.substr(0, kMax)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    return s.size() <= kMax ? q : q + "... (" + std::to_string(s.size()) + " bytes)";
+  }
+  if (v.is_primitive()) return v.dump();
+  return kind(v);
+}
+
 std::string path_key(const std::string& parent, const std::string& key) {
   if (is_identifier(key)) return parent.empty() ? key : parent + "." + key;
   return parent + "[" + nlohmann::json(key).dump() + "]";

@@ -43,6 +43,10 @@ class JsonNode {
   const std::string& file_;
 };
 
+// A value as an error message shows it: a number, boolean or null as written, a string quoted and
+// cut at 40 bytes, an object or array by its kind only (dump() of a deeply nested value recurses).
+std::string shown(const nlohmann::json& v);
+
 // "model.vocab[\"Ġthe\"]": a key shown in a path, quoted unless it is a plain identifier.
 std::string path_key(const std::string& parent, const std::string& key);
 

@@ -9,14 +9,19 @@ namespace meganeura::tokenizer {
 
 namespace {
 
-Vocab load_vocab(const JsonNode& node, std::vector<IdEntry>& ids) {
+// Ids are unique, so a vocabulary of n entries with m added tokens (which may fill its gaps) uses
+// ids below n + m: a larger id would size the id table (read by decode) from a number in the
+// file rather than from what the file holds.
+Vocab load_vocab(const JsonNode& node, size_t added_tokens, std::vector<IdEntry>& ids) {
   Vocab vocab;
   vocab.reserve(node.object().size());
+  const int64_t limit = static_cast<int64_t>(node.object().size() + added_tokens);
   for (const auto& [token, value] : node.object().items()) {
     JsonNode entry(value, path_key(node.path(), token), node.file());
     int64_t id = entry.integer();
-    if (id < 0 || id >= std::numeric_limits<int32_t>::max())
-      entry.fail("is " + std::to_string(id) + ", not an id in [0, 2^31 - 1)");
+    if (id < 0 || id >= limit || id >= std::numeric_limits<int32_t>::max())
+      entry.fail("is " + std::to_string(id) + ", not an id in [0, " + std::to_string(limit) + ") (ids are unique, so they fit the " +
+                 std::to_string(limit) + " entries of " + node.path() + " and added_tokens)");
     if (static_cast<size_t>(id) >= ids.size()) ids.resize(static_cast<size_t>(id) + 1);
     IdEntry& e = ids[static_cast<size_t>(id)];
     if (e.known)
@@ -63,12 +68,12 @@ void refuse_option(const JsonNode& model, const char* key, const std::string& wh
   JsonNode v = model.get(key);
   bool off = v.is_null() || (v.value().is_boolean() && !v.boolean()) || (v.value().is_string() && v.string().empty()) ||
              (v.value().is_number() && v.value().get<double>() == 0.0);
-  if (!off) v.fail("is " + v.value().dump() + ": " + why + " is not supported");
+  if (!off) v.fail("is " + shown(v.value()) + ": " + why + " is not supported");
 }
 
 }  // namespace
 
-std::unique_ptr<Bpe> load_bpe(const JsonNode& model, std::vector<IdEntry>& ids) {
+std::unique_ptr<Bpe> load_bpe(const JsonNode& model, size_t added_tokens, std::vector<IdEntry>& ids) {
   model.object();
   if (model.has("type") && model.type() != "BPE") model.at("type").unsupported(model.type(), "BPE");
   refuse_option(model, "dropout", "BPE dropout (random merges)");
@@ -77,7 +82,7 @@ std::unique_ptr<Bpe> load_bpe(const JsonNode& model, std::vector<IdEntry>& ids) 
   refuse_option(model, "end_of_word_suffix", "an end-of-word suffix");
 
   JsonNode vocab_node = model.at("vocab");
-  Vocab vocab = load_vocab(vocab_node, ids);
+  Vocab vocab = load_vocab(vocab_node, added_tokens, ids);
   std::vector<Bpe::Merge> merges = load_merges(model.at("merges"), vocab, vocab_node.path());
 
   BpeOptions options;

@@ -7,20 +7,29 @@
 
 namespace meganeura::tokenizer {
 
-void check_normalizer(const JsonNode& n) {
+namespace {
+
+// Sequences nest (a Sequence of Sequences); the readers below recurse once a level, so the depth
+// is bounded (files use 1 or 2) rather than left to the stack.
+constexpr int kMaxSequenceDepth = 16;
+
+void check_depth(const JsonNode& n, int depth) {
+  if (depth > kMaxSequenceDepth) n.fail("nests Sequences deeper than " + std::to_string(kMaxSequenceDepth) + " levels");
+}
+
+void check_normalizer(const JsonNode& n, int depth) {
   if (n.is_null()) return;
+  check_depth(n, depth);
   std::string type = n.type();
   if (type == "Sequence" && n.at("normalizers").size() == 0) return;
   if (type == "Sequence") {
-    check_normalizer(n.at("normalizers").at(size_t{0}));
+    check_normalizer(n.at("normalizers").at(size_t{0}), depth + 1);
     return;
   }
   // NFC and friends need Unicode's composition tables, which meganeura does not carry; the
   // byte-level families it targets (GPT-2, SmolLM2, Llama 3) have no normalizer.
   n.at("type").unsupported(type, "null, or an empty Sequence: no normalizer");
 }
-
-namespace {
 
 SplitBehavior split_behavior(const JsonNode& n) {
   std::string b = n.string();
@@ -41,11 +50,12 @@ SplitStep load_split(const JsonNode& n) {
   return {std::move(regex), split_behavior(n.at("behavior")), n.boolean_or("invert", false)};
 }
 
-void add_steps(const JsonNode& n, std::vector<PreTokenizerStep>& steps) {
+void add_steps(const JsonNode& n, std::vector<PreTokenizerStep>& steps, int depth) {
+  check_depth(n, depth);
   std::string type = n.type();
   if (type == "Sequence") {
     JsonNode list = n.at("pretokenizers");
-    for (size_t i = 0; i < list.size(); ++i) add_steps(list.at(i), steps);
+    for (size_t i = 0; i < list.size(); ++i) add_steps(list.at(i), steps, depth + 1);
   } else if (type == "ByteLevel") {
     steps.push_back(ByteLevelStep{n.boolean_or("add_prefix_space", true), n.boolean_or("use_regex", true)});
   } else if (type == "Split") {
@@ -88,11 +98,12 @@ PostProcessor load_template(const JsonNode& n) {
   return post;
 }
 
-void add_post_processor(const JsonNode& n, PostProcessor& post) {
+void add_post_processor(const JsonNode& n, PostProcessor& post, int depth) {
+  check_depth(n, depth);
   std::string type = n.type();
   if (type == "Sequence") {
     JsonNode list = n.at("processors");
-    for (size_t i = 0; i < list.size(); ++i) add_post_processor(list.at(i), post);
+    for (size_t i = 0; i < list.size(); ++i) add_post_processor(list.at(i), post, depth + 1);
   } else if (type == "TemplateProcessing") {
     // A later processor wraps what the earlier ones made.
     PostProcessor t = load_template(n);
@@ -104,30 +115,35 @@ void add_post_processor(const JsonNode& n, PostProcessor& post) {
   }
 }
 
+bool load_decoder(const JsonNode& n, int depth) {
+  if (n.is_null()) return false;
+  check_depth(n, depth);
+  std::string type = n.type();
+  if (type == "ByteLevel") return true;
+  if (type == "Sequence") {
+    JsonNode list = n.at("decoders");
+    if (list.size() == 1) return load_decoder(list.at(size_t{0}), depth + 1);
+    list.fail("has " + std::to_string(list.size()) + " decoders; only a Sequence of one ByteLevel is supported");
+  }
+  n.at("type").unsupported(type, "ByteLevel, or a Sequence of one ByteLevel");
+}
+
 }  // namespace
+
+void check_normalizer(const JsonNode& n) { check_normalizer(n, 0); }
 
 PreTokenizer load_pre_tokenizer(const JsonNode& n) {
   std::vector<PreTokenizerStep> steps;
-  if (!n.is_null()) add_steps(n, steps);
+  if (!n.is_null()) add_steps(n, steps, 0);
   return PreTokenizer(std::move(steps));
 }
 
 PostProcessor load_post_processor(const JsonNode& n) {
   PostProcessor post;
-  if (!n.is_null()) add_post_processor(n, post);
+  if (!n.is_null()) add_post_processor(n, post, 0);
   return post;
 }
 
-bool load_decoder(const JsonNode& n) {
-  if (n.is_null()) return false;
-  std::string type = n.type();
-  if (type == "ByteLevel") return true;
-  if (type == "Sequence") {
-    JsonNode list = n.at("decoders");
-    if (list.size() == 1) return load_decoder(list.at(size_t{0}));
-    list.fail("has " + std::to_string(list.size()) + " decoders; only a Sequence of one ByteLevel is supported");
-  }
-  n.at("type").unsupported(type, "ByteLevel, or a Sequence of one ByteLevel");
-}
+bool load_decoder(const JsonNode& n) { return load_decoder(n, 0); }
 
 }  // namespace meganeura::tokenizer

@@ -47,8 +47,9 @@ std::shared_ptr<Model> load_model(const nlohmann::json& json, const std::string&
   check_top_level(root);
   check_normalizer(root.get("normalizer"));
 
-  m->bpe = load_bpe(root.at("model"), m->ids);
-  std::vector<AddedToken> added = load_added_tokens(root.get("added_tokens"), m->bpe->vocab());
+  const JsonNode added_list = root.get("added_tokens");
+  m->bpe = load_bpe(root.at("model"), added_list.is_null() ? 0 : added_list.size(), m->ids);
+  std::vector<AddedToken> added = load_added_tokens(added_list, m->bpe->vocab());
   int64_t added_outside_vocab = 0;
   for (const AddedToken& t : added) {
     if (static_cast<size_t>(t.id) >= m->ids.size()) m->ids.resize(static_cast<size_t>(t.id) + 1);

@@ -50,7 +50,7 @@ struct Model {
 std::shared_ptr<Model> load_model(const nlohmann::json& root, const std::string& source);
 
 // The loaders of each section (load_model.cpp, load_pipeline.cpp).
-std::unique_ptr<Bpe> load_bpe(const JsonNode& model, std::vector<IdEntry>& ids);
+std::unique_ptr<Bpe> load_bpe(const JsonNode& model, size_t added_tokens, std::vector<IdEntry>& ids);
 std::vector<AddedToken> load_added_tokens(const JsonNode& list, const Vocab& vocab);
 void check_normalizer(const JsonNode& normalizer);
 PreTokenizer load_pre_tokenizer(const JsonNode& pre_tokenizer);

@@ -97,9 +97,14 @@ pcre2_code* compile_source(std::string_view source, uint32_t options, const std:
   int err = 0;
   PCRE2_SIZE offset = 0;
   pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(source.data()), source.size(),
-                                   options | PCRE2_UTF | (options & PCRE2_LITERAL ? 0 : PCRE2_UCP), &err, &offset, nullptr);
+                                   options | PCRE2_UTF | (options & PCRE2_LITERAL ? 0 : PCRE2_UCP | PCRE2_NEVER_BACKSLASH_C), &err,
+                                   &offset, nullptr);
+  // \C (one byte, even inside a character) is refused (a literal has none): a piece cut inside a
+  // character would be invalid UTF-8, which the BPE and the matches below (PCRE2_NO_UTF_CHECK)
+  // rely on never seeing.
   if (!code)
     throw Error(where + " \"" + std::string(shown) + "\" is not a regular expression PCRE2 accepts: " + pcre2_message(err) +
+                (err == PCRE2_ERROR_BACKSLASH_C_CALLER_DISABLED ? " (\\C matches one byte and can cut a UTF-8 character)" : "") +
                 " (at offset " + std::to_string(offset) + " of \"" + std::string(source) + "\")");
   pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);  // failure (no JIT on this CPU) leaves the interpreter
   return code;

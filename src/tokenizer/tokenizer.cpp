@@ -20,7 +20,11 @@ Tokenizer Tokenizer::from_json(std::string_view json, const std::string& name) {
   } catch (const nlohmann::json::exception& e) {
     throw Error(name + ": not valid JSON: " + e.what());
   }
-  return Tokenizer(tokenizer::load_model(root, name));
+  try {
+    return Tokenizer(tokenizer::load_model(root, name));
+  } catch (const nlohmann::json::exception& e) {  // a backstop: JsonNode checks each type before reading it
+    throw Error(name + ": " + e.what());
+  }
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_tokens) const {

@@ -1,13 +1,17 @@
 // UTF-8 decoding, validation and the lossy decoder (see utf8.hpp).
 #include "tokenizer/utf8.hpp"
 
+#include <algorithm>
+
 namespace meganeura::tokenizer {
 
 char32_t next_code_point(std::string_view s, size_t& i) {
   const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
   unsigned char lead = b(i);
-  size_t n = utf8_length(lead);
-  char32_t c = n == 1 ? lead : n == 2 ? lead & 0x1F : n == 3 ? lead & 0x0F : lead & 0x07;
+  // Text here is meant to be valid, but a character cut short (a piece ending inside one) must
+  // not be read past: it ends with the string.
+  const size_t len = utf8_length(lead), n = std::min(len, s.size() - i);
+  char32_t c = len == 1 ? lead : len == 2 ? lead & 0x1F : len == 3 ? lead & 0x0F : lead & 0x07;
   for (size_t k = 1; k < n; ++k) c = (c << 6) | (b(i + k) & 0x3F);
   i += n;
   return c;

@@ -12,7 +12,8 @@ inline size_t utf8_length(unsigned char lead) {
   return lead < 0xC0 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
 }
 
-// The code point at s[i] (s valid UTF-8); i moves past it.
+// The code point at s[i] (s valid UTF-8); i moves past it. A character cut short by the end of s
+// reads only as far as s goes (its value is then meaningless, but nothing past s is read).
 char32_t next_code_point(std::string_view s, size_t& i);
 // The code point that ends at s[end] (exclusive); end moves back to its first byte.
 char32_t previous_code_point(std::string_view s, size_t& end);
