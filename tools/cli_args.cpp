@@ -108,22 +108,20 @@ std::string Args::text_or_empty(const std::string& flag, const std::string& expe
   return take_value(flag, expected);
 }
 
-int64_t Args::integer(const std::string& flag, int64_t min, int64_t max) {
+template <class T>
+T Args::whole_number(const std::string& flag, T min, T max) {
   const std::string expected = "an integer from " + std::to_string(min) + " to " + std::to_string(max);
   const std::string v = take_value(flag, expected);
-  int64_t out = 0;
+  T out = 0;
   if (const std::string problem = whole_number_problem(v, min, max, out); !problem.empty())
     throw bad_value(flag, v, problem, expected);
   return out;
 }
 
+int64_t Args::integer(const std::string& flag, int64_t min, int64_t max) { return whole_number(flag, min, max); }
+
 uint64_t Args::unsigned_integer(const std::string& flag, uint64_t min, uint64_t max) {
-  const std::string expected = "an integer from " + std::to_string(min) + " to " + std::to_string(max);
-  const std::string v = take_value(flag, expected);
-  uint64_t out = 0;
-  if (const std::string problem = whole_number_problem(v, min, max, out); !problem.empty())
-    throw bad_value(flag, v, problem, expected);
-  return out;
+  return whole_number(flag, min, max);
 }
 
 double Args::number(const std::string& flag, double min, double max) {

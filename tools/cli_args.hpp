@@ -46,6 +46,8 @@ class Args {
  private:
   // The value text after `flag`; a missing one is an error saying what `flag` takes.
   std::string take_value(const std::string& flag, const std::string& expected);
+  template <class T>
+  T whole_number(const std::string& flag, T min, T max);  // integer() and unsigned_integer()
   UsageError bad_value(const std::string& flag, const std::string& value, const std::string& problem,
                        const std::string& expected) const;
 
