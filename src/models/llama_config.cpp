@@ -100,7 +100,8 @@ struct Reader {
   // An integer in [lo, hi]; JSON integers beyond int64 (read as unsigned) are out of range too.
   int64_t integer_of(const json& v, const std::string& field, int64_t lo, int64_t hi) const {
     if (!v.is_number_integer()) fail(field, "is not an integer: " + shown(v));
-    const std::string range = "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+    std::string range = "[";  // appended: GCC 12's -O3 misreads "literal" + std::string (-Wrestrict)
+    range += std::to_string(lo) + ", " + std::to_string(hi) + "]";
     if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(hi))  // (also past int64)
       fail(field, "is " + std::to_string(v.get<uint64_t>()) + ", not in " + range);
     const int64_t x = v.get<int64_t>();
