@@ -124,7 +124,10 @@ bool made_by_autodiff(Op op) {
 // n valid tensors of g (the checks come before any shape rule, so any shape does).
 Args valid_args(Graph& g, size_t n) {
   Args a;
-  for (size_t i = 0; i < n; ++i) a.push_back(g.input("t" + std::to_string(g.size()), {2, 2}));
+  for (size_t i = 0; i < n; ++i) {
+    std::string name = "t";  // appended: GCC 12's -O3 misreads "literal" + std::string (-Wrestrict)
+    a.push_back(g.input(name += std::to_string(g.size()), {2, 2}));
+  }
   return a;
 }
 
