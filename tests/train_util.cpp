@@ -101,11 +101,12 @@ bool HostTrainer::trainable(const std::string& name) const {
   return true;
 }
 
-HostGrad HostTrainer::step(const Batch& b) {
+HostGrad HostTrainer::step(const Batch& b, const Params* applied) {
   HostGrad hg = host_loss_and_grad(params_, b);
   for (auto it = hg.grads.begin(); it != hg.grads.end();)
     it = trainable(it->first) ? std::next(it) : hg.grads.erase(it);
-  for (const auto& [name, g] : hg.grads) {
+  for (const auto& [name, own] : hg.grads) {
+    const Vec& g = applied ? applied->at(name) : own;
     Vec& acc = sum_[name];
     acc.resize(g.size(), 0.0);
     for (size_t i = 0; i < g.size(); ++i) acc[i] += g[i];
@@ -197,7 +198,13 @@ void run_side_by_side(const TrainConfig& cfg, int steps, Rng& rng, bool unused, 
     const Batch b = random_batch(rng, target_scale);
     feed(s, b);
     s.step();
-    const HostGrad hg = h.step(b);
+    Params session_grads;
+    for (const auto& [name, v] : start)
+      if (h.trainable(name)) {
+        const std::vector<float> g = to_floats(s.read_grad(name));
+        session_grads[name] = Vec(g.begin(), g.end());
+      }
+    const HostGrad hg = h.step(b, &session_grads);
     EXPECT_NEAR(s.read_loss(), hg.loss, 1e-5 * std::max(1.0, std::fabs(hg.loss))) << at;
     for (const auto& [name, v] : start) {
       if (h.trainable(name)) {

@@ -51,7 +51,10 @@ class HostTrainer {
  public:
   HostTrainer(const meganeura::TrainConfig& cfg, Params params, bool unused);
   // Runs one step on `b`: returns this step's loss and gradient (of the trainable parameters).
-  HostGrad step(const Batch& b);
+  // With `applied`, the update uses those gradients instead of its own (the session's, read back:
+  // Adam divides each element by its own magnitude, so a tiny gradient element's f32 rounding
+  // moves its parameter by a visible share of lr; the gradients are compared on their own).
+  HostGrad step(const Batch& b, const Params* applied = nullptr);
   const Params& params() const { return params_; }
   int64_t optimizer_steps() const { return t_; }
   bool trainable(const std::string& name) const;
@@ -75,7 +78,8 @@ std::vector<float> to_floats(const meganeura::HostTensor& t);
 
 // Builds a session and a host trainer on the same random start, steps both `steps` times on the
 // same random batches and checks loss, gradients, parameters and optimizer_steps after every
-// step (rtol 1e-5).
+// step (rtol 1e-5). The host's updates apply the session's gradients (HostTrainer::step), each
+// checked against the host's own first, so the parameters test the optimizer's arithmetic.
 void run_side_by_side(const meganeura::TrainConfig& cfg, int steps, Rng& rng, bool unused = false,
                       double target_scale = 1.0);
 
