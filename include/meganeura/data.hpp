@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "meganeura/session.hpp"
+#include "meganeura/host_tensor.hpp"
 
 namespace meganeura::data {
 

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "meganeura/session.hpp"
+#include "meganeura/host_tensor.hpp"
 
 namespace meganeura {
 

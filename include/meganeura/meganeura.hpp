@@ -12,6 +12,7 @@
 #include "meganeura/io.hpp"
 #include "meganeura/nn.hpp"
 #include "meganeura/llama.hpp"
+#include "meganeura/host_tensor.hpp"
 #include "meganeura/session.hpp"
 #include "meganeura/tokenizer.hpp"
 #include "meganeura/train.hpp"
