@@ -156,6 +156,19 @@ TEST_F(HubResumeTest, DownloadKilledMidFileResumesToTheExactFile) {
   }
 }
 
+// A server that sends more than the size the Hub announced is cut off at that size (not after
+// filling the disk), and nothing enters the cache.
+TEST_F(HubResumeTest, ABodyLongerThanAnnouncedIsCutOffAndDeleted) {
+  hub.oversend("model.safetensors", 8 << 20);
+  EXPECT_THAT(message_of<meganeura::HubError>([&] { hub::download(kRepo, "model.safetensors", kNoRetry); }),
+              AllOf(HasSubstr("model.safetensors of org/tiny"), HasSubstr("runs past the 300000 bytes the Hub announced")));
+  EXPECT_FALSE(fs::exists(blobs / sha));
+  std::error_code ec;
+  EXPECT_EQ(fs::file_size(part(), ec), 0u) << "the part holds what the server sent past the end";
+  hub.oversend("model.safetensors", 0);
+  EXPECT_TRUE(read_file(hub::download(kRepo, "model.safetensors", kNoRetry)) == weights);
+}
+
 TEST_F(HubResumeTest, LargeDownloadDrawsAByteProgressLine) {
   const std::string big = bytes_of(1500000, 9);
   hub.put(kRepo, "big.safetensors", big, true);
