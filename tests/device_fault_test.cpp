@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "fashion_mlp.hpp"
 #include "file_fixtures.hpp"
 #include "meganeura/meganeura.hpp"
 #include "test_util.hpp"
@@ -127,26 +128,9 @@ Outcome llama_inference(Attempts& attempt) {
 
 // Fashion-MNIST's shapes: a 784 -> 64 -> 10 MLP trained with AdamW on synthetic images, three
 // steps, then its parameters and a checkpoint read back.
-struct Mlp {
-  Graph g;
-  Tensor loss;
-  Mlp() {
-    auto x = g.input("x", {32, 784});
-    auto y = g.input("y", {32}, i32);
-    auto h = relu(matmul(x, g.parameter("fc1.weight", {784, 64})) + g.parameter("fc1.bias", {64}));
-    auto logits = matmul(h, g.parameter("fc2.weight", {64, 10})) + g.parameter("fc2.bias", {10});
-    g.output("logits", logits);
-    loss = cross_entropy(logits, y);
-  }
-};
-
 Outcome mlp_training(Attempts& attempt) {
-  Mlp m;
-  TrainConfig config;
-  config.optimizer = AdamW{.lr = 1e-3f, .weight_decay = 1e-4f};
-  Session s = attempt([&] { return build_session(m.g, m.loss, config); });
-  attempt([&] { init::linear(s, "fc1.weight", "fc1.bias", 1); });
-  attempt([&] { init::linear(s, "fc2.weight", "fc2.bias", 2); });
+  const mntest::FashionMlp m(32, 64);
+  Session s = attempt([&] { return m.session(AdamW{.lr = 1e-3f, .weight_decay = 1e-4f}); });
   Outcome out;
   for (int step = 0; step < 3; ++step) {
     std::vector<float> x(32 * 784);
@@ -216,33 +200,35 @@ TEST(DeviceOutOfMemory, TheMessageSaysWhatWasAskedAndWhatIsFree) {
                          HasSubstr("heap "), HasSubstr("free"), HasSubstr("Reduce the batch size or sequence length, or set MEGANEURA_DEVICE")));
 }
 
-// y = 2x over 256 values.
-struct Doubling {
-  Graph g;
-  Doubling() { g.output("y", g.input("x", {256}) * 2.0f); }
-};
-
 std::vector<float> ramp() {
   std::vector<float> v(256);
   for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i);
   return v;
 }
 
+// y = 2x over 256 values.
+struct Doubling {
+  Graph g;
+  Doubling() { g.output("y", g.input("x", {256}) * 2.0f); }
+  Session session() const {  // with x set to 0, 1, ..., 255
+    Session s = build_inference_session(g);
+    s.set_input("x", ramp());
+    return s;
+  }
+};
+
 // A lost device: the step throws DeviceError saying so, every later step of a session on that
 // device says it was lost, and a new session gets a new device and works.
 void lost_device_case(fault::Loss where) {
-  Doubling d;
-  const Graph& g = d.g;
+  const Doubling d;
   {
-    Session s = build_inference_session(g);
-    s.set_input("x", ramp());
+    Session s = d.session();
     fault::arm_device_lost(where);
     EXPECT_THAT(mntest::message_of<DeviceError>([&] { s.step(); }),
                 AllOf(HasSubstr("the GPU was lost (device lost) during a step"), HasSubstr("dmesg")));
     EXPECT_THAT(mntest::message_of<DeviceError>([&] { s.step(); }), HasSubstr("was lost earlier; a step cannot run on it"));
   }  // destroyed cleanly, the device with it
-  Session fresh = build_inference_session(g);
-  fresh.set_input("x", ramp());
+  Session fresh = d.session();
   fresh.step();
   EXPECT_EQ(fresh.read_output("y").to_f32()[255], 510.0f);
 }
@@ -253,10 +239,8 @@ TEST(DeviceLost, AtTheFenceWait) { lost_device_case(fault::Loss::AtWait); }
 // A step whose fence never signals: a DeviceError after MEGANEURA_TIMEOUT_S, not a hang; the
 // next step first waits for the late one, and the session goes on.
 TEST(HungStep, TimesOutWithAClearErrorAndTheSessionGoesOn) {
-  Doubling d;
-  const Graph& g = d.g;
-  Session s = build_inference_session(g);
-  s.set_input("x", ramp());
+  const Doubling d;
+  Session s = d.session();
   mntest::ScopedEnv timeout("MEGANEURA_TIMEOUT_S", "0.3");
   fault::arm_hang();
   const auto start = std::chrono::steady_clock::now();
@@ -272,26 +256,21 @@ TEST(HungStep, TimesOutWithAClearErrorAndTheSessionGoesOn) {
 // The same hang, and the session destroyed right away: its late step is waited for first (the
 // validation layer would report freeing what a pending submission uses).
 TEST(HungStep, ASessionDestroyedAfterATimeoutFreesCleanly) {
-  Doubling d;
-  const Graph& g = d.g;
+  const Doubling d;
   mntest::ScopedEnv timeout("MEGANEURA_TIMEOUT_S", "0.2");
   {
-    Session s = build_inference_session(g);
-    s.set_input("x", ramp());
+    Session s = d.session();
     fault::arm_hang();
     EXPECT_THROW(s.step(), DeviceError);
   }
-  Session again = build_inference_session(g);
-  again.set_input("x", ramp());
+  Session again = d.session();
   again.step();
   EXPECT_EQ(again.read_output("y").to_f32()[1], 2.0f);
 }
 
 TEST(HungStep, ABadTimeoutIsAnError) {
-  Doubling d;
-  const Graph& g = d.g;
-  Session s = build_inference_session(g);
-  s.set_input("x", ramp());
+  const Doubling d;
+  Session s = d.session();
   mntest::ScopedEnv timeout("MEGANEURA_TIMEOUT_S", "soon");
   EXPECT_THAT(mntest::message_of<DeviceError>([&] { s.step(); }), HasSubstr("MEGANEURA_TIMEOUT_S=soon is not a positive number"));
 }

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "fashion_mlp.hpp"
 #include "file_fixtures.hpp"
 #include "io/file.hpp"
 #include "meganeura/meganeura.hpp"
@@ -162,39 +163,35 @@ TEST(KilledSave, ShardedWriteCheckpoint) {
   kill_during_saves([&](int g) { write_checkpoint(dir.path(), generation(g), 600'000); }, dir / "model.safetensors.index.json", 30);
 }
 
-// A training session's checkpoint (Fashion-MNIST-shaped MLP, AdamW).
-struct Mlp {
-  Graph g;
-  Tensor loss;
-  Mlp() {
-    auto x = g.input("x", {16, 784});
-    auto y = g.input("y", {16}, i32);
-    auto h = relu(matmul(x, g.parameter("fc1.weight", {784, 128})) + g.parameter("fc1.bias", {128}));
-    auto logits = matmul(h, g.parameter("fc2.weight", {128, 10})) + g.parameter("fc2.bias", {10});
-    g.output("logits", logits);
-    loss = cross_entropy(logits, y);
-  }
-  Session session() {
-    TrainConfig config;
-    config.optimizer = AdamW{.lr = 1e-3f};
-    Session s = build_session(g, loss, config);
-    init::linear(s, "fc1.weight", "fc1.bias", 1);
-    init::linear(s, "fc2.weight", "fc2.bias", 2);
-    s.set_input("x", std::vector<float>(16 * 784, 0.5f));
-    s.set_input("y", HostTensor::i32s({16}, std::vector<int32_t>(16, 3)));
-    return s;
+// A training session (Fashion-MNIST-shaped MLP, AdamW) with a batch set.
+Session mlp_session(const mntest::FashionMlp& m) {
+  Session s = m.session(AdamW{.lr = 1e-3f});
+  s.set_input("x", std::vector<float>(16 * 784, 0.5f));
+  s.set_input("y", HostTensor::i32s({16}, std::vector<int32_t>(16, 3)));
+  return s;
+}
+
+// That session stepped once and saved.
+struct SavedMlp {
+  mntest::FashionMlp m{16, 128};
+  TempDir dir;
+  std::string path = dir / "mlp.safetensors";
+  Session s = mlp_session(m);
+  std::string first;  // the checkpoint's bytes
+
+  SavedMlp() {
+    s.step();
+    s.save(path);
+    first = read_bytes(path);
   }
 };
 
 TEST(FullDisk, SessionSaveKeepsThePreviousCheckpointAndTheSessionGoesOn) {
   NoFullDisk reset;
-  TempDir dir;
-  const std::string path = dir / "mlp.safetensors";
-  Mlp m;
-  Session s = m.session();
-  s.step();
-  s.save(path);
-  const std::string old = read_bytes(path);
+  SavedMlp saved;
+  Session& s = saved.s;
+  const std::string& path = saved.path;
+  const std::string& old = saved.first;
   s.step();
   for (uint64_t k : {uint64_t{0}, uint64_t{4096}, uint64_t{old.size() / 2}, uint64_t{old.size() - 1}}) {
     io::fail_writes_after(k);
@@ -215,8 +212,8 @@ constexpr const char* kChildPath = "MEGANEURA_TEST_SAVE_LOOP_PATH";
 TEST(KilledSave, DISABLED_SessionSaveLoopChild) {
   const char* path = std::getenv(kChildPath);
   if (!path) GTEST_SKIP() << "run by KilledSave.SessionSave";
-  Mlp m;
-  Session s = m.session();
+  const mntest::FashionMlp m(16, 128);
+  Session s = mlp_session(m);
   s.load(path);
   std::fclose(std::fopen((std::string(path) + ".ready").c_str(), "w"));
   for (;;) {
@@ -228,13 +225,11 @@ TEST(KilledSave, DISABLED_SessionSaveLoopChild) {
 TEST(KilledSave, SessionSave) {
   mntest::Rng rng;
   SCOPED_TRACE(mntest::seed_note(rng.seed()));
-  TempDir dir;
-  const std::string path = dir / "mlp.safetensors";
-  Mlp m;
-  Session s = m.session();
-  s.step();
-  s.save(path);
-  const std::string first = read_bytes(path);
+  SavedMlp saved;
+  Session& s = saved.s;
+  const TempDir& dir = saved.dir;
+  const std::string& path = saved.path;
+  const std::string& first = saved.first;
   int intact = 0, newer = 0;
   for (int i = 0; i < 6; ++i) {
     fs::remove(path + ".ready");
