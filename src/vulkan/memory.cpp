@@ -65,7 +65,7 @@ std::string Context::heap_report(uint32_t memory_type) const {
     return h + " has " + format_gib(b > used ? b - used : 0) + " free";
   }
   return h + " holds " + format_gib(impl_->probe.memory.memoryHeaps[heap].size) + " in all, " +
-         format_gib(impl_->held[heap]) + " of it in meganeura's buffers (the driver reports no free space)";
+         format_bytes(impl_->held[heap]) + " of it in meganeura's buffers (the driver reports no free space)";
 }
 
 std::atomic<uint64_t>& Context::held_bytes(uint32_t memory_type) const {
