@@ -268,6 +268,22 @@ TEST(HungStep, ASessionDestroyedAfterATimeoutFreesCleanly) {
   EXPECT_EQ(again.read_output("y").to_f32()[1], 2.0f);
 }
 
+// A transfer (set_parameter's upload through a staging buffer) that times out: the next upload
+// waits for it, and the session computes with the values set last.
+TEST(HungStep, ATransferTimesOutAndTheNextOneWaitsForIt) {
+  Graph g;
+  g.output("y", g.input("x", {4}) * g.parameter("w", {4}));
+  Session s = build_inference_session(g);
+  s.set_input("x", std::vector<float>{1, 2, 3, 4});
+  mntest::ScopedEnv timeout("MEGANEURA_TIMEOUT_S", "0.2");
+  fault::arm_hang();
+  EXPECT_THAT(mntest::message_of<DeviceError>([&] { s.set_parameter("w", std::vector<float>{5, 5, 5, 5}); }),
+              HasSubstr("the GPU did not finish a transfer within 0.2 s"));
+  s.set_parameter("w", std::vector<float>{2, 2, 2, 2});
+  s.step();
+  EXPECT_EQ(s.read_output("y").to_f32(), (std::vector<float>{2, 4, 6, 8}));
+}
+
 TEST(HungStep, ABadTimeoutIsAnError) {
   const Doubling d;
   Session s = d.session();

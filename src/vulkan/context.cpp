@@ -194,11 +194,7 @@ void Context::submit(VkCommandBuffer cb, VkFence fence, bool& outstanding, std::
   if (impl_->lost)
     throw DeviceError("the GPU (" + info_.name + ") was lost earlier; " + std::string(what) +
                       " cannot run on it. Destroy this session and build a new one (it gets a new device)");
-  if (outstanding) {  // an earlier submission timed out: it must be done before this one reuses the fence
-    wait(fence, "the earlier work that timed out (before " + std::string(what) + ")");
-    outstanding = false;
-    check(vkResetFences(device_, 1, &fence), "vkResetFences");
-  }
+  catch_up(fence, outstanding, what);
   auto submit = init<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
   submit.commandBufferCount = 1;
   submit.pCommandBuffers = &cb;
@@ -215,10 +211,18 @@ void Context::submit(VkCommandBuffer cb, VkFence fence, bool& outstanding, std::
   check(vkResetFences(device_, 1, &fence), "vkResetFences");
 }
 
+void Context::catch_up(VkFence fence, bool& outstanding, std::string_view what) {
+  if (!outstanding) return;  // else an earlier submission timed out: it must be over before its fence is reused
+  wait(fence, "the earlier work that timed out (before " + std::string(what) + ")");
+  outstanding = false;
+  check(vkResetFences(device_, 1, &fence), "vkResetFences");
+}
+
 bool Context::settle(VkFence fence, bool& outstanding) {
   if (!outstanding) return true;
   if (!settle_fence(device_, fence)) return false;
   outstanding = false;
+  vkResetFences(device_, 1, &fence);  // ready for the next submission (if the fence is not destroyed)
   return true;
 }
 
@@ -232,6 +236,7 @@ bool Context::lost() const { return impl_->lost; }
 void Context::run_once(const std::function<void(VkCommandBuffer)>& fn) {
   std::lock_guard lock(impl_->once_mutex);
   VkCommandBuffer cb = impl_->once_cb;
+  catch_up(impl_->once_fence, impl_->once_outstanding, "a transfer");  // before cb is reset
   // Resetting first also recovers from an earlier `fn` that threw half-way through recording.
   check(vkResetCommandBuffer(cb, 0), "vkResetCommandBuffer");
   auto begin = init<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);

@@ -94,7 +94,7 @@ class Context {
   void submit(VkCommandBuffer cb, VkFence fence, bool& outstanding, std::string_view what);
   // Before destroying what a submission may still use: waits for it (the timeout) if
   // `outstanding`. False when it still runs — then its objects must be leaked, not destroyed.
-  bool settle(VkFence fence, bool& outstanding);
+  bool settle(VkFence fence, bool& outstanding);  // and resets the fence when it was outstanding
   // settle() for run_once's last transfer: false while it still runs, so the buffers it copies
   // between must be leaked, not destroyed.
   bool transfer_settled();
@@ -106,6 +106,8 @@ class Context {
 
  private:
   Context();
+  // If `outstanding`, waits for that earlier submission (the timeout) and resets its fence.
+  void catch_up(VkFence fence, bool& outstanding, std::string_view what);
   // The instance, logical device, pools and pipeline cache, destroyed in the right order by
   // Impl's destructor (also when the constructor throws half-way). See context_impl.hpp.
   struct Impl;
