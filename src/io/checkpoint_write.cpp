@@ -44,11 +44,12 @@ std::set<std::string> indexed_shards(const fs::path& dir) {
 std::vector<std::string> fresh_shard_names(size_t count, const std::set<std::string>& in_use) {
   for (int variant = 0;; ++variant) {
     std::vector<std::string> names;
+    std::string suffix;  // appended, not "." + ...: GCC 12's -O3 -Wrestrict misfires on that
+    if (variant) suffix.append(".").append(std::to_string(variant));
     bool clash = false;
     for (size_t i = 0; i < count && !clash; ++i) {
       char name[96];
-      std::snprintf(name, sizeof name, "model-%05zu-of-%05zu%s.safetensors", i + 1, count,
-                    variant ? ("." + std::to_string(variant)).c_str() : "");
+      std::snprintf(name, sizeof name, "model-%05zu-of-%05zu%s.safetensors", i + 1, count, suffix.c_str());
       clash = in_use.count(name) > 0;
       names.push_back(name);
     }
