@@ -164,6 +164,11 @@ void FakeHub::stall_after(const std::string& filename, int64_t bytes) {
   faults_[filename].stall_after = bytes;
 }
 
+void FakeHub::oversend(const std::string& filename, int64_t bytes) {
+  std::lock_guard lock(mu_);
+  faults_[filename].oversend = bytes;
+}
+
 void FakeHub::corrupt(const std::string& filename, bool on) {
   std::lock_guard lock(mu_);
   faults_[filename].corrupt = on;
@@ -311,6 +316,7 @@ void FakeHub::send_body(int fd, const std::string& method, const std::string& fi
     extra += "Content-Range: bytes " + std::to_string(from) + "-" + std::to_string(body.size() - 1) + "/" + std::to_string(body.size()) + "\r\n";
     body = body.substr(from);
   }
+  body.append(static_cast<size_t>(fault.oversend), 'x');  // past the size the Hub announced
   if (!send_all(fd, status_line(status) + extra + "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n")) return;
   if (method != "GET") return;
   if (fault.drops_left > 0 && fault.drop_after >= 0) {  // cut the connection mid-body

@@ -43,6 +43,7 @@ class FakeHub {
   void drop_after(const std::string& filename, int64_t bytes, int times = 1);  // close mid-body
   void stall_after(const std::string& filename, int64_t bytes);                // then send nothing
   void corrupt(const std::string& filename, bool on);                          // one byte flipped
+  void oversend(const std::string& filename, int64_t bytes);                   // more than announced
   void ignore_range(bool on);                                                  // 200 for every Range
 
   struct Request {
@@ -59,7 +60,7 @@ class FakeHub {
     bool lfs = false;
   };
   struct Fault {
-    int64_t drop_after = -1, stall_after = -1;
+    int64_t drop_after = -1, stall_after = -1, oversend = 0;
     int drops_left = 0;
     bool corrupt = false;
   };

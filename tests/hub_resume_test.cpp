@@ -4,8 +4,13 @@
 // not a hang); and the progress line of a large file.
 #include <gmock/gmock.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
+#include <thread>
 
 #include "fake_hub.hpp"
 #include "meganeura/hub.hpp"
@@ -110,6 +115,58 @@ TEST_F(HubResumeTest, StalledServerTimesOutInsteadOfHanging) {
               AllOf(HasSubstr("broke off"), HasSubstr("Operation too slow")));
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
   EXPECT_TRUE(fs::exists(part()));
+}
+
+// A process killed (SIGKILL) in the middle of a file: its .incomplete part and its lock stay
+// behind; the next download takes the lock, resumes from the part with a Range request and
+// produces the exact file, checked by sha256. Three random cut points, each in a fresh cache.
+TEST_F(HubResumeTest, DownloadKilledMidFileResumesToTheExactFile) {
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  for (int round = 0; round < 3; ++round) {
+    const auto cut = static_cast<int64_t>(rng.integer(1, static_cast<int64_t>(weights.size()) - 1));
+    SCOPED_TRACE("killed after " + std::to_string(cut) + " bytes");
+    fs::remove_all(cache);
+    hub.stall_after("model.safetensors", cut);  // the bytes up to the cut, then silence
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {  // only the download: no gtest, no exit handlers
+      try {
+        hub::download(kRepo, "model.safetensors", {.progress = false, .retries = 0, .stall_timeout_s = 60});
+      } catch (...) {
+      }
+      std::_Exit(0);
+    }
+    std::error_code ec;
+    for (int i = 0; i < 1000 && static_cast<int64_t>(fs::file_size(part(), ec)) != cut; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ::kill(child, SIGKILL);
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "the child finished before it was killed";
+    ASSERT_EQ(fs::file_size(part()), static_cast<uintmax_t>(cut));
+    EXPECT_FALSE(fs::exists(blobs / sha));
+
+    hub.stall_after("model.safetensors", -1);
+    hub.clear_requests();
+    EXPECT_TRUE(read_file(hub::download(kRepo, "model.safetensors", kNoRetry)) == weights);
+    EXPECT_THAT(ranges(), ::testing::ElementsAre("bytes=" + std::to_string(cut) + "-"));
+    EXPECT_FALSE(fs::exists(part()));
+    EXPECT_EQ(sha256_of(read_file(blobs / sha)), sha);
+  }
+}
+
+// A server that sends more than the size the Hub announced is cut off at that size (not after
+// filling the disk), and nothing enters the cache.
+TEST_F(HubResumeTest, ABodyLongerThanAnnouncedIsCutOffAndDeleted) {
+  hub.oversend("model.safetensors", 8 << 20);
+  EXPECT_THAT(message_of<meganeura::HubError>([&] { hub::download(kRepo, "model.safetensors", kNoRetry); }),
+              AllOf(HasSubstr("model.safetensors of org/tiny"), HasSubstr("runs past the 300000 bytes the Hub announced")));
+  EXPECT_FALSE(fs::exists(blobs / sha));
+  std::error_code ec;
+  EXPECT_EQ(fs::file_size(part(), ec), 0u) << "the part holds what the server sent past the end";
+  hub.oversend("model.safetensors", 0);
+  EXPECT_TRUE(read_file(hub::download(kRepo, "model.safetensors", kNoRetry)) == weights);
 }
 
 TEST_F(HubResumeTest, LargeDownloadDrawsAByteProgressLine) {

@@ -178,8 +178,8 @@ std::map<std::string, meganeura::HostTensor> step_both(meganeura::Session& a, me
   return feeds;
 }
 
-ChildRun run_self_child(const std::string& test, const std::vector<std::string>& drop, const std::vector<std::string>& add,
-                        const std::string& log) {
+int spawn_self_child(const std::string& test, const std::vector<std::string>& drop, const std::vector<std::string>& add,
+                     const std::string& log) {
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {
     const std::string v = *e;
@@ -201,7 +201,13 @@ ChildRun run_self_child(const std::string& test, const std::vector<std::string>&
   pid_t child = 0;
   const int rc = posix_spawn(&child, exe.c_str(), &fa, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return {};
+  return rc == 0 ? static_cast<int>(child) : -1;
+}
+
+ChildRun run_self_child(const std::string& test, const std::vector<std::string>& drop, const std::vector<std::string>& add,
+                        const std::string& log) {
+  const pid_t child = spawn_self_child(test, drop, add, log);
+  if (child < 0) return {};
   int status = 0;
   if (::waitpid(child, &status, 0) != child || !WIFEXITED(status)) return {static_cast<int>(child), -1};
   return {static_cast<int>(child), WEXITSTATUS(status)};

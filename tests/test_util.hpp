@@ -131,5 +131,8 @@ struct ChildRun {
 };
 ChildRun run_self_child(const std::string& test, const std::vector<std::string>& drop, const std::vector<std::string>& add,
                         const std::string& log);
+// The same child, started and not waited for: its pid (-1 if it could not start).
+int spawn_self_child(const std::string& test, const std::vector<std::string>& drop, const std::vector<std::string>& add,
+                     const std::string& log);
 
 }  // namespace mntest

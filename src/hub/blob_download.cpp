@@ -94,6 +94,12 @@ bool transfer(const Settings& settings, const FileRef& file, const FileMetadata&
                     },
                 .write =
                     [&](const char* data, size_t n) {
+                      // Never more than announced: a server that sends on would fill the disk.
+                      if (static_cast<uint64_t>(n) > static_cast<uint64_t>(meta.size - written)) {
+                        truncate_to_zero(out.fd, part);
+                        throw HubError("hub: " + file.describe() + " from " + meta.location + " runs past the " +
+                                       std::to_string(meta.size) + " bytes the Hub announced; the download was deleted");
+                      }
                       io::write_all(out.fd, data, n, part.string());
                       written += static_cast<int64_t>(n);
                       if (bar) bar->update(written);

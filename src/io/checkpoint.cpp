@@ -155,35 +155,3 @@ HostTensor Checkpoint::read(std::string_view name, DType as) const {
 }
 
 }  // namespace meganeura
-
-namespace meganeura {
-
-void write_checkpoint(const std::string& dir, const TensorFile& file, uint64_t max_shard_bytes) {
-  std::filesystem::create_directories(dir);
-  std::vector<TensorFile> shards(1);
-  uint64_t in_shard = 0, total = 0;
-  for (const auto& [name, t] : file.tensors) {  // std::map: name order
-    if (in_shard > 0 && in_shard + t.bytes.size() > max_shard_bytes) {
-      shards.emplace_back();
-      in_shard = 0;
-    }
-    shards.back().tensors.emplace(name, t);
-    in_shard += t.bytes.size();
-    total += t.bytes.size();
-  }
-  shards.front().metadata = file.metadata;
-  if (shards.size() == 1) return write_safetensors((std::filesystem::path(dir) / "model.safetensors").string(), shards[0]);
-  nlohmann::json index = {{"metadata", {{"total_size", total}}}, {"weight_map", nlohmann::json::object()}};
-  char name[64];
-  for (size_t i = 0; i < shards.size(); ++i) {
-    std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", i + 1, shards.size());
-    shards[i].metadata = file.metadata;
-    write_safetensors((std::filesystem::path(dir) / name).string(), shards[i]);
-    for (const auto& [tensor, t] : shards[i].tensors) index["weight_map"][tensor] = name;
-  }
-  const std::string text = index.dump(2);
-  io::write_atomic((std::filesystem::path(dir) / "model.safetensors.index.json").string(),
-                   [&](io::AtomicWriter& w) { w.write(text); });
-}
-
-}  // namespace meganeura

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
@@ -59,7 +60,22 @@ MappedFile::~MappedFile() {
   if (data_) ::munmap(const_cast<std::byte*>(data_), size_);
 }
 
-void AtomicWriter::write(const void* bytes, size_t n) { write_all(fd_, bytes, n, path_); }
+namespace {
+std::atomic<uint64_t> write_budget{UINT64_MAX};  // fail_writes_after
+}
+
+void fail_writes_after(uint64_t bytes) { write_budget = bytes; }
+
+void AtomicWriter::write(const void* bytes, size_t n) {
+  uint64_t budget = write_budget;
+  while (budget != UINT64_MAX && !write_budget.compare_exchange_weak(budget, budget >= n ? budget - n : UINT64_MAX)) {
+  }
+  if (budget != UINT64_MAX && budget < n) {  // the injected full disk
+    write_all(fd_, bytes, budget, path_);
+    fail("cannot write", path_, ENOSPC);
+  }
+  write_all(fd_, bytes, n, path_);
+}
 
 void write_atomic(const std::string& path, const std::function<void(AtomicWriter&)>& fill) {
   const std::string tmp = path + ".tmp-" + std::to_string(::getpid());

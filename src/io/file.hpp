@@ -3,6 +3,7 @@
 // where a good one was.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -63,5 +64,10 @@ class AtomicWriter {
 // `path`, and the directory fsynced. On any failure (an exception from `fill` included) the
 // temp file is removed and the previous file at `path`, if any, is untouched.
 void write_atomic(const std::string& path, const std::function<void(AtomicWriter&)>& fill);
+
+// Test hook (docs/reliability.md): after `bytes` more bytes through AtomicWriter, the write that
+// would go past them writes what fits and fails with ENOSPC, as a full disk does — once.
+// UINT64_MAX (the default) turns it off.
+void fail_writes_after(uint64_t bytes);
 
 }  // namespace meganeura::io

@@ -2,11 +2,14 @@
 // the kernels may use, and serializes access to the one compute queue.
 #include "vulkan/context.hpp"
 
+#include <chrono>
 #include <cstdio>
+#include <thread>
 
 #include "kernels/log_topic.hpp"
 #include "meganeura/error.hpp"
 #include "vulkan/context_impl.hpp"
+#include "vulkan/fault.hpp"
 #include "vulkan/util.hpp"
 #include "vulkan/vk_ext.hpp"
 
@@ -87,11 +90,18 @@ VkDevice create_device(const DeviceProbe& d, uint32_t family, bool stats) {
   return device;
 }
 
+// A simulated hang (fault::hang): the fence is left alone, as one that never signals would be,
+// and the wait ends with the timeout.
+VkResult wait_as_hung(double seconds) {
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  return VK_TIMEOUT;
+}
+
 }  // namespace
 
 Context::Impl::~Impl() {
   pipelines.reset();
-  if (device.device) {
+  if (device.device && (!once_outstanding || settle_fence(device.device, once_fence))) {
     vkDestroyFence(device.device, once_fence, nullptr);
     vkDestroyCommandPool(device.device, once_pool, nullptr);
   }
@@ -105,13 +115,15 @@ std::shared_ptr<Context> Context::get() {
   static auto* mutex = new std::mutex;
   static auto* shared = new std::shared_ptr<Context>;
   std::lock_guard lock(*mutex);
-  if (!*shared) shared->reset(new Context());
+  // A lost device serves no new work: new sessions get a new one (the old is destroyed with the
+  // last session that holds it).
+  if (!*shared || (*shared)->lost()) shared->reset(new Context());
   return *shared;
 }
 
 Context::Context() : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
-  m.timeout_s = fence_timeout_s();
+  fence_timeout_s();  // a bad MEGANEURA_TIMEOUT_S fails here, before any work
   m.instance = std::make_unique<Instance>();
   auto devices = probe_devices(*m.instance);
   m.probe = std::move(devices[choose_device(devices)]);
@@ -142,7 +154,7 @@ Context::Context() : impl_(std::make_unique<Impl>()) {
   vkGetPhysicalDeviceProperties(physical_, &props);
   params_descriptor_ = m.probe.ubo_std430 && !params_storage_requested() ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER
                                                                           : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-  m.pipelines = std::make_unique<PipelineCache>(device_, props, params_descriptor_, statistics);
+  m.pipelines = std::make_unique<PipelineCache>(*this, props, params_descriptor_, statistics);
 }
 
 // Not vkDeviceWaitIdle: every submission was waited for, except one that timed out, and waiting
@@ -164,34 +176,67 @@ void Context::save_pipeline_cache() { impl_->pipelines->save(); }
 uint64_t Context::max_allocation_size() const { return impl_->probe.max_allocation_size; }
 
 void Context::wait(VkFence fence, std::string_view what) {
-  const double s = impl_->timeout_s;
-  VkResult r = vkWaitForFences(device_, 1, &fence, VK_TRUE, static_cast<uint64_t>(s * 1e9));
+  const double s = fence_timeout_s();
+  VkResult r = fault::device_lost(fault::Loss::AtWait);
+  if (r == VK_SUCCESS) r = fault::hang() ? wait_as_hung(s) : vkWaitForFences(device_, 1, &fence, VK_TRUE, static_cast<uint64_t>(s * 1e9));
   if (r == VK_TIMEOUT) {
     char secs[32];
     std::snprintf(secs, sizeof secs, "%g", s);
     throw DeviceError("the GPU did not finish " + std::string(what) + " within " + secs +
-                      " s (a hang?); set MEGANEURA_TIMEOUT_S to wait longer");
+                      " s (a hang?); set MEGANEURA_TIMEOUT_S to wait longer. The session stays usable: its next "
+                      "step first waits for this one again");
   }
+  if (r == VK_ERROR_DEVICE_LOST) impl_->lost = true;
   check(r, r == VK_ERROR_DEVICE_LOST ? what : std::string_view("vkWaitForFences"));
 }
 
-void Context::submit(VkCommandBuffer cb, VkFence fence, std::string_view what) {
+void Context::submit(VkCommandBuffer cb, VkFence fence, bool& outstanding, std::string_view what) {
+  if (impl_->lost)
+    throw DeviceError("the GPU (" + info_.name + ") was lost earlier; " + std::string(what) +
+                      " cannot run on it. Destroy this session and build a new one (it gets a new device)");
+  catch_up(fence, outstanding, what);
   auto submit = init<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
   submit.commandBufferCount = 1;
   submit.pCommandBuffers = &cb;
-  VkResult r;
-  {
+  VkResult r = fault::device_lost(fault::Loss::AtSubmit);
+  if (r == VK_SUCCESS) {
     std::lock_guard lock(impl_->queue_mutex);
     r = vkQueueSubmit(queue_, 1, &submit, fence);
   }
+  if (r == VK_ERROR_DEVICE_LOST) impl_->lost = true;
   check(r, r == VK_ERROR_DEVICE_LOST ? what : std::string_view("vkQueueSubmit"));
+  outstanding = true;
   wait(fence, what);
+  outstanding = false;
   check(vkResetFences(device_, 1, &fence), "vkResetFences");
 }
+
+void Context::catch_up(VkFence fence, bool& outstanding, std::string_view what) {
+  if (!outstanding) return;  // else an earlier submission timed out: it must be over before its fence is reused
+  wait(fence, "the earlier work that timed out (before " + std::string(what) + ")");
+  outstanding = false;
+  check(vkResetFences(device_, 1, &fence), "vkResetFences");
+}
+
+bool Context::settle(VkFence fence, bool& outstanding) {
+  if (!outstanding) return true;
+  if (!settle_fence(device_, fence)) return false;
+  outstanding = false;
+  vkResetFences(device_, 1, &fence);  // ready for the next submission (if the fence is not destroyed)
+  return true;
+}
+
+bool Context::transfer_settled() {
+  std::lock_guard lock(impl_->once_mutex);
+  return settle(impl_->once_fence, impl_->once_outstanding);
+}
+
+bool Context::lost() const { return impl_->lost; }
 
 void Context::run_once(const std::function<void(VkCommandBuffer)>& fn) {
   std::lock_guard lock(impl_->once_mutex);
   VkCommandBuffer cb = impl_->once_cb;
+  catch_up(impl_->once_fence, impl_->once_outstanding, "a transfer");  // before cb is reset
   // Resetting first also recovers from an earlier `fn` that threw half-way through recording.
   check(vkResetCommandBuffer(cb, 0), "vkResetCommandBuffer");
   auto begin = init<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
@@ -200,7 +245,7 @@ void Context::run_once(const std::function<void(VkCommandBuffer)>& fn) {
   leading_barrier(cb);
   fn(cb);
   check(vkEndCommandBuffer(cb), "vkEndCommandBuffer");
-  submit(cb, impl_->once_fence, "a transfer");
+  submit(cb, impl_->once_fence, impl_->once_outstanding, "a transfer");
 }
 
 std::vector<std::string> Context::take_validation_messages() { return meganeura::take_validation_messages(); }

@@ -4,6 +4,7 @@
 #pragma once
 #include <vulkan/vulkan.h>
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -70,22 +71,43 @@ class Context {
   uint32_t memory_type(uint32_t type_bits, VkMemoryPropertyFlags want, VkMemoryPropertyFlags nice,
                        VkMemoryPropertyFlags avoid = 0) const;
   std::string heap_report(uint32_t memory_type) const;
+  // The counter of bytes held in `memory_type`'s heap, which each Buffer adds to while it lives.
+  std::atomic<uint64_t>& held_bytes(uint32_t memory_type) const;
+  // For the result of creating `what` ("the activation arena (1.2 MiB)", "the pipeline of
+  // matmul"): out of device or host memory throws OutOfMemoryError naming the device, the free
+  // space of `memory_type`'s heap (UINT32_MAX: the device-local heap's) and what to do; other
+  // failures throw as check() does.
+  void check_allocation(VkResult r, std::string_view what, uint32_t memory_type = UINT32_MAX) const;
   // The largest single allocation the device allows (VkPhysicalDeviceMaintenance3Properties).
   uint64_t max_allocation_size() const;
 
   // Records `fn` into a one-shot command buffer, submits it and waits (uploads, downloads).
   void run_once(const std::function<void(VkCommandBuffer)>& fn);
-  // Waits on a fence with the step timeout (MEGANEURA_TIMEOUT_S, default 60): a hang or a lost
-  // device becomes a DeviceError instead of blocking forever.
+  // Waits on a fence with the step timeout (MEGANEURA_TIMEOUT_S, default 60, read at each wait):
+  // a hang or a lost device becomes a DeviceError instead of blocking forever.
   void wait(VkFence fence, std::string_view what);
   // Submits `cb` (queue access is serialized across threads), waits for `fence` as wait() does,
-  // and resets it. `what` names the work in errors ("a step", "a transfer").
-  void submit(VkCommandBuffer cb, VkFence fence, std::string_view what);
+  // and resets it. `what` names the work in errors ("a step", "a transfer"). `outstanding` is the
+  // fence's owner's flag: set while a submission may still run — after a timeout, the next submit
+  // first waits for that one again (a late finish is not an error). Once the device was lost,
+  // every submit throws DeviceError.
+  void submit(VkCommandBuffer cb, VkFence fence, bool& outstanding, std::string_view what);
+  // Before destroying what a submission may still use: waits for it (the timeout) if
+  // `outstanding`. False when it still runs — then its objects must be leaked, not destroyed.
+  bool settle(VkFence fence, bool& outstanding);  // and resets the fence when it was outstanding
+  // settle() for run_once's last transfer: false while it still runs, so the buffers it copies
+  // between must be leaked, not destroyed.
+  bool transfer_settled();
+  // True once a submission or wait reported the device lost: Context::get() then makes a new
+  // context for new sessions, and this one only serves destruction.
+  bool lost() const;
 
   std::vector<std::string> take_validation_messages();
 
  private:
   Context();
+  // If `outstanding`, waits for that earlier submission (the timeout) and resets its fence.
+  void catch_up(VkFence fence, bool& outstanding, std::string_view what);
   // The instance, logical device, pools and pipeline cache, destroyed in the right order by
   // Impl's destructor (also when the constructor throws half-way). See context_impl.hpp.
   struct Impl;

@@ -2,6 +2,8 @@
 // Members are declared in creation order, so they are destroyed in reverse: pipelines and
 // pools before the device, the device before the instance.
 #pragma once
+#include <array>
+#include <atomic>
 #include <memory>
 #include <mutex>
 
@@ -25,14 +27,18 @@ struct Context::Impl {
   std::unique_ptr<Instance> instance;
   DeviceProbe probe;
   DeviceHandle device;
-  double timeout_s = 60;
   std::mutex queue_mutex;  // vkQueueSubmit needs the queue externally synchronized
+  std::atomic<bool> lost{false};
+  // Bytes of each heap held by this context's buffers: what out-of-memory messages report where
+  // the driver has no VK_EXT_memory_budget (lavapipe, older drivers).
+  std::array<std::atomic<uint64_t>, VK_MAX_MEMORY_HEAPS> held{};  // a submission or wait reported VK_ERROR_DEVICE_LOST
 
   // run_once's command buffer and fence, reused under once_mutex.
   std::mutex once_mutex;
   VkCommandPool once_pool = VK_NULL_HANDLE;
   VkCommandBuffer once_cb = VK_NULL_HANDLE;
   VkFence once_fence = VK_NULL_HANDLE;
+  bool once_outstanding = false;  // a transfer that timed out may still run (Context::submit)
 
   std::unique_ptr<PipelineCache> pipelines;
 

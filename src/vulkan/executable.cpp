@@ -3,9 +3,11 @@
 #include "vulkan/executable.hpp"
 
 #include <cstring>
+#include <functional>
 #include <string>
 
 #include "meganeura/error.hpp"
+#include "vulkan/fault.hpp"
 #include "vulkan/memory.hpp"
 #include "vulkan/util.hpp"
 
@@ -27,9 +29,15 @@ struct Executable::Impl {
   std::vector<uint32_t> first_query;  // per command list: its range of `queries`
   std::vector<bool> ran;              // per command list
   uint64_t recordings = 0;
+  bool outstanding = false;  // a run that timed out may still use the buffers (Context::submit)
 
   ~Impl() {
     if (!device) return;
+    if (!ctx->settle(fence, outstanding)) {
+      // A hung GPU may still use all of this: leak it rather than free memory it writes.
+      for (Buffer& b : buffers) b.abandon();
+      return;
+    }
     vkDestroyQueryPool(device, queries, nullptr);
     vkDestroyFence(device, fence, nullptr);
     vkDestroyCommandPool(device, command_pool, nullptr);
@@ -77,6 +85,17 @@ struct Executable::Impl {
     return binding(s, use);
   }
 
+  // Context::run_once, except that a transfer which timed out and still runs keeps `staging`
+  // (leaked) instead of having it freed under it.
+  void transfer(Buffer& staging, const std::function<void(VkCommandBuffer)>& fn) {
+    try {
+      ctx->run_once(fn);
+    } catch (...) {
+      if (!ctx->transfer_settled()) staging.abandon();
+      throw;
+    }
+  }
+
   void create_pools(const plan::Program& program, bool timestamps);
   // Records command list `list` (0: the step) into cbs[list].
   void record(size_t list, const std::vector<plan::Command>& commands, uint32_t status_buffer);
@@ -107,20 +126,23 @@ void Executable::Impl::create_pools(const plan::Program& program, bool timestamp
     info.maxSets = sets;
     info.poolSizeCount = static_cast<uint32_t>(sizes.size());
     info.pPoolSizes = sizes.data();
-    check(vkCreateDescriptorPool(device, &info, nullptr, &descriptor_pool), "vkCreateDescriptorPool");
+    ctx->check_allocation(fault::allocate([&] { return vkCreateDescriptorPool(device, &info, nullptr, &descriptor_pool); }),
+                          "the descriptor pool (" + std::to_string(sets) + " sets, " + std::to_string(descriptors) + " descriptors)");
   }
 
   auto pool = init<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
   pool.queueFamilyIndex = ctx->queue_family();
-  check(vkCreateCommandPool(device, &pool, nullptr, &command_pool), "vkCreateCommandPool");
+  ctx->check_allocation(fault::allocate([&] { return vkCreateCommandPool(device, &pool, nullptr, &command_pool); }),
+                        "the command pool");
   auto alloc = init<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
   alloc.commandPool = command_pool;
   alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
   cbs.resize(1 + program.extra.size());
   alloc.commandBufferCount = static_cast<uint32_t>(cbs.size());
-  check(vkAllocateCommandBuffers(device, &alloc, cbs.data()), "vkAllocateCommandBuffers");
+  ctx->check_allocation(fault::allocate([&] { return vkAllocateCommandBuffers(device, &alloc, cbs.data()); }),
+                        std::to_string(cbs.size()) + " command buffers");
   auto fence_info = init<VkFenceCreateInfo>(VK_STRUCTURE_TYPE_FENCE_CREATE_INFO);
-  check(vkCreateFence(device, &fence_info, nullptr, &fence), "vkCreateFence");
+  ctx->check_allocation(fault::allocate([&] { return vkCreateFence(device, &fence_info, nullptr, &fence); }), "the step's fence");
 
   // Timestamps need a queue that has them; without, dispatch_times_ns() stays empty.
   uint32_t n = 0;
@@ -133,7 +155,8 @@ void Executable::Impl::create_pools(const plan::Program& program, bool timestamp
     auto info = init<VkQueryPoolCreateInfo>(VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO);
     info.queryType = VK_QUERY_TYPE_TIMESTAMP;
     info.queryCount = 2 * sets;  // one pair per dispatch of every list
-    check(vkCreateQueryPool(device, &info, nullptr, &queries), "vkCreateQueryPool");
+    ctx->check_allocation(fault::allocate([&] { return vkCreateQueryPool(device, &info, nullptr, &queries); }),
+                          "the timestamp query pool (" + std::to_string(info.queryCount) + " queries)");
   }
 }
 
@@ -200,7 +223,8 @@ void Executable::Impl::record(size_t list, const std::vector<plan::Command>& com
       alloc.descriptorSetCount = 1;
       alloc.pSetLayouts = &p.set_layout;
       VkDescriptorSet set = VK_NULL_HANDLE;
-      check(vkAllocateDescriptorSets(device, &alloc, &set), "vkAllocateDescriptorSets");
+      ctx->check_allocation(fault::allocate([&] { return vkAllocateDescriptorSets(device, &alloc, &set); }),
+                            "the descriptor set of " + use);
       std::vector<VkDescriptorBufferInfo> infos{params_binding(d.params, use), binding(status, use)};
       for (const auto& t : d.tensors) infos.push_back(binding(t, use));
       std::vector<VkWriteDescriptorSet> writes(infos.size());
@@ -275,7 +299,7 @@ Executable::~Executable() = default;
 void Executable::run(size_t list) {
   if (list >= impl_->cbs.size())
     throw Error("program error: command list " + std::to_string(list) + " of " + std::to_string(impl_->cbs.size()));
-  impl_->ctx->submit(impl_->cbs[list], impl_->fence, list == 0 ? "a step" : "an evaluation pass");
+  impl_->ctx->submit(impl_->cbs[list], impl_->fence, impl_->outstanding, list == 0 ? "a step" : "an evaluation pass");
   impl_->ran[list] = true;
   for (const auto& b : impl_->buffers) b.invalidate();  // non-coherent host-visible memory only
 }
@@ -303,7 +327,7 @@ void Executable::write(plan::Slice dst, std::span<const std::byte> bytes) {
   Buffer staging(*m.ctx, "staging buffer for the " + m.descs[dst.buffer].name, dst.size, plan::Memory::Upload);
   std::memcpy(staging.mapped(), bytes.data(), bytes.size());
   staging.flush();
-  m.ctx->run_once([&](VkCommandBuffer cb) {
+  m.transfer(staging, [&](VkCommandBuffer cb) {
     VkBufferCopy region{0, dst.offset, dst.size};
     vkCmdCopyBuffer(cb, staging.handle(), target.handle(), 1, &region);
   });
@@ -323,7 +347,7 @@ void Executable::read(plan::Slice src, std::span<std::byte> bytes) {
     return;
   }
   Buffer staging(*m.ctx, "staging buffer for the " + m.descs[src.buffer].name, src.size, plan::Memory::Readback);
-  m.ctx->run_once([&](VkCommandBuffer cb) {
+  m.transfer(staging, [&](VkCommandBuffer cb) {
     VkBufferCopy region{src.offset, 0, src.size};
     vkCmdCopyBuffer(cb, source.handle(), staging.handle(), 1, &region);
     memory_barrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,

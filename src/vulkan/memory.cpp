@@ -8,6 +8,7 @@
 
 #include "meganeura/error.hpp"
 #include "vulkan/context_impl.hpp"
+#include "vulkan/fault.hpp"
 #include "vulkan/util.hpp"
 
 namespace meganeura::vk {
@@ -63,7 +64,20 @@ std::string Context::heap_report(uint32_t memory_type) const {
     uint64_t b = budget.heapBudget[heap], used = budget.heapUsage[heap];
     return h + " has " + format_gib(b > used ? b - used : 0) + " free";
   }
-  return h + " holds " + format_gib(impl_->probe.memory.memoryHeaps[heap].size) + " in all (free space unknown)";
+  return h + " holds " + format_gib(impl_->probe.memory.memoryHeaps[heap].size) + " in all, " +
+         format_bytes(impl_->held[heap]) + " of it in meganeura's buffers (the driver reports no free space)";
+}
+
+std::atomic<uint64_t>& Context::held_bytes(uint32_t memory_type) const {
+  return impl_->held[impl_->probe.memory.memoryTypes[memory_type].heapIndex];
+}
+
+void Context::check_allocation(VkResult r, std::string_view what, uint32_t memory_type) const {
+  if (r != VK_ERROR_OUT_OF_DEVICE_MEMORY && r != VK_ERROR_OUT_OF_HOST_MEMORY) return check(r, what);
+  if (memory_type == UINT32_MAX) memory_type = this->memory_type(~0u, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0);
+  throw OutOfMemoryError(std::string(r == VK_ERROR_OUT_OF_DEVICE_MEMORY ? "out of device memory" : "out of host memory") +
+                         " allocating " + std::string(what) + " on " + info_.name + ": " + heap_report(memory_type) +
+                         ". Reduce the batch size or sequence length, or set MEGANEURA_DEVICE.");
 }
 
 Buffer::Buffer(const Context& ctx, std::string_view name, uint64_t size, plan::Memory memory)
@@ -80,7 +94,8 @@ Buffer::Buffer(const Context& ctx, std::string_view name, uint64_t size, plan::M
     info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
                  VK_BUFFER_USAGE_TRANSFER_DST_BIT;
     info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-    check(vkCreateBuffer(device_, &info, nullptr, &buffer_), "vkCreateBuffer (" + what + ")");
+    const std::string asked = "the " + what + " (" + format_bytes(size) + ")";
+    ctx.check_allocation(fault::allocate([&] { return vkCreateBuffer(device_, &info, nullptr, &buffer_); }), asked);
 
     VkMemoryRequirements req;
     vkGetBufferMemoryRequirements(device_, buffer_, &req);
@@ -89,12 +104,10 @@ Buffer::Buffer(const Context& ctx, std::string_view name, uint64_t size, plan::M
     auto alloc = init<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO);
     alloc.allocationSize = req.size;
     alloc.memoryTypeIndex = type;
-    VkResult r = vkAllocateMemory(device_, &alloc, nullptr, &memory_);
-    if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY)
-      throw OutOfMemoryError(std::string(r == VK_ERROR_OUT_OF_DEVICE_MEMORY ? "out of device memory" : "out of host memory") +
-                             " allocating the " + what + " (" + format_bytes(size) + ") on " + ctx.info().name + ": " +
-                             ctx.heap_report(type) + ". Reduce the batch size or sequence length, or set MEGANEURA_DEVICE.");
-    check(r, "vkAllocateMemory (" + what + ")");
+    ctx.check_allocation(fault::allocate([&] { return vkAllocateMemory(device_, &alloc, nullptr, &memory_); }), asked, type);
+    held_ = &ctx.held_bytes(type);
+    held_size_ = alloc.allocationSize;
+    *held_ += held_size_;
     check(vkBindBufferMemory(device_, buffer_, memory_, 0), "vkBindBufferMemory (" + what + ")");
 
     // Device-local buffers are never mapped, even where they could be (lavapipe, integrated
@@ -116,7 +129,7 @@ Buffer::~Buffer() { release(); }
 Buffer::Buffer(Buffer&& o) noexcept
     : device_(o.device_), buffer_(std::exchange(o.buffer_, VK_NULL_HANDLE)),
       memory_(std::exchange(o.memory_, VK_NULL_HANDLE)), mapped_(std::exchange(o.mapped_, nullptr)),
-      size_(o.size_), coherent_(o.coherent_) {}
+      size_(o.size_), coherent_(o.coherent_), held_(std::exchange(o.held_, nullptr)), held_size_(o.held_size_) {}
 
 Buffer& Buffer::operator=(Buffer&& o) noexcept {
   if (this != &o) {
@@ -127,6 +140,8 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
     mapped_ = std::exchange(o.mapped_, nullptr);
     size_ = o.size_;
     coherent_ = o.coherent_;
+    held_ = std::exchange(o.held_, nullptr);
+    held_size_ = o.held_size_;
   }
   return *this;
 }
@@ -135,6 +150,15 @@ void Buffer::release() noexcept {
   // Freeing the memory unmaps it.
   vkDestroyBuffer(device_, buffer_, nullptr);
   vkFreeMemory(device_, memory_, nullptr);
+  if (held_) *held_ -= held_size_;
+  held_ = nullptr;
+  buffer_ = VK_NULL_HANDLE;
+  memory_ = VK_NULL_HANDLE;
+  mapped_ = nullptr;
+}
+
+void Buffer::abandon() noexcept {
+  held_ = nullptr;
   buffer_ = VK_NULL_HANDLE;
   memory_ = VK_NULL_HANDLE;
   mapped_ = nullptr;

@@ -3,6 +3,7 @@
 #pragma once
 #include <vulkan/vulkan.h>
 
+#include <atomic>
 #include <cstdint>
 #include <string_view>
 
@@ -29,6 +30,9 @@ class Buffer {
   // type is not coherent; no-ops otherwise.
   void invalidate() const;
   void flush() const;
+  // Forgets the buffer without destroying it: for a buffer that work which never finished (a
+  // hung GPU) may still use, where destroying it would be undefined behaviour.
+  void abandon() noexcept;
 
  private:
   void release() noexcept;
@@ -38,6 +42,8 @@ class Buffer {
   void* mapped_ = nullptr;
   uint64_t size_ = 0;
   bool coherent_ = true;
+  std::atomic<uint64_t>* held_ = nullptr;  // the heap's Context::held_bytes, while memory_ lives
+  uint64_t held_size_ = 0;
 };
 
 }  // namespace meganeura::vk

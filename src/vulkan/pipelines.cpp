@@ -11,6 +11,7 @@
 #include "kernels/generated_kernel.hpp"
 #include "kernels/spirv.hpp"
 #include "meganeura/error.hpp"
+#include "vulkan/fault.hpp"
 #include "vulkan/util.hpp"
 
 namespace meganeura::vk {
@@ -19,9 +20,9 @@ namespace {
 constexpr uint32_t kFixedBindings = 2;  // 0: params, 1: status (kernels/kernel_abi.hpp)
 }
 
-PipelineCache::PipelineCache(VkDevice device, const VkPhysicalDeviceProperties& props, VkDescriptorType params,
+PipelineCache::PipelineCache(const Context& ctx, const VkPhysicalDeviceProperties& props, VkDescriptorType params,
                              bool statistics)
-    : device_(device), params_(params), statistics_(statistics), file_(props) {
+    : ctx_(ctx), device_(ctx.device()), params_(params), statistics_(statistics), file_(props) {
   const std::vector<std::byte> saved = file_.load();  // empty unless made by this device and driver
   auto info = init<VkPipelineCacheCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO);
   info.initialDataSize = saved.size();
@@ -57,13 +58,14 @@ const PipelineCache::Layout& PipelineCache::layout(uint32_t tensor_bindings) {
   auto set_info = init<VkDescriptorSetLayoutCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO);
   set_info.bindingCount = static_cast<uint32_t>(bindings.size());
   set_info.pBindings = bindings.data();
-  check(vkCreateDescriptorSetLayout(device_, &set_info, nullptr, &l.set), "vkCreateDescriptorSetLayout");
+  ctx_.check_allocation(fault::allocate([&] { return vkCreateDescriptorSetLayout(device_, &set_info, nullptr, &l.set); }),
+                       "a descriptor set layout");
   auto info = init<VkPipelineLayoutCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO);
   info.setLayoutCount = 1;
   info.pSetLayouts = &l.set;
-  VkResult r = vkCreatePipelineLayout(device_, &info, nullptr, &l.pipeline);
+  VkResult r = fault::allocate([&] { return vkCreatePipelineLayout(device_, &info, nullptr, &l.pipeline); });
   if (r != VK_SUCCESS) vkDestroyDescriptorSetLayout(device_, l.set, nullptr);
-  check(r, "vkCreatePipelineLayout");
+  ctx_.check_allocation(r, "a pipeline layout");
   return layouts_.emplace(tensor_bindings, l).first->second;
 }
 
@@ -113,7 +115,8 @@ VkShaderModule PipelineCache::create_module(std::span<const uint32_t> code, std:
   info.codeSize = code.size_bytes();
   info.pCode = code.data();
   VkShaderModule m = VK_NULL_HANDLE;
-  check(vkCreateShaderModule(device_, &info, nullptr, &m), "vkCreateShaderModule (" + std::string(name) + ")");
+  ctx_.check_allocation(fault::allocate([&] { return vkCreateShaderModule(device_, &info, nullptr, &m); }),
+                       "the shader module of " + std::string(name));
   return m;
 }
 
@@ -180,7 +183,8 @@ VkPipeline PipelineCache::create(VkShaderModule module, std::string_view name, s
   info.layout = layout;
   if (statistics_) info.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   VkPipeline p = VK_NULL_HANDLE;
-  check(vkCreateComputePipelines(device_, cache_, 1, &info, nullptr, &p), "vkCreateComputePipelines (" + std::string(name) + ")");
+  ctx_.check_allocation(fault::allocate([&] { return vkCreateComputePipelines(device_, cache_, 1, &info, nullptr, &p); }),
+                       "the pipeline of " + std::string(name));
   if (statistics_) print_statistics(p, name, spec);
   return p;
 }

@@ -28,7 +28,8 @@ class PipelineCache {
   // each module's params block is rewritten into one (kernels::params_as_storage).
   // statistics: print the driver's statistics of each pipeline created (MEGANEURA_LOG=pipelines;
   // the device has VK_KHR_pipeline_executable_properties enabled).
-  PipelineCache(VkDevice device, const VkPhysicalDeviceProperties& props, VkDescriptorType params, bool statistics);
+  // `ctx` (the owner) reports out-of-memory failures (Context::check_allocation).
+  PipelineCache(const Context& ctx, const VkPhysicalDeviceProperties& props, VkDescriptorType params, bool statistics);
   ~PipelineCache();
   PipelineCache(const PipelineCache&) = delete;
   PipelineCache& operator=(const PipelineCache&) = delete;
@@ -64,6 +65,7 @@ class PipelineCache {
   void print_statistics(VkPipeline p, std::string_view name, std::span<const uint32_t> spec) const;
 
   using Key = std::tuple<VkShaderModule, std::vector<uint32_t>, uint32_t>;
+  const Context& ctx_;
   VkDevice device_;
   VkDescriptorType params_;
   bool statistics_;

@@ -31,6 +31,16 @@ double fence_timeout_s() {
   return s;
 }
 
+bool settle_fence(VkDevice device, VkFence fence) noexcept {
+  double s = 60;
+  try {
+    s = fence_timeout_s();
+  } catch (...) {
+  }
+  const VkResult r = vkWaitForFences(device, 1, &fence, VK_TRUE, static_cast<uint64_t>(s * 1e9));
+  return r == VK_SUCCESS || r == VK_ERROR_DEVICE_LOST;
+}
+
 void memory_barrier(VkCommandBuffer cb, VkPipelineStageFlags src_stage, VkAccessFlags src_access,
                     VkPipelineStageFlags dst_stage, VkAccessFlags dst_access) {
   VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, src_access, dst_access};

@@ -28,6 +28,10 @@ std::optional<std::string> env(const char* name);
 bool validation_requested();
 // Seconds a fence wait may take before it is reported as a hang (MEGANEURA_TIMEOUT_S, default 60).
 double fence_timeout_s();
+// Waits (that timeout; 60 s where the variable is bad) for a fence whose submission may still
+// run, before what it uses is destroyed. True once it is over — a lost device's work is over too
+// — false when it still runs after the timeout (then leak what it uses rather than destroy it).
+bool settle_fence(VkDevice device, VkFence fence) noexcept;
 // MEGANEURA_PARAMS_BUFFER: true for `storage` (params blocks as storage buffers even where the
 // device could read them as uniform buffers), false for unset or `uniform`; anything else throws.
 bool params_storage_requested();
