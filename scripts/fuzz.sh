@@ -23,9 +23,9 @@ done
 
 scripts/setup.sh
 launcher=()
-command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 echo "fuzz: configuring build-fuzz/ (clang, ASan + UBSan, libFuzzer)"
-cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
   "${launcher[@]}" -DMEGANEURA_BUILD_FUZZ=ON -DMEGANEURA_BUILD_TESTS=OFF -DMEGANEURA_BUILD_BENCH=OFF \
   -DMEGANEURA_BUILD_EXAMPLES=OFF >/dev/null
 build_targets=()
@@ -62,14 +62,15 @@ for i in "${!targets[@]}"; do
   done
   wait "$pid" || status=$?
   execs=$(grep -a -o -E 'stat::number_of_executed_units: [0-9]+' "$dir/log" | grep -o -E '[0-9]+$' || echo "?")
+  # libFuzzer's corpus in use at the end (inputs/bytes); the folder also keeps inputs it dropped.
+  corpus=$(grep -a -o -E 'corp: [0-9]+/[0-9]+[a-zA-Z]*' "$dir/log" | tail -n 1 | cut -d' ' -f2)
   files=$(find "$dir/corpus" -type f | wc -l)
-  kib=$(( $(du -sb "$dir/corpus" | cut -f1) / 1024 ))
   if [[ $status -ne 0 ]]; then
     failed=1
     echo "fuzz: $t FAILED (exit $status); the end of $dir/log:" >&2
     tail -n 25 "$dir/log" >&2
   fi
-  summary+=("$(printf '%-18s %12s executions  corpus %5d files %6d KiB  %s' "$t" "$execs" "$files" "$kib" \
+  summary+=("$(printf '%-18s %10s executions  corpus %-12s (%5d files saved)  %s' "$t" "$execs" "${corpus:-?}" "$files" \
     "$([[ $status -eq 0 ]] && echo ok || echo "FAILED: see $dir/crashes/")")")
 done
 echo "fuzz: ${seconds} s per target:"
