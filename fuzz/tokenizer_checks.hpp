@@ -8,7 +8,7 @@
 
 namespace meganeura::fuzz {
 
-// `text` (any bytes): encode gives ids in the vocabulary (or an Error for invalid UTF-8), and
+// `text` (any bytes): encode gives ids of tokens (or an Error for invalid UTF-8), and
 // with `lossless` (a byte-level BPE without a normalizer, stripping or a prefix space, as the
 // real ones) decode of encode without special tokens is the text again.
 // `id_bytes` read as ids (some outside the vocabulary): decode's text is valid UTF-8 (or an
