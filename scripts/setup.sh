@@ -3,7 +3,7 @@
 # loader and headers, the validation layer, Mesa's lavapipe (a CPU Vulkan driver, so the tests
 # run without a GPU), glslang, shaderc (compiles generated kernels at session build), PCRE2 (the
 # tokenizer's pre-tokenizer patterns), libcurl and OpenSSL (the Hugging Face Hub client),
-# GoogleTest and Google Benchmark.
+# GoogleTest and Google Benchmark; clang and its runtimes for the fuzz targets (scripts/fuzz.sh).
 # Idempotent: packages already installed are skipped, and when nothing is missing it neither
 # touches the network nor needs root.
 set -euo pipefail
@@ -15,6 +15,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev nlohmann-json3-dev libpcre2-dev
   libcurl4-openssl-dev libssl-dev
   dataset-fashion-mnist
+  clang libclang-rt-dev  # scripts/fuzz.sh: libFuzzer, ASan and UBSan (fuzz/)
 )
 
 missing=()

@@ -2,7 +2,7 @@
 # All tests: set up a fresh Debian 12 machine (as root), build everything into build/ and run
 # the test suite with ctest. Exits with ctest's status. Extra arguments go to ctest
 # (for example `scripts/test.sh -R matmul`). With CI=true, also compiles a Release build with
-# warnings as errors.
+# warnings as errors, and runs each fuzz target for a few seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +13,12 @@ if [[ "${CI:-}" == true ]]; then
   echo "test: CI: a Release build, warnings as errors (build-ci-release/)"
   cmake -S . -B build-ci-release -DCMAKE_BUILD_TYPE=Release -DMEGANEURA_WERROR=ON >/dev/null
   cmake --build build-ci-release -j "$(nproc)"
+fi
+if [[ "${CI:-}" == true ]]; then
+  # Every reader's fuzz target for a few seconds from its committed seeds (the inputs that once
+  # crashed included): a clang build of its own (build-fuzz/), about a minute of fuzzing.
+  echo "test: CI: the fuzz targets, 7 s each (scripts/fuzz.sh)"
+  scripts/fuzz.sh 7
 fi
 echo "test: ctest --test-dir build --output-on-failure $*"
 exec ctest --test-dir build --output-on-failure "$@"

@@ -304,6 +304,32 @@ TEST(CheckpointErrors, MalformedIndexIsAnErrorNamingTheKey) {
               HasSubstr("cannot read " + dir / "fifo.safetensors" + ": not a regular file"));
 }
 
+// fuzz_safetensors_index (fuzz/corpus/safetensors_index/crash-shard-name-too-long): a shard name
+// longer than a file name may be made std::filesystem::exists throw filesystem_error ("File name
+// too long") out of Checkpoint::open; it is an Error naming the index and the shard.
+TEST(CheckpointErrors, ShardNameTooLongIsAnErrorNamingTheIndex) {
+  TempDir dir;
+  const std::string index = dir / "model.safetensors.index.json";
+  const std::string shard = "model-" + std::string(300, 'x') + ".safetensors";
+  write_bytes(index, R"({"weight_map":{"model.norm.weight":")" + shard + R"("}})");
+  for (const std::string& open : {index, dir.path().string()})
+    EXPECT_THAT(error_of([&] { Checkpoint::open(open); }),
+                AllOf(StartsWith("meganeura: " + index + ": cannot look for "), HasSubstr(shard), HasSubstr("File name too long")));
+  // The same name as the checkpoint's own path: the error of reading it as a file.
+  EXPECT_THAT(error_of([&] { Checkpoint::open(dir / shard); }), AllOf(HasSubstr(shard), HasSubstr("File name too long")));
+}
+
+// write_checkpoint's folder cannot be made (a file stands in its way): an Error naming it, not a
+// std::filesystem exception.
+TEST(CheckpointWrite, UncreatableFolderIsAnErrorNamingIt) {
+  TempDir dir;
+  write_bytes(dir / "file", "x");
+  TensorFile f;
+  f.tensors["w"] = HostTensor::f32s({1}, std::vector<float>{1});
+  EXPECT_THAT(error_of([&] { write_checkpoint(dir / "file/sub", f); }),
+              StartsWith("meganeura: " + dir / "file/sub" + ": cannot create the checkpoint folder: "));
+}
+
 TEST(SafetensorsWrite, RejectsInconsistentTensorsAndUnwritablePaths) {
   TempDir dir;
   TensorFile f;

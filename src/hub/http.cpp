@@ -26,6 +26,28 @@ std::string trim(std::string s) {
   return s.substr(first, s.find_last_not_of(" \t\r\n") - first + 1);
 }
 
+}  // namespace
+
+bool read_header_line(HttpResponse& response, std::string line) {
+  line = trim(std::move(line));
+  if (line.rfind("HTTP/", 0) == 0) {  // a new response (after a redirect, or a 100 Continue)
+    response.headers.clear();
+    const auto space = line.find(' ');
+    // strtol, not atol: a status too large for a long is then LONG_MAX, not undefined behaviour.
+    response.status = space == std::string::npos ? 0 : std::strtol(line.c_str() + space + 1, nullptr, 10);
+    return false;
+  }
+  if (line.empty()) return true;
+  const auto colon = line.find(':');
+  if (colon == std::string::npos) return false;
+  std::string name = line.substr(0, colon);
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  response.headers[name] = trim(line.substr(colon + 1));
+  return false;
+}
+
+namespace {
+
 // One transfer's state, shared with curl's C callbacks; exceptions thrown by the sink wait here
 // until curl has returned (they must not unwind through C code).
 struct Transfer {
@@ -37,21 +59,7 @@ struct Transfer {
 
   // Called for each header line, the status line of each response and the blank line that ends it.
   void on_header(std::string line) {
-    line = trim(std::move(line));
-    if (line.rfind("HTTP/", 0) == 0) {  // a new response (after a redirect, or a 100 Continue)
-      response.headers.clear();
-      const auto space = line.find(' ');
-      response.status = space == std::string::npos ? 0 : std::atol(line.c_str() + space + 1);
-      return;
-    }
-    if (!line.empty()) {
-      const auto colon = line.find(':');
-      if (colon == std::string::npos) return;
-      std::string name = line.substr(0, colon);
-      std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-      response.headers[name] = trim(line.substr(colon + 1));
-      return;
-    }
+    if (!read_header_line(response, std::move(line))) return;
     // End of one response's headers: is it the one whose body we want?
     const bool interim = response.status >= 100 && response.status < 200;
     const bool redirected = follows_redirects && response.status >= 300 && response.status < 400 && !response.header("location").empty();

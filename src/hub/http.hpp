@@ -41,6 +41,11 @@ struct BodySink {
   std::function<void(const char* data, size_t size)> write;
 };
 
+// Reads one header line as curl hands it over into `response`: a status line ("HTTP/...")
+// starts a new response (after a redirect or a 100 Continue); returns true for the blank line
+// that ends a response's headers. Exposed for the fuzz target (fuzz/hub_metadata.cpp).
+bool read_header_line(HttpResponse& response, std::string line);
+
 HttpResponse http_head(const HttpRequest& request);
 // "http://127.0.0.1:8080/a/b" -> "http://127.0.0.1:8080": scheme, host and port.
 std::string url_origin(const std::string& url);

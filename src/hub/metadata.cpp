@@ -97,13 +97,17 @@ FileMetadata fetch_metadata(const Settings& settings, const FileRef& file) {
     if (hops == 10) throw HubError("hub: too many redirects for " + file.describe() + " (last: " + request.url + ")");
     request.url = url_origin(request.url) + location;
   }
+  return metadata_from_answer(r, request.url, settings, file);
+}
+
+FileMetadata metadata_from_answer(const HttpResponse& r, const std::string& url, const Settings& settings, const FileRef& file) {
   const bool redirect = r.status >= 300 && r.status < 400;
   FileMetadata m;
   m.commit = r.header("x-repo-commit");
   m.etag = unquote_etag(!r.header("x-linked-etag").empty() ? r.header("x-linked-etag") : r.header("etag"));
   m.size = size_header(!r.header("x-linked-size").empty() ? r.header("x-linked-size") : redirect ? "" : r.header("content-length"));
-  m.location = redirect && !r.header("location").empty() ? r.header("location") : request.url;
-  const std::string where = " (HEAD " + request.url + "): is HF_ENDPOINT (" + settings.endpoint + ") a Hugging Face Hub?";
+  m.location = redirect && !r.header("location").empty() ? r.header("location") : url;
+  const std::string where = " (HEAD " + url + "): is HF_ENDPOINT (" + settings.endpoint + ") a Hugging Face Hub?";
   if (!is_commit_hash(m.commit)) throw HubError("hub: no commit hash (X-Repo-Commit) in the answer for " + file.describe() + where);
   if (m.etag.empty() || m.etag.find('/') != std::string::npos || m.etag.find("..") != std::string::npos)
     throw HubError("hub: no usable ETag in the answer for " + file.describe() + where);

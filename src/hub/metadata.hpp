@@ -38,6 +38,12 @@ struct FileMetadata {
 // error status, and HubError when the answer lacks the commit, ETag or size.
 FileMetadata fetch_metadata(const Settings& settings, const FileRef& file);
 
+// The metadata in `answer`, the final (non-error, not relatively redirected) answer to a HEAD on
+// `url`: what fetch_metadata returns, or the HubError it throws. Separate from the request so
+// that the fuzz target (fuzz/hub_metadata.cpp) reaches it without a network.
+FileMetadata metadata_from_answer(const HttpResponse& answer, const std::string& url, const Settings& settings,
+                                  const FileRef& file);
+
 // A 404 for the file alone, with the commit the Hub looked in (X-Repo-Commit; may be empty) so
 // the cache can remember that the file does not exist there.
 struct MissingEntry : HubFileNotFoundError {

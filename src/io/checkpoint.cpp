@@ -16,6 +16,19 @@ namespace meganeura {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// fs::exists without its exception: a path the system will not look up (a name longer than the
+// file system allows, a folder without permission) is an Error naming `who`, not a filesystem_error.
+bool exists(const fs::path& p, const std::string& who) {
+  std::error_code ec;
+  const bool found = fs::exists(p, ec);
+  if (ec) throw Error(who + ": cannot look for " + p.string() + ": " + ec.message());
+  return found;
+}
+
+}  // namespace
+
 struct Checkpoint::Impl {
   struct File {
     std::string path;
@@ -70,7 +83,7 @@ struct Checkpoint::Impl {
     const fs::path dir = fs::path(index_path).parent_path();
     for (const auto& [shard, names] : by_shard) {
       const std::string shard_path = (dir / shard).string();
-      if (!fs::exists(shard_path))
+      if (!exists(shard_path, index_path))
         throw Error(index_path + ": shard \"" + shard + "\" (holding \"" + names.front() + "\" and " +
                     std::to_string(names.size() - 1) + " more) is missing: " + shard_path);
       add_file(shard_path);
@@ -96,9 +109,10 @@ Checkpoint Checkpoint::open(const std::string& path) {
   auto impl = std::make_unique<Impl>();
   impl->path = path;
   fs::path p(path);
-  if (fs::is_directory(p)) {
-    if (fs::exists(p / "model.safetensors")) impl->add_file((p / "model.safetensors").string());
-    else if (fs::exists(p / "model.safetensors.index.json")) impl->add_index((p / "model.safetensors.index.json").string());
+  std::error_code not_a_directory;  // then it is read as a file, whose error names the path
+  if (fs::is_directory(p, not_a_directory)) {
+    if (exists(p / "model.safetensors", path)) impl->add_file((p / "model.safetensors").string());
+    else if (exists(p / "model.safetensors.index.json", path)) impl->add_index((p / "model.safetensors.index.json").string());
     else throw Error(path + ": holds neither model.safetensors nor model.safetensors.index.json");
   } else if (p.extension() == ".json") {
     impl->add_index(path);

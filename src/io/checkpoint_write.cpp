@@ -84,7 +84,9 @@ void remove_stale(const fs::path& dir, const std::set<std::string>& stale) {
 
 void write_checkpoint(const std::string& dir_name, const TensorFile& file, uint64_t max_shard_bytes) {
   const fs::path dir(dir_name);
-  fs::create_directories(dir);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw Error(dir_name + ": cannot create the checkpoint folder: " + ec.message());
   const std::set<std::string> old_shards = indexed_shards(dir);
   uint64_t total = 0;
   std::vector<TensorFile> shards = split_into_shards(file, max_shard_bytes, total);

@@ -259,8 +259,9 @@ std::vector<Rewrite> make_rules() {
     r.push_back({name + "-x-half", node(Op::Mul, {node(Op::Mul, {x(), var("half")}), inner()}), guard, rhs});
     r.push_back({name + "-half-outer", node(Op::Mul, {var("half"), node(Op::Mul, {x(), inner()})}), guard, rhs});
   };
-  for (const auto& [cube_name, cube] : cubes) {
-    auto inner = [&] {  // 1 + tanh(k * (x + a x^3))
+  for (const auto& [cube_name, cube_spelling] : cubes) {
+    const std::function<Pattern()>& cube = cube_spelling;  // clang 14 (fuzz/) cannot capture a binding
+    auto inner = [&cube] {  // 1 + tanh(k * (x + a x^3))
       return node(Op::Add, {var("one"), node(Op::Tanh, {node(Op::Mul, {var("k"), node(Op::Add, {x(), cube()})})})});
     };
     half_x_times(std::string("gelu-tanh-") + cube_name, inner, gelu_guard, gelu);
@@ -273,9 +274,10 @@ std::vector<Rewrite> make_rules() {
       {"mul", [] { return node(Op::Mul, {x(), var("s")}); }},
       {"mul-swapped", [] { return node(Op::Mul, {var("s"), x()}); }},
   };
-  for (const auto& [scale_name, arg] : scaled) {
+  for (const auto& [scale_name, scale_arg] : scaled) {
     auto guard = std::string(scale_name) == "div" ? gelu_erf_guard<true> : gelu_erf_guard<false>;
-    auto inner = [&] { return node(Op::Add, {var("one"), node(Op::Erf, {arg()})}); };
+    const std::function<Pattern()>& arg = scale_arg;  // clang 14 (fuzz/) cannot capture a binding
+    auto inner = [&arg] { return node(Op::Add, {var("one"), node(Op::Erf, {arg()})}); };
     half_x_times(std::string("gelu-erf-") + scale_name, inner, guard,
                  [](EGraph& g, const Match& m) -> std::optional<ClassId> { return make(g, Op::Gelu, {v(m, "x")}); });
   }
