@@ -5,6 +5,7 @@
 #include <vulkan/vulkan.h>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -38,8 +39,11 @@ struct PipelineWant {
 
 class Context {
  public:
-  // The shared default context (created on first use; see default_device_info for the choice).
-  static std::shared_ptr<Context> get();
+  // The shared context of `device` (SessionOptions::device), created on first use: -1 is the
+  // default device (see default_device_info for the choice), n the n-th of list_devices(). Each
+  // value has a context of its own (instance, logical device, queue, pipelines), so -1 and the
+  // index it picks are two logical devices on one GPU. Throws DeviceError for an unknown index.
+  static std::shared_ptr<Context> get(int device = -1);
   ~Context();
 
   const DeviceInfo& info() const { return info_; }
@@ -85,7 +89,7 @@ class Context {
   std::vector<std::string> take_validation_messages();
 
  private:
-  Context();
+  explicit Context(int device);
   // The instance, logical device, pools and pipeline cache, destroyed in the right order by
   // Impl's destructor (also when the constructor throws half-way). See context_impl.hpp.
   struct Impl;

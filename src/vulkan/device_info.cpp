@@ -238,6 +238,17 @@ std::vector<DeviceProbe> probe_devices(const Instance& instance) {
   return out;
 }
 
+static std::string device_list(std::span<const DeviceProbe> devices) {
+  std::string list;
+  for (const auto& d : devices) list += "\n  " + d.info.banner();
+  return list;
+}
+
+size_t device_at(std::span<const DeviceProbe> devices, int index) {
+  if (index >= 0 && static_cast<size_t>(index) < devices.size()) return static_cast<size_t>(index);
+  throw DeviceError("device " + std::to_string(index) + " does not exist: the Vulkan devices are" + device_list(devices));
+}
+
 size_t choose_device(std::span<const DeviceProbe> devices) {
   if (auto want = env("MEGANEURA_DEVICE")) {
     const bool is_index = std::all_of(want->begin(), want->end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
@@ -245,9 +256,8 @@ size_t choose_device(std::span<const DeviceProbe> devices) {
       if (is_index ? std::to_string(i) == *want : lower(devices[i].info.name).find(lower(*want)) != std::string::npos)
         return i;
     }
-    std::string list;
-    for (const auto& d : devices) list += "\n  " + d.info.banner();
-    throw DeviceError("MEGANEURA_DEVICE=" + *want + " matches none of the Vulkan devices (give an index or part of a name):" + list);
+    throw DeviceError("MEGANEURA_DEVICE=" + *want + " matches none of the Vulkan devices (give an index or part of a name):" +
+                      device_list(devices));
   }
   size_t best = 0;
   for (size_t i = 1; i < devices.size(); ++i)
