@@ -21,7 +21,7 @@ using mntest::TempDir;
 
 namespace {
 
-constexpr int64_t kBatch = 16, kIn = 24, kHidden = 32, kClasses = 5;
+constexpr int64_t kBatch = 16, kIn = 24, kClasses = 5;
 constexpr int kSteps = 4;
 
 // What one thread's session did: the loss of every step and the final weights.
@@ -32,13 +32,14 @@ struct TrainRun {
 };
 
 // A small MLP (matmul, bias, GELU, scale — a fused elementwise chain, a generated kernel —
-// cross-entropy) trained with AdamW on batches drawn from `seed`.
-TrainRun train_mlp(uint64_t seed, int device, float scale = 1.0f) {
+// cross-entropy) trained with AdamW on batches drawn from `seed`. A `hidden` size no earlier test
+// used makes the device's pipelines anew (at once on both threads: what a race would touch).
+TrainRun train_mlp(uint64_t seed, int device, int64_t hidden, float scale = 1.0f) {
   mn::Graph g;
   auto x = g.input("x", {kBatch, kIn});
   auto y = g.input("y", {kBatch}, mn::i32);
-  auto h = mn::gelu(mn::matmul(x, g.parameter("fc1.weight", {kIn, kHidden})) + g.parameter("fc1.bias", {kHidden})) * scale;
-  auto logits = mn::matmul(h, g.parameter("fc2.weight", {kHidden, kClasses})) + g.parameter("fc2.bias", {kClasses});
+  auto h = mn::gelu(mn::matmul(x, g.parameter("fc1.weight", {kIn, hidden})) + g.parameter("fc1.bias", {hidden})) * scale;
+  auto logits = mn::matmul(h, g.parameter("fc2.weight", {hidden, kClasses})) + g.parameter("fc2.bias", {kClasses});
   g.output("logits", logits);
   mn::TrainConfig config;
   config.optimizer = mn::AdamW{.lr = 1e-2f, .weight_decay = 1e-4f};
@@ -60,13 +61,13 @@ TrainRun train_mlp(uint64_t seed, int device, float scale = 1.0f) {
 }
 
 // An inference session of its own graph: softmax(x·w) with w set from `seed`, run three times.
-std::vector<float> infer(uint64_t seed, int device) {
+std::vector<float> infer(uint64_t seed, int device, int64_t hidden) {
   mn::Graph g;
   auto x = g.input("x", {8, 40});
-  g.output("p", mn::softmax(mn::matmul(x, g.parameter("w", {40, 12})) * 0.5f, -1));
+  g.output("p", mn::softmax(mn::matmul(x, g.parameter("w", {40, hidden})) * 0.5f, -1));
   mn::Session s = mn::build_inference_session(g, {.device = device});
   mntest::Rng rng(seed);
-  s.set_parameter("w", rng.floats(40 * 12, -1, 1));
+  s.set_parameter("w", rng.floats(40 * hidden, -1, 1));
   std::vector<float> out;
   for (int i = 0; i < 3; ++i) {
     s.set_input("x", rng.floats(8 * 40, -2, 2));
@@ -82,7 +83,9 @@ struct Results {
   bool operator==(const Results&) const = default;
 };
 
-Results work(uint64_t seed, int device) { return {train_mlp(seed, device), infer(seed + 7, device)}; }
+Results work(uint64_t seed, int device, int64_t hidden) {
+  return {train_mlp(seed, device, hidden), infer(seed + 7, device, hidden)};
+}
 
 // Runs a(…) and b(…) on two threads that start together.
 void side_by_side(const std::function<void()>& a, const std::function<void()>& b) {
@@ -103,13 +106,13 @@ void side_by_side(const std::function<void()>& a, const std::function<void()>& b
     if (e) std::rethrow_exception(e);
 }
 
-// Both threads' work, alone first (the expected results), then at the same time.
-void expect_same_side_by_side(int device_a, int device_b) {
+// Both threads' work at the same time (first: on pipelines nobody made yet), then each alone.
+void expect_same_side_by_side(int device_a, int device_b, int64_t hidden) {
   const uint64_t seed = mntest::test_seed();
   SCOPED_TRACE("seed " + std::to_string(seed) + " (rerun with MEGANEURA_TEST_SEED=" + std::to_string(seed) + ")");
-  const Results alone_a = work(seed, device_a), alone_b = work(seed + 100, device_b);
   Results a, b;
-  side_by_side([&] { a = work(seed, device_a); }, [&] { b = work(seed + 100, device_b); });
+  side_by_side([&] { a = work(seed, device_a, hidden); }, [&] { b = work(seed + 100, device_b, hidden); });
+  const Results alone_a = work(seed, device_a, hidden), alone_b = work(seed + 100, device_b, hidden);
   EXPECT_TRUE(a == alone_a) << "thread A's losses or outputs differ from the same work alone";
   EXPECT_TRUE(b == alone_b) << "thread B's losses or outputs differ from the same work alone";
   EXPECT_FALSE(alone_a == alone_b) << "the two threads must do different work";
@@ -117,14 +120,14 @@ void expect_same_side_by_side(int device_a, int device_b) {
 
 }  // namespace
 
-TEST(Concurrency, TwoSessionsOnOneDevice) { expect_same_side_by_side(-1, -1); }
+TEST(Concurrency, TwoSessionsOnOneDevice) { expect_same_side_by_side(-1, -1, 32); }
 
 // -1 (the default device) and 0 get a context each: two VkInstances and VkDevices, on lavapipe
 // two logical devices of the one CPU device.
 TEST(Concurrency, TwoSessionsOnTwoLogicalDevices) {
+  expect_same_side_by_side(-1, 0, 48);  // context 0 is made here, beside -1's work
   EXPECT_NE(mn::vk::Context::get(-1), mn::vk::Context::get(0));
   EXPECT_NE(mn::vk::Context::get(-1)->device(), mn::vk::Context::get(0)->device());
-  expect_same_side_by_side(-1, 0);
 }
 
 // A device that does not exist is an error listing the devices, not a crash.
@@ -143,7 +146,7 @@ TEST(Concurrency, SharedKernelDiskCache) {
   ScopedEnv cache("MEGANEURA_CACHE_DIR", dir.path().string());  // set before the threads start
   const uint64_t seed = mntest::test_seed();
   TrainRun a, b;
-  side_by_side([&] { a = train_mlp(seed, -1, 0.75f); }, [&] { b = train_mlp(seed, 0, 0.75f); });
+  side_by_side([&] { a = train_mlp(seed, -1, 40, 0.75f); }, [&] { b = train_mlp(seed, 0, 40, 0.75f); });
   EXPECT_TRUE(a == b) << "the same session on two logical devices";
   size_t kernels = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
@@ -151,7 +154,7 @@ TEST(Concurrency, SharedKernelDiskCache) {
     kernels += e.path().extension() == ".spv";
   }
   EXPECT_GT(kernels, 0u) << "the MLP's fused chains are generated kernels";
-  side_by_side([&] { a = train_mlp(seed, -1, 0.75f); }, [&] { b = train_mlp(seed, 0, 0.75f); });
+  side_by_side([&] { a = train_mlp(seed, -1, 40, 0.75f); }, [&] { b = train_mlp(seed, 0, 40, 0.75f); });
   EXPECT_TRUE(a == b);
 }
 
