@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 
 #include "meganeura/error.hpp"
 #include "vulkan/context.hpp"
@@ -287,16 +288,25 @@ std::string DeviceInfo::banner() const {
   return s;
 }
 
+// The instance that lists devices: made once and kept, like the contexts' (vk::Context::get).
+// Destroying it let the loader unload the driver each time, whose state then showed as leaks
+// of an unnamed library under LeakSanitizer (`meganeura info`), and reloaded it on each call.
+static const vk::Instance& listing_instance() {
+  static auto* mutex = new std::mutex;
+  static vk::Instance* instance = nullptr;
+  std::lock_guard lock(*mutex);
+  if (!instance) instance = new vk::Instance();  // a failure is not kept: a later call retries
+  return *instance;
+}
+
 std::vector<DeviceInfo> list_devices() {
-  vk::Instance instance;
   std::vector<DeviceInfo> out;
-  for (auto& d : vk::probe_devices(instance)) out.push_back(std::move(d.info));
+  for (auto& d : vk::probe_devices(listing_instance())) out.push_back(std::move(d.info));
   return out;
 }
 
 DeviceInfo default_device_info() {
-  vk::Instance instance;
-  auto devices = vk::probe_devices(instance);
+  auto devices = vk::probe_devices(listing_instance());
   return devices[vk::choose_device(devices)].info;
 }
 
