@@ -1,24 +1,32 @@
 #!/usr/bin/env bash
 # All tests: set up a fresh Debian 12 machine (as root), build everything into build/ and run
 # the test suite with ctest. Exits with ctest's status. Extra arguments go to ctest
-# (for example `scripts/test.sh -R matmul`). With CI=true, also compiles a Release build with
-# warnings as errors, and runs each fuzz target for a few seconds.
+# (for example `scripts/test.sh -R matmul`).
+# With CI=true (.ci/run): build/ is a Release build with warnings as errors (GCC's -O3 passes
+# warn where the default -O2 does not), each fuzz target runs for a few seconds from its seeds,
+# and the whole suite runs again under ASan + UBSan (scripts/sanitize.sh); every part runs
+# whatever the others' outcome, and the status says whether all passed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/build.sh
-if [[ "${CI:-}" == true ]]; then
-  # GCC's -O3 passes warn where the default build's -O2 does not: CI compiles Release as well,
-  # warnings as errors (not run: the tests above the same code).
-  echo "test: CI: a Release build, warnings as errors (build-ci-release/)"
-  cmake -S . -B build-ci-release -DCMAKE_BUILD_TYPE=Release -DMEGANEURA_WERROR=ON >/dev/null
-  cmake --build build-ci-release -j "$(nproc)"
+if [[ "${CI:-}" != true ]]; then
+  scripts/build.sh
+  echo "test: ctest --test-dir build --output-on-failure $*"
+  exec ctest --test-dir build --output-on-failure "$@"
 fi
-if [[ "${CI:-}" == true ]]; then
-  # Every reader's fuzz target for a few seconds from its committed seeds (the inputs that once
-  # crashed included): a clang build of its own (build-fuzz/), about a minute of fuzzing.
-  echo "test: CI: the fuzz targets, 7 s each (scripts/fuzz.sh)"
-  scripts/fuzz.sh 7
-fi
+
+started=$SECONDS
+CMAKE_BUILD_TYPE=Release scripts/build.sh  # CI=true: warnings are errors
+status=0
 echo "test: ctest --test-dir build --output-on-failure $*"
-exec ctest --test-dir build --output-on-failure "$@"
+ctest --test-dir build --output-on-failure "$@" || status=1
+echo "test: CI: $((SECONDS - started)) s so far"
+# Every reader's fuzz target for a few seconds from its committed seeds (the inputs that once
+# crashed included): a clang build of its own (build-fuzz/), about a minute of fuzzing.
+echo "test: CI: the fuzz targets, 7 s each (scripts/fuzz.sh)"
+scripts/fuzz.sh 7 || status=1
+echo "test: CI: $((SECONDS - started)) s so far"
+echo "test: CI: the whole suite under ASan + UBSan (scripts/sanitize.sh address)"
+scripts/sanitize.sh address "$@" || status=1
+echo "test: CI: $((SECONDS - started)) s in all, status $status"
+exit "$status"

@@ -269,6 +269,14 @@ TEST(EGraph, ExtractionSurvivesCycles) {
   EXPECT_EQ(ex.best.at(g.find(r)).op, Op::Reshape);
 }
 
+// How far past its time limit run() may finish: the iteration under way completes. Sanitizer
+// builds run that iteration several times slower (0.93 s seen under ASan on a loaded machine).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr double kIterationSlack = 2.0;
+#else
+constexpr double kIterationSlack = 0.5;
+#endif
+
 // Associativity + commutativity over a 12-term sum of products: the e-graph of all
 // bracketings and orders is astronomically large. run() must stop within its limits and the
 // extracted term must still compute the same value.
@@ -293,7 +301,7 @@ void adversarial(bool explosive, size_t max_nodes = 20000) {
   EXPECT_NE(r.stop_reason, "saturated");
   EXPECT_TRUE(r.stop_reason == "node limit" || r.stop_reason == "time limit" || r.stop_reason == "iteration limit")
       << r.stop_reason;
-  EXPECT_LT(r.seconds, lim.max_seconds + 0.5);
+  EXPECT_LT(r.seconds, lim.max_seconds + kIterationSlack);
   if (max_nodes == 20000) {
     EXPECT_LT(g.node_count(), 4 * lim.max_nodes);  // one iteration overshoots, no more
   }

@@ -56,8 +56,9 @@ class Checkpoint {
   std::unique_ptr<Impl> impl_;
 };
 
-// Writes atomically: to "<path>.tmp-<pid>", fsync, rename over path, fsync the directory. An
-// interrupted write leaves any previous file at `path` intact.
+// Writes atomically: to "<path>.tmp-<tid>" (the calling thread's id), fsync, rename over path,
+// fsync the directory. An interrupted write leaves any previous file at `path` intact; two
+// threads saving one path at once leave one of the two files, whole.
 void write_safetensors(const std::string& path, const TensorFile& file);
 
 }  // namespace meganeura

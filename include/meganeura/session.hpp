@@ -49,6 +49,10 @@ struct SessionOptions {
   // Largest buffer to place parameters in (0: what the device allows); larger models span
   // several buffers. Lowered only to test that split on small models.
   uint64_t max_buffer_bytes = 0;
+  // The Vulkan device: -1, the default one (MEGANEURA_DEVICE, else the first GPU); n, the n-th of
+  // list_devices(). Sessions of one value share a logical device; each value has its own, so -1
+  // and 0 are two logical devices even where both name the same GPU (docs/api.md#threads).
+  int device = -1;
 };
 
 class Session {

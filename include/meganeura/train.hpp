@@ -37,6 +37,7 @@ struct TrainConfig {
   bool reuse_memory = true;
   bool profile = false;             // GPU timestamps per dispatch (Session::profile)
   bool optimize = true;             // run the e-graph optimizer on forward + backward, fuse elementwise chains
+  int device = -1;                  // the Vulkan device, as SessionOptions::device
 };
 
 // Builds a training session: step() runs forward, backward and (every accumulation_steps

@@ -78,7 +78,9 @@ void AtomicWriter::write(const void* bytes, size_t n) {
 }
 
 void write_atomic(const std::string& path, const std::function<void(AtomicWriter&)>& fill) {
-  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+  // The thread id, not the process id: two threads saving the same path must not share (and
+  // truncate) one temp file. A process's main thread has its pid as id.
+  const std::string tmp = path + ".tmp-" + std::to_string(::gettid());
   Fd f{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666)};
   if (f.fd < 0) fail("cannot write", path, errno);
   try {

@@ -60,8 +60,8 @@ class AtomicWriter {
   const std::string& path_;
 };
 
-// Writes `path` atomically: `fill` writes "<path>.tmp-<pid>", which is fsynced, renamed over
-// `path`, and the directory fsynced. On any failure (an exception from `fill` included) the
+// Writes `path` atomically: `fill` writes "<path>.tmp-<tid>" (the calling thread's id; the pid
+// on a main thread), which is fsynced, renamed over `path`, and the directory fsynced. On any failure (an exception from `fill` included) the
 // temp file is removed and the previous file at `path`, if any, is untouched.
 void write_atomic(const std::string& path, const std::function<void(AtomicWriter&)>& fill);
 

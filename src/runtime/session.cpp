@@ -46,8 +46,8 @@ Session& Session::operator=(Session&&) noexcept = default;
 
 Session make_session(std::unique_ptr<Session::Impl> impl) { return Session(std::move(impl)); }
 
-uint64_t Session::Impl::largest_buffer() {
-  const auto ctx = vk::Context::get();
+uint64_t Session::Impl::largest_buffer(int device) {
+  const auto ctx = vk::Context::get(device);
   return std::min<uint64_t>(ctx->max_allocation_size(), ctx->limits().maxStorageBufferRange);
 }
 
@@ -58,9 +58,9 @@ static bool schedule_by_level() { return util::env_choice("MEGANEURA_SCHEDULE", 
 std::unique_ptr<Session::Impl> Session::Impl::build(const Graph& g, const lower::Lowered& low, const SessionOptions& options) {
   auto impl = std::make_unique<Session::Impl>();
   impl->options = options;
-  impl->ctx = vk::Context::get();
+  impl->ctx = vk::Context::get(options.device);
   impl->trace_hold = std::make_unique<trace::SessionHold>(impl->ctx->info().name);
-  const uint64_t largest = largest_buffer();
+  const uint64_t largest = largest_buffer(options.device);
   const uint64_t split = options.max_buffer_bytes ? std::min(options.max_buffer_bytes, largest) : largest;
   {
     trace::Scope phase("plan");
@@ -128,7 +128,7 @@ Session build_inference_session(const Graph& g, const SessionOptions& options) {
   std::vector<std::vector<std::string>> program_inputs;
   {
     trace::Scope phase("lower");
-    low = lower::lower(graph, {}, {.fuse = optimizing, .matmul = lower::matmul_tiers(vk::Context::get()->info())});
+    low = lower::lower(graph, {}, {.fuse = optimizing, .matmul = lower::matmul_tiers(vk::Context::get(options.device)->info())});
     program_inputs = add_programs(graph, low, options);
   }
   std::unique_ptr<Session::Impl> impl = Session::Impl::build(graph, low, options);

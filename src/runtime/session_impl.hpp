@@ -87,7 +87,7 @@ struct Session::Impl {
   // Plans `low`, creates the executable, uploads params blocks and constants, indexes names.
   static std::unique_ptr<Impl> build(const Graph& g, const lower::Lowered& low, const SessionOptions& options);
   // The largest buffer the device takes and binds (maxMemoryAllocationSize, maxStorageBufferRange).
-  static uint64_t largest_buffer();
+  static uint64_t largest_buffer(int device);
   // Throws the first failure a kernel reported in the status block (and clears it).
   void check_status();
   // Draws the default initialiser of every parameter (or of one) that has one and was never

@@ -26,7 +26,7 @@ Session build_session(const Graph& user_graph, Tensor loss, const TrainConfig& c
     trace::Scope phase("lower");
     // Lowering's fusions belong to the optimizer: off with it.
     low = lower::lower(g, tg.grads, {.fuse = optimize::enabled(config.optimize),
-                                      .matmul = lower::matmul_tiers(vk::Context::get()->info())});
+                                      .matmul = lower::matmul_tiers(vk::Context::get(config.device)->info())});
     size_t forward_calls = 0;
     while (forward_calls < low.calls.size() && low.calls[forward_calls].node < tg.forward_end) ++forward_calls;
     lower::Lowered::CommandList forward;
@@ -36,10 +36,10 @@ Session build_session(const Graph& user_graph, Tensor loss, const TrainConfig& c
     tr.config = config;
     std::vector<train::ParamGrad> pg;
     for (size_t i = 0; i < tg.params.size(); ++i) pg.push_back({tg.params[i], tg.grads[i]});
-    train::append_optimizer_calls(g, low, pg, tr, train::update_pack_bytes(Session::Impl::largest_buffer()));
+    train::append_optimizer_calls(g, low, pg, tr, train::update_pack_bytes(Session::Impl::largest_buffer(config.device)));
     tr.loss_output = g.outputs().size() - 1;
   }
-  auto impl = Session::Impl::build(g, low, {.reuse_memory = config.reuse_memory, .profile = config.profile});
+  auto impl = Session::Impl::build(g, low, {.reuse_memory = config.reuse_memory, .profile = config.profile, .device = config.device});
   impl->train = std::move(tr);
   return make_session(std::move(impl));
 }

@@ -107,26 +107,27 @@ Context::Impl::~Impl() {
   }
 }
 
-std::shared_ptr<Context> Context::get() {
+std::shared_ptr<Context> Context::get(int device) {
   // Created on first use; a failed creation is not cached, so a later call retries. Deliberately
   // never destroyed: at exit NVIDIA's driver libraries tear themselves down before (or while)
   // static destructors run, and destroying the device then crashes the process. The OS reclaims
   // it. Sessions still free their buffers and pipelines' users when they are destroyed.
   static auto* mutex = new std::mutex;
-  static auto* shared = new std::shared_ptr<Context>;
+  static auto* shared = new std::map<int, std::shared_ptr<Context>>;
   std::lock_guard lock(*mutex);
   // A lost device serves no new work: new sessions get a new one (the old is destroyed with the
   // last session that holds it).
-  if (!*shared || (*shared)->lost()) shared->reset(new Context());
-  return *shared;
+  std::shared_ptr<Context>& context = (*shared)[device < 0 ? -1 : device];
+  if (!context || context->lost()) context.reset(new Context(device));
+  return context;
 }
 
-Context::Context() : impl_(std::make_unique<Impl>()) {
+Context::Context(int device) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   fence_timeout_s();  // a bad MEGANEURA_TIMEOUT_S fails here, before any work
   m.instance = std::make_unique<Instance>();
   auto devices = probe_devices(*m.instance);
-  m.probe = std::move(devices[choose_device(devices)]);
+  m.probe = std::move(devices[device < 0 ? choose_device(devices) : device_at(devices, device)]);
   info_ = m.probe.info;
   if (VK_API_VERSION_MAJOR(m.probe.api_version) == 1 && VK_API_VERSION_MINOR(m.probe.api_version) < 2)
     throw DeviceError(info_.name + " offers Vulkan " + info_.api +

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -39,8 +40,11 @@ struct PipelineWant {
 
 class Context {
  public:
-  // The shared default context (created on first use; see default_device_info for the choice).
-  static std::shared_ptr<Context> get();
+  // The shared context of `device` (SessionOptions::device), created on first use: -1 is the
+  // default device (see default_device_info for the choice), n the n-th of list_devices(). Each
+  // value has a context of its own (instance, logical device, queue, pipelines), so -1 and the
+  // index it picks are two logical devices on one GPU. Throws DeviceError for an unknown index.
+  static std::shared_ptr<Context> get(int device = -1);
   ~Context();
 
   const DeviceInfo& info() const { return info_; }
@@ -105,7 +109,7 @@ class Context {
   std::vector<std::string> take_validation_messages();
 
  private:
-  Context();
+  explicit Context(int device);
   // If `outstanding`, waits for that earlier submission (the timeout) and resets its fence.
   void catch_up(VkFence fence, bool& outstanding, std::string_view what);
   // The instance, logical device, pools and pipeline cache, destroyed in the right order by

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 
 #include "meganeura/error.hpp"
 #include "vulkan/context.hpp"
@@ -238,6 +239,17 @@ std::vector<DeviceProbe> probe_devices(const Instance& instance) {
   return out;
 }
 
+static std::string device_list(std::span<const DeviceProbe> devices) {
+  std::string list;
+  for (const auto& d : devices) list += "\n  " + d.info.banner();
+  return list;
+}
+
+size_t device_at(std::span<const DeviceProbe> devices, int index) {
+  if (index >= 0 && static_cast<size_t>(index) < devices.size()) return static_cast<size_t>(index);
+  throw DeviceError("device " + std::to_string(index) + " does not exist: the Vulkan devices are" + device_list(devices));
+}
+
 size_t choose_device(std::span<const DeviceProbe> devices) {
   if (auto want = env("MEGANEURA_DEVICE")) {
     const bool is_index = std::all_of(want->begin(), want->end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
@@ -245,9 +257,8 @@ size_t choose_device(std::span<const DeviceProbe> devices) {
       if (is_index ? std::to_string(i) == *want : lower(devices[i].info.name).find(lower(*want)) != std::string::npos)
         return i;
     }
-    std::string list;
-    for (const auto& d : devices) list += "\n  " + d.info.banner();
-    throw DeviceError("MEGANEURA_DEVICE=" + *want + " matches none of the Vulkan devices (give an index or part of a name):" + list);
+    throw DeviceError("MEGANEURA_DEVICE=" + *want + " matches none of the Vulkan devices (give an index or part of a name):" +
+                      device_list(devices));
   }
   size_t best = 0;
   for (size_t i = 1; i < devices.size(); ++i)
@@ -277,16 +288,25 @@ std::string DeviceInfo::banner() const {
   return s;
 }
 
+// The instance that lists devices: made once and kept, like the contexts' (vk::Context::get).
+// Destroying it let the loader unload the driver each time, whose state then showed as leaks
+// of an unnamed library under LeakSanitizer (`meganeura info`), and reloaded it on each call.
+static const vk::Instance& listing_instance() {
+  static auto* mutex = new std::mutex;
+  static vk::Instance* instance = nullptr;
+  std::lock_guard lock(*mutex);
+  if (!instance) instance = new vk::Instance();  // a failure is not kept: a later call retries
+  return *instance;
+}
+
 std::vector<DeviceInfo> list_devices() {
-  vk::Instance instance;
   std::vector<DeviceInfo> out;
-  for (auto& d : vk::probe_devices(instance)) out.push_back(std::move(d.info));
+  for (auto& d : vk::probe_devices(listing_instance())) out.push_back(std::move(d.info));
   return out;
 }
 
 DeviceInfo default_device_info() {
-  vk::Instance instance;
-  auto devices = vk::probe_devices(instance);
+  auto devices = vk::probe_devices(listing_instance());
   return devices[vk::choose_device(devices)].info;
 }
 

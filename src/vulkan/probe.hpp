@@ -35,5 +35,7 @@ std::vector<DeviceProbe> probe_devices(const Instance& instance);
 // else the first discrete GPU, then integrated, virtual, CPU. Throws DeviceError listing the
 // devices when MEGANEURA_DEVICE matches none.
 size_t choose_device(std::span<const DeviceProbe> devices);
+// `index` of list_devices() (SessionOptions::device); throws DeviceError listing them when out of range.
+size_t device_at(std::span<const DeviceProbe> devices, int index);
 
 }  // namespace meganeura::vk
