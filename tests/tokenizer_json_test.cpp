@@ -143,6 +143,20 @@ TEST(TokenizerJson, UnsupportedPartsAreNamedByPath) {
   EXPECT_THAT(load_error(spec), StartsWith("meganeura: tokenizer.json: truncation is set"));
 }
 
+TEST(TokenizerJson, ASecondByteLevelIsRefused) {
+  // Each ByteLevel re-encodes the bytes of the one before, doubling every byte at or above 0x80:
+  // a fuzzed file chaining a dozen of them took 14 s to encode 600 bytes
+  // (fuzz/corpus/tokenizer/timeout-chained-byte-level).
+  json spec = tiny();
+  spec["pre_tokenizer"] = json::parse(R"({"type": "Sequence", "pretokenizers": [
+      {"type": "Digits", "individual_digits": true}, {"type": "ByteLevel", "add_prefix_space": false},
+      {"type": "Sequence", "pretokenizers": [{"type": "ByteLevel", "add_prefix_space": false}]}]})");
+  EXPECT_THAT(load_error(spec), StartsWith("meganeura: tokenizer.json: pre_tokenizer.pretokenizers[2].pretokenizers[0] "
+                                           "is a second ByteLevel step"));
+  spec["pre_tokenizer"]["pretokenizers"].erase(2);
+  EXPECT_NO_THROW(Tokenizer::from_json(spec.dump()));
+}
+
 TEST(TokenizerJson, InconsistentModelsAreRefused) {
   json spec = tiny();
   spec["model"]["merges"][1] = json::array({"Ġ", "c"});
