@@ -53,7 +53,7 @@ TEST(GradTable, EveryDifferentiableOpHasGradientCases) {
 // The gradient-rule column of the op table, as written in op_list.hpp.
 std::map<Op, std::string> gradient_rules() {
   std::map<Op, std::string> m;
-#define MN_GRAD_RULE(e, name, kind, lo, hi, rule, grad) m[Op::e] = #grad;
+#define MN_GRAD_RULE(e, name, kind, lo, hi, rule, grad, lowering) m[Op::e] = #grad;
   MN_OP_LIST(MN_GRAD_RULE)
 #undef MN_GRAD_RULE
   return m;

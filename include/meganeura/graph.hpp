@@ -22,7 +22,7 @@ std::string shape_str(const Shape& s);  // "[2,3,4]"
 int64_t numel(const Shape& s);
 
 enum class Op : uint8_t {
-#define MN_OP_ENUM(e, name, kind, lo, hi, rule, grad) e,
+#define MN_OP_ENUM(e, name, kind, lo, hi, rule, grad, lowering) e,
   MN_OP_LIST(MN_OP_ENUM)
 #undef MN_OP_ENUM
 };

@@ -11,7 +11,7 @@ namespace autodiff {
 namespace {
 
 constexpr GradRule kRules[] = {
-#define MN_GRAD_ROW(e, name, kind, lo, hi, rule, grad) grad,
+#define MN_GRAD_ROW(e, name, kind, lo, hi, rule, grad, lowering) grad,
     MN_OP_LIST(MN_GRAD_ROW)
 #undef MN_GRAD_ROW
 };

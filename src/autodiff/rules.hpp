@@ -38,7 +38,7 @@ class GradContext {
 
 using GradRule = void (*)(GradContext&);
 
-#define MN_DECLARE_GRAD(e, name, kind, lo, hi, rule, grad) void grad(GradContext&);
+#define MN_DECLARE_GRAD(e, name, kind, lo, hi, rule, grad, lowering) void grad(GradContext&);
 MN_OP_LIST(MN_DECLARE_GRAD)
 #undef MN_DECLARE_GRAD
 

@@ -5,7 +5,7 @@ namespace meganeura::graph {
 namespace {
 
 constexpr OpInfo kOps[] = {
-#define MN_OP_ROW(e, name, kind, lo, hi, rule, grad) {name, OpKind::kind, lo, hi, rule},
+#define MN_OP_ROW(e, name, kind, lo, hi, rule, grad, lowering) {name, OpKind::kind, lo, hi, rule},
     MN_OP_LIST(MN_OP_ROW)
 #undef MN_OP_ROW
 };

@@ -60,7 +60,7 @@ OutType infer(Op op, std::vector<InputType> inputs, Attrs& attrs, const std::str
 bool broadcast_shapes(const Shape& a, const Shape& b, Shape& out);
 
 // Shape rules (src/graph/shape_rules.cpp), one per row of the op table.
-#define MN_DECLARE_RULE(e, name, kind, lo, hi, rule, grad) OutType rule(InferContext&);
+#define MN_DECLARE_RULE(e, name, kind, lo, hi, rule, grad, lowering) OutType rule(InferContext&);
 MN_OP_LIST(MN_DECLARE_RULE)
 #undef MN_DECLARE_RULE
 

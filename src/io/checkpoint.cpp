@@ -10,7 +10,7 @@
 #include "io/safetensors_layout.hpp"
 #include "meganeura/error.hpp"
 #include "meganeura/io.hpp"
-#include "runtime/half.hpp"
+#include "util/half.hpp"
 
 namespace meganeura {
 

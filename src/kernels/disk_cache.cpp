@@ -8,7 +8,7 @@
 #include <cstring>
 #include <fstream>
 
-#include "kernels/log_topic.hpp"
+#include "util/log_topic.hpp"
 
 namespace meganeura::kernels {
 
@@ -42,7 +42,7 @@ const char* env(const char* name) {
 }
 
 void log(const std::string& msg) {
-  if (log_topic("kernels")) std::fprintf(stderr, "meganeura: kernel cache: %s\n", msg.c_str());
+  if (util::log_topic("kernels")) std::fprintf(stderr, "meganeura: kernel cache: %s\n", msg.c_str());
 }
 
 // The header after the magic: payload size, payload checksum, length of the name, the name.

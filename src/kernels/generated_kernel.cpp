@@ -7,7 +7,7 @@
 
 #include "kernels/disk_cache.hpp"
 #include "kernels/glsl_library.hpp"
-#include "kernels/log_topic.hpp"
+#include "util/log_topic.hpp"
 #include "kernels/shader_compiler.hpp"
 
 namespace meganeura::kernels {
@@ -51,7 +51,7 @@ std::vector<uint32_t> generated_spirv(const GeneratedKernel& k) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<uint32_t> words = compile_compute_shader(k.source, k.name);
   ++compiled;
-  if (log_topic("kernels"))
+  if (util::log_topic("kernels"))
     std::fprintf(stderr, "meganeura: compiled %s (%zu words of SPIR-V) in %.0f ms\n", k.name.c_str(), words.size(),
                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   disk.write(file, std::as_bytes(std::span(words)));

@@ -71,14 +71,16 @@ struct Lowered {
 // The nodes that `roots` depend on, roots included (nodes are in topological order).
 std::vector<bool> reaching(const Graph& g, const std::vector<int>& roots);
 
+// Everything lowering depends on besides the graph: sessions fill it at the edge, from the device
+// and the environment (src/runtime/stage_options.cpp); lowering itself reads no environment.
 struct LowerOptions {
-  // Lowering's own fusions: chains of elementwise ops become one generated kernel
-  // (fuse_elementwise.hpp), matmuls sharing an input one dispatch (horizontal.hpp). Sessions turn
-  // them on with the optimizer, so that a graph without it runs exactly as written;
-  // MEGANEURA_FUSE_ELEMENTWISE=0 and MEGANEURA_HORIZONTAL_FUSION=0 turn each off everywhere.
+  // The fusion passes (src/lower/fuse/). Sessions turn them on with the optimizer, so that a
+  // graph without it runs exactly as written.
   bool fuse = false;
-  // Which matmul kernels the device offers (sessions fill it from the device and environment);
-  // the default is the exact f32 tiers.
+  bool fuse_elementwise = true;  // with fuse: chains of elementwise ops as one generated kernel
+  bool group_matmuls = true;     // with fuse: matmuls sharing an input as one dispatch
+  bool log = false;              // print the dispatch groups after each pass to stderr
+  // Which matmul kernels the device offers; the default is the exact f32 tiers.
   MatMulTiers matmul;
 };
 

@@ -1,11 +1,11 @@
-// Which kernel runs a matmul: the tiers a device offers, the environment switches that turn
-// each off, and the choice for one product's shape (docs/performance.md, "Matmul tiers").
+// Which kernel runs a matmul: the tiers a device offers (sessions fill them from the device and
+// the environment, runtime/stage_options.hpp) and the choice for one product's shape
+// (docs/performance.md, "Matmul tiers").
 #pragma once
 #include <cstdint>
 #include <string>
 
 #include "kernels/kernel_abi.hpp"
-#include "meganeura/device.hpp"
 
 namespace meganeura::lower {
 
@@ -33,25 +33,6 @@ struct MatMulTiers {
   // (fewer, longer steps: the latency of each step's loads is paid half as often), else 32.
   uint32_t k_step = 0;
 };
-
-// The tiers of `device` as the environment allows:
-//   MEGANEURA_MATMUL_PRECISION  highest (exact f32: no tensor cores), high (default: tensor cores,
-//                               f16 scaled per block into f32's range) or medium (bf16 where the
-//                               KHR bf16 kernel was built, else high)
-//   MEGANEURA_COOPMAT=0, MEGANEURA_GEMV=0   turn that tier off
-//   MEGANEURA_SPLIT_K           0 (off), or a number of splits to force
-//   MEGANEURA_SPLIT_K_SUM       kernel (default: the product's last split adds the partials) or
-//                               pass (a summing dispatch after it)
-//   MEGANEURA_MATMUL            tiled | gemv | coopmat: force one tier (tests, benchmarks)
-//   MEGANEURA_FLASH_ATTENTION   0: attention never on tensor cores; 1: wherever its shape allows
-//                               (an error where the device has none); blocks / split: also pick
-//                               the forward kernel (128-row blocks, or keys split; tests)
-//   MEGANEURA_COOP_K_STEP       32 or 64: the tensor-core kernels' K step for every product (unset:
-//                               64 where the workgroups fit one per SM, known from the device)
-//   MEGANEURA_ATTENTION_BLOCKS  0: the exact attention forward always one workgroup per row; 1:
-//                               blocks of rows wherever the head dims allow (tests)
-// Throws Error on a value it does not know, or on a forced tier the device lacks.
-MatMulTiers matmul_tiers(const DeviceInfo& device);
 
 // How one product runs.
 struct MatMulPlan {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "meganeura/graph.hpp"
+#include "graph/pattern.hpp"
 #include "optimize/attrs_hash.hpp"
 
 namespace meganeura::optimize {
@@ -95,21 +96,18 @@ bool operator<(const ENode& a, const ENode& b);
 
 // ---- patterns and rewrites ----------------------------------------------------------------------
 
-// A pattern: a variable ("?x") matching any class, or an op with child patterns and an optional
-// guard on the matched e-node's attributes.
-struct Pattern {
-  std::string var;  // non-empty: a variable
-  Op op = Op::Input;
-  std::vector<Pattern> children;
-  bool (*attr_guard)(const Attrs&) = nullptr;
-};
-Pattern var(std::string name);
-Pattern node(Op op, std::vector<Pattern> children, bool (*attr_guard)(const Attrs&) = nullptr);
+// Patterns (graph/pattern.hpp): variables and op nodes, shared with lowering's passes.
+using patterns::node;
+using patterns::Pattern;
+using patterns::var;
 
 struct Match {
   ClassId root;
   std::unordered_map<std::string, ClassId> vars;
   std::vector<const ENode*> nodes;  // the matched e-nodes, in pattern pre-order
+  std::unordered_map<std::string, const ENode*> named;  // the e-nodes of named op nodes (Pattern::as)
+  // The e-node that the op node named `name` matched.
+  const ENode& node(const std::string& name) const { return *named.at(name); }
 };
 
 struct Rewrite {

@@ -4,7 +4,7 @@
 #include <map>
 #include <sstream>
 
-#include "kernels/log_topic.hpp"
+#include "util/log_topic.hpp"
 #include "util/env.hpp"
 
 namespace meganeura::optimize {
@@ -54,7 +54,7 @@ std::unique_ptr<Graph> optimize(const Graph& g, Report* report, const std::vecto
   };
   for (Op op : {Op::Silu, Op::RmsNorm, Op::LayerNorm, Op::Gelu, Op::GeluTanh, Op::Softmax, Op::SwiGlu, Op::Linear, Op::Attention})
     if (int gained = count(*out, op) - count(g, op); gained > 0) r.fusions.emplace_back(std::string(op_name(op)), gained);
-  if (kernels::log_topic("optimize")) std::fprintf(stderr, "meganeura: %s\n", r.to_string().c_str());
+  if (util::log_topic("optimize")) std::fprintf(stderr, "meganeura: %s\n", r.to_string().c_str());
   if (report) *report = std::move(r);
   return out;
 }

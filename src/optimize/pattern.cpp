@@ -9,20 +9,6 @@
 
 namespace meganeura::optimize {
 
-Pattern var(std::string name) {
-  Pattern p;
-  p.var = std::move(name);
-  return p;
-}
-
-Pattern node(Op op, std::vector<Pattern> children, bool (*attr_guard)(const Attrs&)) {
-  Pattern p;
-  p.op = op;
-  p.children = std::move(children);
-  p.attr_guard = attr_guard;
-  return p;
-}
-
 namespace {
 
 constexpr ClassId kUnbound = std::numeric_limits<ClassId>::max();
@@ -39,6 +25,7 @@ struct Matcher {
   const EGraph& g;
   std::vector<Flat> flat;
   std::vector<std::string> names;
+  std::vector<std::string> captured;  // each op node's capture name, in pre-order (as `nodes`)
   std::vector<ClassId> binding;
   std::vector<std::pair<int, ClassId>> goals;  // (flat index, class) still to match
   std::vector<const ENode*> nodes;
@@ -57,6 +44,7 @@ struct Matcher {
       flat[id].var = v;
       return id;
     }
+    captured.push_back(p.name);
     for (const Pattern& c : p.children) {
       int k = flatten(c);
       flat[id].kids.push_back(k);
@@ -69,6 +57,8 @@ struct Matcher {
     m.root = root;
     for (size_t v = 0; v < names.size(); ++v) m.vars.emplace(names[v], binding[v]);
     m.nodes = nodes;
+    for (size_t k = 0; k < captured.size(); ++k)
+      if (!captured[k].empty()) m.named.emplace(captured[k], nodes[k]);
     out.push_back(std::move(m));
   }
 
@@ -116,7 +106,7 @@ struct Matcher {
 std::vector<Match> search(const EGraph& g, const Pattern& p, size_t limit) {
   std::vector<Match> out;
   if (limit == 0) return out;
-  Matcher m{g, {}, {}, {}, {}, {}, out, limit};
+  Matcher m{g, {}, {}, {}, {}, {}, {}, out, limit};
   m.flatten(p);
   m.binding.assign(m.names.size(), kUnbound);
   for (ClassId c : g.classes()) {

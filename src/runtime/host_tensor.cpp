@@ -4,7 +4,7 @@
 
 #include "meganeura/error.hpp"
 #include "meganeura/session.hpp"
-#include "runtime/half.hpp"
+#include "util/half.hpp"
 
 namespace meganeura {
 

@@ -13,6 +13,7 @@
 #include "plan/planner.hpp"
 #include "optimize/optimize.hpp"
 #include "runtime/session_impl.hpp"
+#include "runtime/stage_options.hpp"
 #include "util/env.hpp"
 #include "vulkan/executable.hpp"
 
@@ -128,7 +129,7 @@ Session build_inference_session(const Graph& g, const SessionOptions& options) {
   std::vector<std::vector<std::string>> program_inputs;
   {
     trace::Scope phase("lower");
-    low = lower::lower(graph, {}, {.fuse = optimizing, .matmul = lower::matmul_tiers(vk::Context::get(options.device)->info())});
+    low = lower::lower(graph, {}, runtime::lower_options(vk::Context::get(options.device)->info(), optimizing));
     program_inputs = add_programs(graph, low, options);
   }
   std::unique_ptr<Session::Impl> impl = Session::Impl::build(graph, low, options);

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include "lower/emit.hpp"
+#include "lower/emit/emitter.hpp"
 #include "meganeura/error.hpp"
 #include "train/update_packs.hpp"
 #include "util/env.hpp"

@@ -10,6 +10,7 @@
 #include "meganeura/io.hpp"
 #include "meganeura/train.hpp"
 #include "runtime/session_impl.hpp"
+#include "runtime/stage_options.hpp"
 #include "optimize/optimize.hpp"
 #include "train/optimizer_calls.hpp"
 #include "train/training_graph.hpp"
@@ -25,8 +26,8 @@ Session build_session(const Graph& user_graph, Tensor loss, const TrainConfig& c
   {
     trace::Scope phase("lower");
     // Lowering's fusions belong to the optimizer: off with it.
-    low = lower::lower(g, tg.grads, {.fuse = optimize::enabled(config.optimize),
-                                      .matmul = lower::matmul_tiers(vk::Context::get(config.device)->info())});
+    low = lower::lower(g, tg.grads,
+                       runtime::lower_options(vk::Context::get(config.device)->info(), optimize::enabled(config.optimize)));
     size_t forward_calls = 0;
     while (forward_calls < low.calls.size() && low.calls[forward_calls].node < tg.forward_end) ++forward_calls;
     lower::Lowered::CommandList forward;

@@ -3,7 +3,7 @@
 #include <map>
 #include <set>
 
-#include "lower/horizontal.hpp"
+#include "lower/packing.hpp"
 
 namespace meganeura::train {
 

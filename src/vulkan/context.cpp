@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <thread>
 
-#include "kernels/log_topic.hpp"
+#include "util/log_topic.hpp"
 #include "meganeura/error.hpp"
 #include "vulkan/context_impl.hpp"
 #include "vulkan/fault.hpp"
@@ -17,7 +17,7 @@ namespace meganeura::vk {
 namespace {
 
 bool pipeline_statistics_wanted(const DeviceProbe& d) {
-  return kernels::log_topic("pipelines") && d.has_extension(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+  return util::log_topic("pipelines") && d.has_extension(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
 }
 
 // The first compute-capable family, preferring one with timestamps (for dispatch timing).

@@ -3,7 +3,7 @@
 // plain elementwise binaries and lower through emit_elementwise.
 #include <algorithm>
 
-#include "lower/emit.hpp"
+#include "lower/emit/emitters.hpp"
 #include "meganeura/error.hpp"
 
 namespace meganeura::lower {

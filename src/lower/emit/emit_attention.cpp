@@ -2,8 +2,7 @@
 // seq_major, [B, S, H, D].
 #include <algorithm>
 
-#include "lower/emit.hpp"
-#include "lower/pairs.hpp"
+#include "lower/emit/emitters.hpp"
 #include "meganeura/error.hpp"
 #include "meganeura/ops.hpp"
 
@@ -55,17 +54,6 @@ uint32_t head_groups(int64_t n, int id) {
 }
 
 }  // namespace
-
-std::vector<int> pair_attention_grads(const Graph& g, const std::vector<bool>& live) {
-  return pair_nodes(g, live, [&](int a, int b) {  // d k and d v of one attention
-    const Node &x = g.node(a), &y = g.node(b);
-    if (x.op != Op::AttentionBackward || y.op != Op::AttentionBackward || x.inputs != y.inputs) return false;
-    Attrs ax = x.attrs, ay = y.attrs;
-    if (ax.axis + ay.axis != ATT_GRAD_K + ATT_GRAD_V || ax.axis == ATT_GRAD_Q || ay.axis == ATT_GRAD_Q) return false;
-    ay.axis = ax.axis;
-    return ax == ay;
-  });
-}
 
 void emit_attention(Emitter& e, int id, int partner) {
   const Node& n = e.node(id);

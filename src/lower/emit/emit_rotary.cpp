@@ -1,7 +1,6 @@
 // Rotary embedding: one dispatch per rotary node, or per pair of them (a layer's q and k) that
 // share cos and sin. See kernel_abi.hpp (Rotary).
-#include "lower/emit.hpp"
-#include "lower/pairs.hpp"
+#include "lower/emit/emitters.hpp"
 #include "meganeura/error.hpp"
 
 namespace meganeura::lower {
@@ -25,14 +24,6 @@ RotaryPart rotary_part(const Emitter& e, int id) {
     p.sin_stride[i] = u32(st[2][i], "stride");
   }
   return p;
-}
-
-std::vector<int> pair_rotaries(const Graph& g, const std::vector<bool>& live) {
-  return pair_nodes(g, live, [&](int a, int b) {  // the same cos, sin and direction
-    const Node &x = g.node(a), &y = g.node(b);
-    return x.op == Op::Rotary && y.op == Op::Rotary && y.inputs[1] == x.inputs[1] && y.inputs[2] == x.inputs[2] &&
-           y.attrs.count == x.attrs.count;
-  });
 }
 
 void emit_rotary(Emitter& e, int id, int partner) {

@@ -3,7 +3,7 @@
 #include <map>
 
 #include "kernels/pointwise_source.hpp"
-#include "lower/fuse_elementwise.hpp"
+#include "lower/emit/emitters.hpp"
 #include "meganeura/error.hpp"
 
 namespace meganeura::lower {
@@ -46,10 +46,10 @@ PointwiseValue member_value(const Node& n, const Graph& g, const std::map<int, i
   return v;
 }
 
-std::string label(const Graph& g, const FusionGroup& grp, const std::string& name) {
-  std::string s = name + " %" + std::to_string(grp.root);
-  for (size_t k = 0; k < grp.inputs.size(); ++k) s.append(k ? "," : " ").append(shape_str(g.node(grp.inputs[k]).shape));
-  const Node& root = g.node(grp.root);
+std::string label(const Graph& g, const DispatchGroup& grp, const std::string& name) {
+  std::string s = name + " %" + std::to_string(grp.anchor);
+  for (size_t k = 0; k < grp.reads.size(); ++k) s.append(k ? "," : " ").append(shape_str(g.node(grp.reads[k]).shape));
+  const Node& root = g.node(grp.anchor);
   s += " -> " + shape_str(root.shape);
   if (!root.name.empty()) s += " (" + root.name + ")";
   return s;
@@ -57,22 +57,22 @@ std::string label(const Graph& g, const FusionGroup& grp, const std::string& nam
 
 }  // namespace
 
-void emit_fused(Emitter& e, const FusionGroup& grp) {
+void emit_pointwise(Emitter& e, const DispatchGroup& grp) {
   const Graph& g = e.graph();
-  const Node& root = g.node(grp.root);
+  const Node& root = g.node(grp.anchor);
   kernels::PointwiseExpr expr;
-  expr.inputs = static_cast<uint32_t>(grp.inputs.size());
+  expr.inputs = static_cast<uint32_t>(grp.reads.size());
   std::map<int, int> value_of;  // node -> value index
-  for (size_t j = 0; j < grp.inputs.size(); ++j) {
+  for (size_t j = 0; j < grp.reads.size(); ++j) {
     PointwiseValue load;
     load.input = static_cast<int>(j);
-    load.dtype = dtype_code(g.node(grp.inputs[j]).dtype);
+    load.dtype = dtype_code(g.node(grp.reads[j]).dtype);
     load.what = "input " + std::to_string(j);
-    value_of[grp.inputs[j]] = static_cast<int>(expr.values.size());
+    value_of[grp.reads[j]] = static_cast<int>(expr.values.size());
     expr.values.push_back(load);
   }
   std::string ops;
-  for (int m : grp.members) {
+  for (int m : grp.nodes) {
     value_of[m] = static_cast<int>(expr.values.size());
     expr.values.push_back(member_value(g.node(m), g, value_of));
     ops.append(ops.empty() ? "" : ",").append(op_name(g.node(m).op));
@@ -82,7 +82,7 @@ void emit_fused(Emitter& e, const FusionGroup& grp) {
   // Inputs read at broadcast strides over the root's shape; the output is contiguous.
   Shape shape = root.shape;
   std::vector<Strides> strides;
-  for (int in : grp.inputs) strides.push_back(broadcast_strides(g.node(in).shape, root.shape));
+  for (int in : grp.reads) strides.push_back(broadcast_strides(g.node(in).shape, root.shape));
   strides.push_back(contiguous_strides(root.shape));
   collapse(shape, strides);
   kernels::PointwiseParams p{};
@@ -90,12 +90,12 @@ void emit_fused(Emitter& e, const FusionGroup& grp) {
   p.rank = static_cast<uint32_t>(shape.size());
   for (size_t d = 0; d < shape.size(); ++d) {
     p.shape[d] = u32(shape[d], "dimension");
-    for (size_t j = 0; j < grp.inputs.size(); ++j) p.in_stride[j * kernels::kMaxKernelRank + d] = u32(strides[j][d], "stride");
+    for (size_t j = 0; j < grp.reads.size(); ++j) p.in_stride[j * kernels::kMaxKernelRank + d] = u32(strides[j][d], "stride");
   }
   const std::string call_label = label(g, grp, kernel.name);
-  KernelCall& c = e.generated_call(std::move(kernel), grp.root, call_label);
-  for (int in : grp.inputs) c.tensors.push_back({in, false});
-  c.tensors.push_back({grp.root, true});
+  KernelCall& c = e.generated_call(std::move(kernel), grp.anchor, call_label);
+  for (int in : grp.reads) c.tensors.push_back({in, false});
+  c.tensors.push_back({grp.anchor, true});
   c.groups = {groups_for(p.n), 1, 1};
   Emitter::set_params(c, p);
 }

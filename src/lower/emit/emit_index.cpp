@@ -1,6 +1,6 @@
 // Index ops (gather, scatter_add, one_hot) and the fused cross-entropy. Kernels that read
 // indices check them and report the first bad one through the status block.
-#include "lower/emit.hpp"
+#include "lower/emit/emitters.hpp"
 #include "meganeura/error.hpp"
 
 namespace meganeura::lower {

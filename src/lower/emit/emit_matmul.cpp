@@ -1,0 +1,303 @@
+// Matmul groups: one dispatch for products that share A, M, K and batch (a single product, or a
+// group from fuse/matmul_siblings.cpp), with what the group computes besides (MatMulFusions): a
+// swiglu in the tensor-core store, a norm or rotary pair in split-K's summing pass, an rms_norm
+// in the GEMV's loads. Product g reads B at element b_offsets[g] of `weights` and writes C at
+// c_offsets[g] of `outputs`.
+#include <algorithm>
+#include <bit>
+
+#include "lower/emit/emitters.hpp"
+#include "meganeura/error.hpp"
+
+namespace meganeura::lower {
+
+using namespace kernels;
+
+bool is_coop(Kernel k) { return k == Kernel::MatMulCoopNV || k == Kernel::MatMulCoopKHR || k == Kernel::MatMulCoopKHRBf16; }
+
+// Spec 11, K_STEP, where it is not the default 32: spec 9 (GLU) and 10 (K_GROUPS) are filled in
+// with their defaults first (spec constants are positional).
+void coop_k_step(std::vector<uint32_t>& spec, const MatMulPlan& plan) {
+  if (plan.k_step == 32) return;
+  spec.resize(10, 0u);
+  spec.push_back(plan.k_step);
+}
+
+namespace {
+
+struct Operands {
+  int weights, outputs;
+  std::vector<uint32_t> b_offsets, c_offsets;  // in elements
+};
+
+// What every call of one matmul dispatch shares.
+struct Dispatch {
+  int id = -1;  // the first product: its A, epilogue and label
+  MatMulParams p{};
+  MatMulPlan plan;
+  std::string what;
+  int64_t M = 0;
+  bool glu_here = false, norm_a_here = false;
+  int a_tensor = -1, weights = -1, outputs = -1, bias = -1, res = -1;
+  std::vector<uint32_t> epilogue, layout;
+  std::array<uint32_t, 3> groups{};
+};
+
+// The batch dimensions of the params block (and a residual's strides), collapsed to 4 or fewer.
+void fill_batch(const Emitter& e, const Node& n, int id, MatMulParams& p, int residual) {
+  const Shape &a = e.node(n.inputs[0]).shape, &b = e.node(n.inputs[1]).shape;
+  Shape batch(n.shape.begin(), n.shape.end() - 2);
+  auto batch_strides = [&](const Shape& x) {  // broadcast strides of x's batch dims, in elements
+    Shape xb(x.begin(), x.end() - 2);
+    Strides st = broadcast_strides(xb, batch);
+    for (auto& s : st) s *= x[x.size() - 2] * x.back();
+    return st;
+  };
+  std::vector<Strides> st = {batch_strides(a), batch_strides(b), contiguous_strides(batch)};
+  if (residual >= 0) {  // its strides over the whole output (0 on broadcast dims)
+    Strides rs = broadcast_strides(e.node(residual).shape, n.shape);
+    p.r_row_stride = u32(rs[rs.size() - 2], "stride");
+    p.r_col_stride = u32(rs.back(), "stride");
+    st.push_back(Strides(rs.begin(), rs.end() - 2));
+  }
+  const int64_t batch_count = numel(batch);
+  collapse(batch, st);
+  if (batch.size() > 4)
+    throw ShapeError("matmul %" + std::to_string(id) + ": batch dimensions " + shape_str(batch) +
+                     " do not collapse to 4 or fewer; reshape the operands");
+  p.batch = u32(batch_count, "matmul batch");
+  p.batch_rank = static_cast<uint32_t>(batch.size());
+  for (size_t d = 0; d < batch.size(); ++d) {
+    p.batch_shape[d] = u32(batch[d], "batch dimension");
+    p.a_batch_stride[d] = u32(st[0][d], "batch stride");
+    p.b_batch_stride[d] = u32(st[1][d], "batch stride");
+    if (residual >= 0) p.r_batch_stride[d] = u32(st[3][d], "batch stride");
+  }
+}
+
+// Specialization constants after the epilogue's: 4 SPLIT_PARTIAL, 5 K_CONTIG (gemv), 6-8 the
+// tensor-core kernels' operand layouts (B_KCONTIG, and 16-byte vector loads where every row of
+// the operand starts 16-byte aligned: bindings are placed 256-byte aligned).
+std::vector<uint32_t> operand_layout(const MatMulParams& p, const MatMulPlan& plan, bool ta, bool tb) {
+  auto aligned = [](const uint32_t* v, size_t n) { return std::all_of(v, v + n, [](uint32_t x) { return x % 4 == 0; }); };
+  const bool vec_a = !ta && p.K % 4 == 0 && p.a_offset % 4 == 0 && aligned(p.a_batch_stride, p.batch_rank);
+  const bool vec_b = aligned(p.b_offset, p.groups) && aligned(p.b_batch_stride, p.batch_rank) &&
+                     (tb ? p.K % 4 == 0 : aligned(p.N, p.groups));
+  if (is_coop(plan.kernel) || plan.kernel == Kernel::MatMul) return {0u, vec_a ? 1u : 0u, tb ? 1u : 0u, vec_b ? 1u : 0u};
+  if (plan.kernel == Kernel::MatMulGemv) return {plan.k_contiguous, plan.k_contiguous && vec_a && vec_b ? 1u : 0u};
+  return {};
+}
+
+Dispatch plan_dispatch(Emitter& e, const std::vector<int>& products, const Operands& o, const MatMulFusions& f) {
+  Dispatch d;
+  d.id = products[0];
+  const Node& n = e.node(d.id);
+  const Shape& a = e.node(n.inputs[0]).shape;
+  const bool ta = n.attrs.transpose_a, tb = n.attrs.transpose_b;
+  d.M = n.shape[n.shape.size() - 2];
+  const int64_t K = a[a.size() - (ta ? 2 : 1)];
+  MatMulParams& p = d.p;
+  p.M = u32(d.M, "matmul M");
+  p.K = u32(K, "matmul K");
+  // Element (m,k) of A and (k,n) of B: transposes are just swapped strides.
+  p.a_row_stride = ta ? 1 : u32(K, "stride");
+  p.a_col_stride = ta ? u32(d.M, "stride") : 1;
+  p.groups = static_cast<uint32_t>(products.size());
+  uint64_t n_total = 0;
+  for (size_t g = 0; g < products.size(); ++g) {
+    const int64_t N = e.node(products[g]).shape.back();
+    p.N[g] = u32(N, "matmul N");
+    p.b_row_stride[g] = tb ? 1 : u32(N, "stride");
+    p.b_col_stride[g] = tb ? u32(K, "stride") : 1;
+    p.b_offset[g] = o.b_offsets[g];
+    p.c_offset[g] = o.c_offsets[g];
+    n_total += p.N[g];
+    if (products.size() > 1) d.what += (g ? ", %" : "with %") + std::to_string(products[g]);
+  }
+  const int res_input = n.op == Op::MatMulAdd ? 2 : 3;  // linear: (a, b, bias, residual)
+  const bool has_res = (n.op == Op::Linear || n.op == Op::MatMulAdd) && static_cast<int>(n.inputs.size()) > res_input;
+  fill_batch(e, n, d.id, p, has_res ? n.inputs[static_cast<size_t>(res_input)] : -1);
+  d.plan = plan_matmul(e.options().matmul, p.M, n_total, p.K, p.batch, /*b_k_contiguous=*/tb && K > 1);
+  for (size_t g = 0; g < products.size(); ++g)
+    p.tile0[g + 1] = p.tile0[g] + u32((p.N[g] + d.plan.tile_n - 1) / d.plan.tile_n, "matmul column tiles");
+  // A gate/up pair whose swiglu the tensor-core kernel computes as it stores (GLU,
+  // matmul_coop.glsl): each tile holds tile_n / 2 columns of both.
+  d.glu_here = f.glu >= 0 && is_coop(d.plan.kernel) && d.plan.splits == 1 && products.size() == 2 && p.N[0] == p.N[1];
+  if (d.glu_here) {
+    p.tile0[1] = p.tile0[2] = u32((p.N[0] + d.plan.tile_n / 2 - 1) / (d.plan.tile_n / 2), "matmul column tiles");
+    d.what += ", swiglu %" + std::to_string(f.glu);
+  }
+  p.splits = d.plan.splits;
+  p.k_chunk = d.plan.k_chunk;
+  const uint64_t row_jobs = (d.M + d.plan.tile_m - 1) / d.plan.tile_m * d.plan.splits;
+  if (row_jobs > kMaxGroups)
+    throw ShapeError("matmul %" + std::to_string(d.id) + ": " + std::to_string(d.M) + " rows are too many for one dispatch");
+  // Bindings 5 and 6 (bias, residual) read A and B again when there is no epilogue.
+  d.bias = n.op == Op::Linear ? n.inputs[2] : n.inputs[0];
+  d.res = has_res ? n.inputs[static_cast<size_t>(res_input)] : n.inputs[1];
+  d.epilogue = {n.op == Op::Linear ? 1u : 0u, n.op == Op::Linear ? static_cast<uint32_t>(n.attrs.count) : LIN_ACT_NONE,
+                has_res ? 1u : 0u};
+  d.groups = {std::min(p.tile0[p.groups], kMaxGroups), static_cast<uint32_t>(row_jobs), std::min<uint32_t>(p.batch, 65535)};
+  d.layout = operand_layout(p, d.plan, ta, tb);
+  // rms_norm(x, w) as A: the GEMV reads x and w (binding 7) and scales by the row's rstd as it
+  // stores; another tier gets the norm as its own call first.
+  d.norm_a_here = f.norm_a >= 0 && d.plan.kernel == Kernel::MatMulGemv && d.plan.splits == 1;
+  d.a_tensor = d.norm_a_here ? e.node(f.norm_a).inputs[0] : n.inputs[0];
+  d.weights = o.weights;
+  d.outputs = o.outputs;
+  return d;
+}
+
+// The tensor-core kernels' binding 7: the swiglu output (GLU), else C's own bytes again (never
+// written there; a tensor of its own would be a write that orders independent products).
+void bind_glu(const Dispatch& d, KernelCall& c, int glu) {
+  if (is_coop(d.plan.kernel)) c.tensors.push_back({d.glu_here ? glu : c.tensors[2].tensor, true});
+}
+
+// The tiled and tensor-core kernels' last two bindings: split-K's partials and tile counts where
+// the product's last split sums them (SPLIT_FINISH), else binding 4's tensor again (not accessed).
+bool can_finish(const Dispatch& d) { return is_coop(d.plan.kernel) || d.plan.kernel == Kernel::MatMul; }
+void bind_finish(const Dispatch& d, KernelCall& c, int partials, int counts) {
+  if (!can_finish(d)) return;
+  c.tensors.push_back({partials >= 0 ? partials : c.tensors[2].tensor, true});
+  c.tensors.push_back({counts >= 0 ? counts : c.tensors[2].tensor, true});
+}
+
+void one_pass(Emitter& e, const Dispatch& d, const MatMulFusions& f) {
+  const std::string norm_a =
+      d.norm_a_here ? (d.what.empty() ? "" : ", ") + std::string("rms_norm %") + std::to_string(f.norm_a) + " as A" : "";
+  KernelCall& c = e.call(d.plan.kernel, d.id, d.what + norm_a);
+  c.tensors = {{d.a_tensor, false}, {d.weights, false}, {d.outputs, true}, {d.bias, false}, {d.res, false}};
+  bind_glu(d, c, f.glu);
+  bind_finish(d, c, -1, -1);
+  // The GEMV's binding 7: the norm's weight (norm_a), else A again (not read).
+  if (d.plan.kernel == Kernel::MatMulGemv)
+    c.tensors.push_back({d.norm_a_here ? e.node(f.norm_a).inputs[1] : d.a_tensor, false});
+  c.spec = d.epilogue;
+  if (!d.layout.empty()) c.spec.push_back(0u);  // SPLIT_PARTIAL
+  c.spec.insert(c.spec.end(), d.layout.begin(), d.layout.end());
+  if (d.glu_here) c.spec.push_back(1u);  // GLU
+  if (is_coop(d.plan.kernel)) coop_k_step(c.spec, d.plan);
+  if (d.norm_a_here)  // spec 7 NORM_A, 8 its eps (f32 bits)
+    c.spec.insert(c.spec.end(), {1u, std::bit_cast<uint32_t>(static_cast<float>(e.node(f.norm_a).attrs.scalar))});
+  c.groups = d.groups;
+  Emitter::set_params(c, d.p);
+  if (f.norm >= 0) emit_row(e, f.norm);
+  if (f.glu >= 0 && !d.glu_here) emit_elementwise(e, f.glu);
+  if (f.rotary[0] >= 0) emit_rotary(e, f.rotary[0], f.rotary[1]);
+}
+
+// Split-K whose last split of each tile adds the partials (with the epilogue) as it finishes.
+void split_summed_in_kernel(Emitter& e, const Dispatch& d, KernelCall& part, int partials, int glu) {
+  const Node& n = e.node(d.id);
+  part.tensors = {{n.inputs[0], false}, {d.weights, false}, {d.outputs, true}, {d.bias, false}, {d.res, false}};
+  bind_glu(d, part, glu);
+  const uint64_t tiles = uint64_t{d.p.batch} * ((d.M + d.plan.tile_m - 1) / d.plan.tile_m) * d.p.tile0[d.p.groups];
+  bind_finish(d, part, partials, e.state(tiles * 4));
+  part.spec = d.epilogue;
+  part.spec.push_back(SPLIT_FINISH);
+  part.spec.insert(part.spec.end(), d.layout.begin(), d.layout.end());
+  if (is_coop(d.plan.kernel)) coop_k_step(part.spec, d.plan);
+  part.groups = d.groups;
+  Emitter::set_params(part, d.p);
+  if (glu >= 0) emit_elementwise(e, glu);
+}
+
+// The q/k rotary pair, rotated as the summing pass stores the two products it reads.
+void sum_pass_rotary(Emitter& e, const Dispatch& d, int partials, const MatMulFusions& f) {
+  MatMulRotaryParams rp{};
+  rp.matmul = d.p;
+  for (int k = 0; k < 2; ++k) {
+    rp.product[k] = f.rotary_product[k];
+    rp.part[k] = rotary_part(e, f.rotary[k]);
+  }
+  const Node& r0 = e.node(f.rotary[0]);
+  KernelCall& sum = e.call(Kernel::MatMulSplitSumRotary, d.id,
+                           "split-K sum, rotary %" + std::to_string(f.rotary[0]) + ", %" + std::to_string(f.rotary[1]));
+  sum.tensors = {{partials, false},     {d.weights, false},    {d.outputs, true},      {d.bias, false},       {d.res, false},
+                 {r0.inputs[1], false}, {r0.inputs[2], false}, {f.rotary[0], true}, {f.rotary[1], true}};
+  sum.groups = {groups_for(d.p.split_stride), 1, 1};
+  Emitter::set_params(sum, rp);
+}
+
+// The norm reading the product's rows normalises them in the summing pass, a row per workgroup.
+void sum_pass_norm(Emitter& e, const Dispatch& d, int partials, int norm) {
+  const Node& nn = e.node(norm);
+  const bool has_w = nn.inputs.size() > 1, has_b = nn.inputs.size() > 2;
+  KernelCall& sum =
+      e.call(Kernel::MatMulSplitSumNorm, d.id, "split-K sum, " + std::string(op_name(nn.op)) + " %" + std::to_string(norm));
+  sum.tensors = {{partials, false}, {d.weights, false}, {d.outputs, true}, {d.bias, false}, {d.res, false},
+                 {has_w ? nn.inputs[1] : partials, false}, {has_b ? nn.inputs[2] : partials, false}, {norm, true}};
+  sum.spec = d.epilogue;
+  const auto eps_bits = std::bit_cast<uint32_t>(static_cast<float>(nn.attrs.scalar));
+  sum.spec.insert(sum.spec.end(), {0u, nn.op == Op::RmsNorm ? NORM_RMS : NORM_LAYER, has_w ? 1u : 0u, has_b ? 1u : 0u, eps_bits});
+  sum.groups = {std::min<uint32_t>(d.p.batch * d.p.M, kMaxGroups), 1, 1};
+  Emitter::set_params(sum, d.p);
+}
+
+// Split-K: partial sums of each K range into scratch, added up (with the epilogue, which only a
+// single product has) by the last split of each tile to finish, or, where a norm or rotary reads
+// the sums, by a pass over the whole of C's extent.
+void split_k(Emitter& e, Dispatch& d, const MatMulFusions& f) {
+  uint64_t c_extent = 0;
+  for (uint32_t g = 0; g < d.p.groups; ++g)
+    c_extent = std::max<uint64_t>(c_extent, uint64_t{d.p.c_offset[g]} + uint64_t{d.p.batch} * d.p.M * d.p.N[g]);
+  d.p.split_stride = u32(c_extent, "split-K partial size");
+  const int partials = e.scratch(uint64_t{d.p.split_stride} * d.plan.splits * 4);
+  const bool in_kernel = e.options().matmul.split_finish && can_finish(d) && f.norm < 0 && f.rotary[0] < 0;
+  KernelCall& part = e.call(d.plan.kernel, d.id, d.what + (d.what.empty() ? "" : " ") + "split-K x" +
+                                                     std::to_string(d.plan.splits) + (in_kernel ? ", summed in-kernel" : ""));
+  if (in_kernel) return split_summed_in_kernel(e, d, part, partials, f.glu);
+  part.tensors = {{e.node(d.id).inputs[0], false}, {d.weights, false}, {partials, true}, {d.bias, false}, {d.res, false}};
+  bind_glu(d, part, f.glu);
+  bind_finish(d, part, -1, -1);
+  part.spec = {0u, LIN_ACT_NONE, 0u, SPLIT_PARTIAL_PASS};
+  part.spec.insert(part.spec.end(), d.layout.begin(), d.layout.end());
+  if (is_coop(d.plan.kernel)) coop_k_step(part.spec, d.plan);
+  part.groups = d.groups;
+  Emitter::set_params(part, d.p);
+  if (f.norm >= 0 && f.rotary[0] < 0) return sum_pass_norm(e, d, partials, f.norm);
+  if (f.rotary[0] >= 0) {
+    sum_pass_rotary(e, d, partials, f);
+  } else {
+    KernelCall& sum = e.call(Kernel::MatMulSplitSum, d.id, "split-K sum");
+    sum.tensors = {{partials, false}, {d.weights, false}, {d.outputs, true}, {d.bias, false}, {d.res, false}};
+    sum.spec = d.epilogue;
+    sum.groups = {groups_for(d.p.split_stride), 1, 1};
+    Emitter::set_params(sum, d.p);
+  }
+  if (f.glu >= 0) emit_elementwise(e, f.glu);
+}
+
+void emit_products(Emitter& e, const std::vector<int>& products, const Operands& o, const MatMulFusions& f) {
+  Dispatch d = plan_dispatch(e, products, o, f);
+  if (f.norm_a >= 0 && !d.norm_a_here) emit_row(e, f.norm_a);
+  if (d.plan.splits == 1) return one_pass(e, d, f);
+  split_k(e, d, f);
+}
+
+}  // namespace
+
+void emit_matmul(Emitter& e, const DispatchGroup& grp) {
+  MatMulFusions f;
+  f.norm = grp.extra(FusedAs::Norm);
+  f.glu = grp.extra(FusedAs::Glu);
+  f.norm_a = grp.extra(FusedAs::NormA);
+  int k = 0;
+  for (const Fused& x : grp.extras)
+    if (x.as == FusedAs::Rotary && k < 2) {
+      f.rotary[k] = x.node;
+      f.rotary_product[k++] = x.slot;
+    }
+  const int first = grp.nodes[0];
+  if (grp.packed_b < 0) return emit_products(e, {first}, {e.node(first).inputs[1], first, {0}, {0}}, f);
+  Operands o{grp.packed_b, grp.packed_c, {}, {}};
+  const Lowered& low = e.lowered();
+  for (int m : grp.nodes) {
+    o.b_offsets.push_back(static_cast<uint32_t>(low.tensors[static_cast<size_t>(e.node(m).inputs[1])].alias_offset / 4));
+    o.c_offsets.push_back(static_cast<uint32_t>(low.tensors[static_cast<size_t>(m)].alias_offset / 4));
+  }
+  emit_products(e, grp.nodes, o, f);
+}
+
+}  // namespace meganeura::lower

@@ -1,0 +1,79 @@
+// Reductions, and the losses that are a map then a reduction.
+#include <algorithm>
+
+#include "lower/emit/emitters.hpp"
+#include "meganeura/error.hpp"
+
+namespace meganeura::lower {
+
+using namespace kernels;
+
+// A reduction of `x` (and `b`, for two-input maps) over `axes` of `shape`.
+static void reduce_call(Emitter& e, int id, int x, int b, const Shape& shape, const std::vector<int64_t>& axes,
+                        uint32_t op, uint32_t map, float scale) {
+  Strides contig = contiguous_strides(shape);
+  Shape kept, red;
+  Strides kept_st, red_st;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    bool r = std::find(axes.begin(), axes.end(), static_cast<int64_t>(d)) != axes.end();
+    (r ? red : kept).push_back(shape[d]);
+    (r ? red_st : kept_st).push_back(contig[d]);
+  }
+  std::vector<Strides> ks = {kept_st}, rs = {red_st};
+  collapse(kept, ks);
+  collapse(red, rs);
+  ReduceParams p{};
+  p.n_out = u32(numel(kept), "reduction outputs");
+  p.n_red = u32(numel(red), "reduction length");
+  p.kept_rank = static_cast<uint32_t>(kept.size());
+  p.red_rank = static_cast<uint32_t>(red.size());
+  p.scale = scale;
+  for (size_t d = 0; d < kept.size(); ++d) {
+    p.kept_shape[d] = u32(kept[d], "dimension");
+    p.kept_stride[d] = u32(ks[0][d], "stride");
+  }
+  for (size_t d = 0; d < red.size(); ++d) {
+    p.red_shape[d] = u32(red[d], "dimension");
+    p.red_stride[d] = u32(rs[0][d], "stride");
+  }
+  KernelCall& c = e.call(Kernel::Reduce, id, "");
+  c.spec = {op, map};
+  c.tensors = {{x, false}, {b, false}, {id, true}};
+  c.groups = {std::min<uint32_t>(p.n_out, kMaxGroups), 1, 1};
+  Emitter::set_params(c, p);
+}
+
+void emit_reduce(Emitter& e, int id, int map) {
+  const Node& n = e.node(id);
+  int x = n.inputs[0];
+  if (map >= 0) {  // sum/mean of a * b, or sum/mean/max of |a|: that node is the reduction's map
+    const Node& m = e.node(map);
+    const Shape& s = m.shape;
+    int64_t n_red = 1;
+    for (int64_t a : n.attrs.axes) n_red *= s[static_cast<size_t>(a)];
+    const float scale = n.op == Op::Mean ? 1.0f / static_cast<float>(n_red) : 1.0f;
+    const int b = m.op == Op::Mul ? m.inputs[1] : m.inputs[0];
+    return reduce_call(e, id, m.inputs[0], b, s, n.attrs.axes, n.op == Op::Max ? RED_MAX : RED_SUM,
+                       m.op == Op::Mul ? MAP_MUL : MAP_ABS, scale);
+  }
+  const Shape& s = e.node(x).shape;
+  const std::vector<int64_t>& axes = n.attrs.axes;
+  int64_t n_red = 1;
+  for (int64_t a : axes) n_red *= s[static_cast<size_t>(a)];
+  std::vector<int64_t> all(s.size());
+  for (size_t d = 0; d < s.size(); ++d) all[d] = static_cast<int64_t>(d);
+  float inv_all = 1.0f / static_cast<float>(numel(s));
+  switch (n.op) {
+    case Op::Sum: return reduce_call(e, id, x, x, s, axes, RED_SUM, MAP_NONE, 1.0f);
+    case Op::Mean: return reduce_call(e, id, x, x, s, axes, RED_SUM, MAP_NONE, 1.0f / static_cast<float>(n_red));
+    case Op::Max: return reduce_call(e, id, x, x, s, axes, RED_MAX, MAP_NONE, 1.0f);
+    case Op::ArgMax: return reduce_call(e, id, x, x, s, axes, RED_ARGMAX, MAP_NONE, 1.0f);
+    case Op::MseLoss: return reduce_call(e, id, x, n.inputs[1], s, all, RED_SUM, MAP_SQDIFF, inv_all);
+    case Op::BinaryCrossEntropy: return reduce_call(e, id, x, n.inputs[1], s, all, RED_SUM, MAP_BCE, inv_all);
+    case Op::BinaryCrossEntropyWithLogits:
+      return reduce_call(e, id, x, n.inputs[1], s, all, RED_SUM, MAP_BCE_LOGITS, inv_all);
+    default: throw Error("internal: " + std::string(op_name(n.op)) + " is not a reduction");
+  }
+}
+
+}  // namespace meganeura::lower

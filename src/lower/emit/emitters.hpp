@@ -1,0 +1,54 @@
+// The emitters: each turns one dispatch group (dispatch_group.hpp) of its archetype into kernel
+// calls. emit_table.cpp maps archetypes to them; one file per op family.
+#pragma once
+#include <vector>
+
+#include "lower/dispatch_group.hpp"
+#include "lower/emit/emitter.hpp"
+
+namespace meganeura::lower {
+
+// The calls of group `grp`, by its archetype's emitter.
+void emit_group(Emitter& e, const DispatchGroup& grp);
+
+void emit_elementwise(Emitter& e, int node);  // unary, binary, compare, where, cast
+void emit_movement(Emitter& e, int node);     // permute, slice, concat, broadcast_to
+void emit_pointwise(Emitter& e, const DispatchGroup& chain);  // a chain as one generated kernel
+
+// What a matmul dispatch computes besides its products (-1: none); each runs as a call of its
+// own where the tier the products get cannot take it.
+struct MatMulFusions {
+  int norm = -1;        // the norm of a single product's result: in the split-K summing pass
+  int glu = -1;         // swiglu(products[0], products[1]): in the tensor-core kernel's store
+  int rotary[2] = {-1, -1};     // a q/k rotary pair of two products: in the split-K summing pass
+  uint32_t rotary_product[2] = {0, 0};  // which product each rotates
+  int norm_a = -1;      // rms_norm(x, w) that is the products' A: in the GEMV's loads (x·w, rstd at the store)
+};
+inline constexpr int64_t kMaxFusedNormDim = 4096;  // matmul_split_sum_norm.comp keeps a row in shared memory
+void emit_matmul(Emitter& e, const DispatchGroup& products);
+void emit_product_sum(Emitter& e, const DispatchGroup& sum);
+bool is_coop(kernels::Kernel k);  // a tensor-core matmul kernel
+// The tensor-core kernels' spec 11, K_STEP, where the plan's differs from the default.
+void coop_k_step(std::vector<uint32_t>& spec, const MatMulPlan& plan);
+
+// map: the product or abs the reduction maps as it loads, or -1.
+void emit_reduce(Emitter& e, int node, int map = -1);
+void emit_row(Emitter& e, int node);    // softmax, log_softmax, rms_norm, layer_norm
+void emit_index(Emitter& e, int node);  // gather, scatter_add, one_hot, cache_write, cross_entropy
+// The fused backward ops of autodiff: softmax/log_softmax, norm weight gradients, cross_entropy,
+// slice (gelu/gelu_tanh/silu_backward are elementwise).
+void emit_backward(Emitter& e, int node);
+// rms_norm / layer_norm backward; `add`: an add of its result and another tensor, computed in
+// the same pass, or -1.
+void emit_norm_backward(Emitter& e, int node, int add = -1);
+void emit_attention(Emitter& e, int node, int partner = -1);  // attention and attention_backward
+void emit_rotary(Emitter& e, int node, int partner = -1);     // rotary (or its transpose), alone or paired
+kernels::RotaryPart rotary_part(const Emitter& e, int node);  // a rotary node as a kernel part
+
+// An attention output's tensor holds, after the output, the log-sum-exp of each of its rows.
+int64_t attention_lse_rows(const Shape& out);
+// Parameter blocks shared by a forward row op and its backward.
+kernels::SoftmaxParams softmax_params(const Shape& s, int64_t axis);  // [outer, len, inner] around axis
+kernels::NormParams norm_params(const Shape& x, double eps);          // rows x last dim of x
+
+}  // namespace meganeura::lower

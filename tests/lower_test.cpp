@@ -1,0 +1,130 @@
+// Lowering without a device: the pattern matcher its passes use, the order and log of the
+// passes, and the dispatch counts of SmolLM2-135M's shapes (a regression bound: a change to
+// lowering may lower them, never raise them unnoticed).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "lower/lowered.hpp"
+#include "lower/match.hpp"
+#include "meganeura/llama.hpp"
+#include "meganeura/ops.hpp"
+#include "optimize/optimize.hpp"
+#include "runtime/stage_options.hpp"
+#include "train/training_graph.hpp"
+
+namespace mn = meganeura;
+using mn::lower::match;
+using mn::lower::node;
+using mn::lower::var;
+
+namespace {
+
+// An H100 as the device reports it: tensor cores (NV), subgroups of 32, 132 SMs.
+mn::DeviceInfo h100() {
+  mn::DeviceInfo d;
+  d.name = "an H100 (described, not opened)";
+  d.subgroup_size = 32;
+  d.shared_memory = 232448;
+  d.multiprocessors = 132;
+  d.fp16 = true;
+  d.coopmat_nv = true;
+  d.coopmat_shapes = {"16x16x16 f16*f16->f32"};
+  return d;
+}
+
+mn::models::LlamaConfig smollm2(int64_t layers) {
+  mn::models::LlamaConfig c;
+  c.vocab_size = 49152;
+  c.hidden_size = 576;
+  c.intermediate_size = 1536;
+  c.num_hidden_layers = layers;
+  c.num_attention_heads = 9;
+  c.num_key_value_heads = 3;
+  c.head_dim = 64;
+  c.tie_word_embeddings = true;
+  return c;
+}
+
+// The default precision (tests run at "highest", validation_env.cpp): tensor cores on.
+size_t calls(const mn::Graph& g, const std::vector<int>& keep = {}) {
+  const std::string before = std::getenv("MEGANEURA_MATMUL_PRECISION") ? std::getenv("MEGANEURA_MATMUL_PRECISION") : "";
+  setenv("MEGANEURA_MATMUL_PRECISION", "high", 1);
+  const mn::lower::LowerOptions o = mn::runtime::lower_options(h100(), true);
+  setenv("MEGANEURA_MATMUL_PRECISION", before.c_str(), 1);
+  return mn::lower::lower(g, keep, o).calls.size();
+}
+
+}  // namespace
+
+TEST(LowerMatch, NamedCapturesBindNodesAndRepeatedVariablesMustAgree) {
+  mn::Graph g;
+  mn::Tensor x = g.input("x", {4}), w = g.input("w", {4});
+  mn::Tensor y = mn::add(mn::mul(x, w), x);
+  mn::Tensor z = mn::add(mn::mul(x, w), w);
+  const auto p = node(mn::Op::Add, {node(mn::Op::Mul, {var("a"), var("b")}).as("product"), var("a")});
+  const auto m = match(g, y.id(), p);
+  ASSERT_TRUE(m);
+  EXPECT_EQ((*m)["a"], x.id());
+  EXPECT_EQ((*m)["b"], w.id());
+  EXPECT_EQ((*m)["product"], g.node(y.id()).inputs[0]);
+  EXPECT_FALSE(match(g, z.id(), p)) << "a is x in the product and w in the add";
+  EXPECT_FALSE(match(g, x.id(), p)) << "an input is no add";
+}
+
+TEST(LowerLog, PrintsTheGroupsAfterEachPassInOrder) {
+  mn::models::LlamaConfig c = smollm2(2);
+  c.vocab_size = 256;
+  auto lg = mn::models::llama_graph(c, 1, 16, true);
+  mn::train::TrainingGraph tg = mn::train::build_training_graph(*lg.graph, lg.loss, {});
+  mn::lower::LowerOptions o = mn::runtime::lower_options(h100(), true);
+  o.log = true;
+  testing::internal::CaptureStderr();
+  const size_t n = mn::lower::lower(*tg.graph, tg.grads, o).calls.size();
+  const std::string log = testing::internal::GetCapturedStderr();
+  size_t at = log.find("dispatch groups before fusion");
+  ASSERT_NE(at, std::string::npos) << log;
+  for (const char* pass : {"matmul_siblings", "elementwise_chains", "scatter_in_place", "rotary_pairs", "attention_grad_pairs",
+                           "norm_after_matmul", "add_in_norm_backward", "map_in_reduction", "swiglu_in_matmul",
+                           "rotary_in_matmul", "rms_norm_in_gemv", "product_sums"}) {
+    const size_t next = log.find(std::string("lower: ") + pass + " (", at);
+    ASSERT_NE(next, std::string::npos) << pass << " missing or out of order in:\n" << log;
+    at = next;
+  }
+  EXPECT_NE(log.find(std::to_string(n) + " calls from these groups"), std::string::npos) << log;
+  EXPECT_NE(log.find("matmul @%"), std::string::npos) << log;
+  EXPECT_NE(log.find("+ glu"), std::string::npos) << "the gate/up pair computes its swiglu:\n" << log;
+  EXPECT_NE(log.find("product_sum @%"), std::string::npos) << log;
+}
+
+TEST(LowerLog, SilentUnlessAsked) {
+  mn::Graph g;
+  g.output("y", mn::relu(mn::exp(g.input("x", {3}))));
+  testing::internal::CaptureStderr();
+  mn::lower::lower(g, {}, {.fuse = true});
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+}
+
+// SmolLM2-135M's three benchmark modes, as the H100 lowers them: at most as many calls as when
+// lowering became passes over dispatch groups (docs/development.md).
+TEST(LowerCounts, SmolLM2NeverTakesMoreDispatches) {
+  const mn::models::LlamaConfig c = smollm2(30);
+  auto inference = mn::models::llama_graph(c, 1, 128, false);
+  EXPECT_LE(calls(*mn::optimize::optimize(*inference.graph)), 245u);
+
+  auto g = std::make_unique<mn::Graph>();
+  mn::models::Llama model(*g, c);
+  std::vector<mn::models::Llama::Cache> caches;
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l)
+    caches.push_back({g->state("k" + std::to_string(l), model.cache_shape(1, 256)),
+                      g->state("v" + std::to_string(l), model.cache_shape(1, 256))});
+  mn::Tensor hidden = model.forward_cached(g->input("ids", {1, 1}, mn::i32), g->input("positions", {1}, mn::i32),
+                                           g->input("start", {1}, mn::i32), caches);
+  g->output("logits", model.head(mn::gather(hidden, g->input("last", {1}, mn::i32), 1)));
+  EXPECT_LE(calls(*mn::optimize::optimize(*g)), 275u);
+
+  auto training = mn::models::llama_graph(c, 1, 128, true);
+  mn::train::TrainingGraph tg = mn::train::build_training_graph(*training.graph, training.loss, {});
+  EXPECT_LE(calls(*tg.graph, tg.grads), 914u);  // forward and backward; the optimizer's calls follow
+}
