@@ -211,6 +211,11 @@ RefTensor eval_node(const meganeura::Graph& g, const Node& n, const std::vector<
       return t;
     }
     case Op::State: return out;  // zeros, as a fresh session holds
+    case Op::StepScalars:
+    case Op::Accumulate:
+    case Op::ClipGradNorm:
+    case Op::OptimizerUpdate:  // training sessions have their own host reference (train_util.hpp)
+      throw ReferenceError("reference: " + std::string(op_name(n.op)) + " is a training op");
     case Op::CacheWrite: {       // the state with rows [position, position + S) replaced
       out = in(0);
       const auto& rows = in(1);

@@ -175,6 +175,37 @@ void check_schedule(const Schedule& schedule, int steps, Rng& rng, const std::ve
   }
 }
 
+// The device computes each step's lr and Adam's bias corrections from its own step counters
+// (step_scalars.comp): over long runs they stay as close to the host's double arithmetic as f32
+// allows. Each step starts from p = 0 with d loss / d p = 1, so p after it is -lr_t (SGD), or
+// -lr (m_t / bias1) / (sqrt(v_t / bias2) + eps) = -lr within rounding (Adam, exact corrections).
+TEST(TrainSchedule, TheDeviceFollowsLongSchedulesToTheirEnd) {
+  auto run = [](const TrainConfig& cfg, int steps, auto&& expect) {
+    Graph g;
+    Tensor p = g.parameter("p", {1});
+    Session s = build_session(g, sum(p), cfg);
+    for (int t = 0; t < steps; ++t) {
+      s.set_parameter("p", host_f32({1}, {0.0f}));
+      s.step();
+      expect(t, -static_cast<double>(to_floats(s.read_parameter("p"))[0]));
+    }
+    EXPECT_EQ(s.optimizer_steps(), steps);
+  };
+  const Cosine cosine{.warmup_steps = 10, .total_steps = 1500, .min_ratio = 0.05f};
+  run({.optimizer = SGD{.lr = 1.0f}, .schedule = cosine}, 1600, [&](int t, double lr) {
+    const double want = host_schedule(cosine, t);
+    ASSERT_NEAR(lr, want, 2e-6 * want) << "cosine, optimizer step " << t;
+  });
+  const StepLR step{.step_size = 7, .gamma = 0.9f};
+  run({.optimizer = SGD{.lr = 1.0f}, .schedule = step}, 500, [&](int t, double lr) {
+    const double want = host_schedule(step, t);
+    ASSERT_NEAR(lr, want, 1e-5 * want) << "StepLR, optimizer step " << t;
+  });
+  run({.optimizer = Adam{.lr = 1.0f, .eps = 1e-12f}}, 2000, [&](int t, double update) {
+    ASSERT_NEAR(update, 1.0, 2e-5) << "Adam's bias corrections, optimizer step " << t;
+  });
+}
+
 TEST(TrainSchedule, Constant) {
   Rng rng;
   SCOPED_TRACE(seed_note(rng.seed()));

@@ -27,7 +27,7 @@ enum class Op : uint8_t {
 #undef MN_OP_ENUM
 };
 
-enum class OpKind : uint8_t { Leaf, Unary, Binary, Compare, Select, Convert, Contract, Reduce, Row, Movement, Index, Loss };
+enum class OpKind : uint8_t { Leaf, Unary, Binary, Compare, Select, Convert, Contract, Reduce, Row, Movement, Index, Loss, Train };
 
 std::string_view op_name(Op op);
 OpKind op_kind(Op op);
@@ -49,6 +49,7 @@ struct Attrs {
   bool seq_major = false;      // attention: q, k, v, out are [..., S, H, D] (else [..., H, S, D])
   int64_t window = 0;          // attention: sliding window (a query sees the last `window` keys; 0: all)
   DType dtype = DType::f32;    // cast: target
+  std::vector<double> values;  // training ops: their hyperparameters (src/train/update_graph.hpp)
   bool operator==(const Attrs&) const = default;
 };
 

@@ -104,5 +104,16 @@
   /* (q, k, v, o, do, delta = rowsum(do*o)[, position]) -> d q, d k or d v (attrs.axis = 0, 1, 2); */ \
   /* recomputes */ \
   /* the probabilities from o's saved log-sum-exp, never storing seq x seq */ \
-  X(AttentionBackward,    "attention_backward",     Contract, 6, 7, infer_attention_backward,     grad_unsupported, Attention)
+  X(AttentionBackward,    "attention_backward",     Contract, 6, 7, infer_attention_backward,     grad_unsupported, Attention) \
+  /* training ops, made by build_session after autodiff (src/train/update_graph.cpp): each writes */ \
+  /* State leaves in place, none is differentiated; attrs.values holds their hyperparameters */ \
+  /* step_scalars(counters u32 [4], settings f32 [8]) -> the step's kernels::Hyper block (u32 [8]); */ \
+  /* the counters advance */ \
+  X(StepScalars,          "step_scalars",           Train,    2, 2, infer_step_scalars,           grad_unsupported, Training) \
+  /* accumulate(sum, grad) -> sum + grad, in the sum's bytes (a State: gradient accumulation) */ \
+  X(Accumulate,           "accumulate",             Train,    2, 2, infer_accumulate,             grad_unsupported, Training) \
+  /* clip_grad_norm(hyper, grad...) -> hyper with clip_scale for a global norm of attrs.scalar, in place */ \
+  X(ClipGradNorm,         "clip_grad_norm",         Train,    2, 65536, infer_clip_grad_norm,     grad_unsupported, Training) \
+  /* optimizer_update(param, grad, hyper[, state1[, state2]]) -> param updated in place, states too */ \
+  X(OptimizerUpdate,      "optimizer_update",       Train,    3, 5, infer_optimizer_update,       grad_unsupported, Training)
 // clang-format on

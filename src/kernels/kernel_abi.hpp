@@ -52,6 +52,7 @@ enum class Kernel : uint8_t {
   MatMulSplitSumNorm,   // MatMulSplitSum for one product, then rms_norm / layer_norm of each row
   MatMulSplitSumRotary, // MatMulSplitSum for a group, then the rotary embedding of two of its products
   AttentionBlock,       // Attention for many query rows: key tiles in shared memory, a block of rows a workgroup
+  StepScalars,          // a training step's Hyper block from the step counters, which it advances
   Count
 };
 
@@ -349,9 +350,14 @@ struct OptimizerParams {
   uint32_t n;
   float lr_scale, grad_scale, weight_decay, momentum, beta1, beta2, eps;
 };
-// The per-step scalars, written by the host before every step (lr from the schedule, the bias
-// corrections 1 - beta^t) and by ClipScale (clip_scale; 1 when clipping is off).
+// The per-step scalars, written by StepScalars at the start of every step (lr from the schedule,
+// the bias corrections 1 - beta^t, apply) and by ClipScale (clip_scale; 1 when clipping is off).
 struct Hyper { float lr, bias1, bias2, clip_scale; uint32_t apply, pad[3]; };
+
+// ---- StepScalars ------------------------------------------------------------------------------
+// One invocation. Bindings 2: counters [4] u32 (micro-steps, optimizer steps; read-write),
+// 3: settings [8] f32 (graph/train_ops.hpp StepValue), 4: hyper (Hyper, written). No params.
+struct StepParams { uint32_t unused[4]; };
 
 // ---- ClipScale --------------------------------------------------------------------------------
 // One workgroup. Bindings 2: sums [count] f32 (each a tensor's sum of squares), 3: hyper

@@ -48,6 +48,7 @@
 #include "scatter_add.spv.h"
 #include "softmax.spv.h"
 #include "softmax_backward.spv.h"
+#include "step_scalars.spv.h"
 
 namespace meganeura::kernels {
 namespace {
@@ -96,6 +97,7 @@ constexpr Entry entry(Kernel k) {
     case Kernel::MatMulSplitSumNorm: return {"matmul_split_sum_norm", mn_spv_matmul_split_sum_norm};
     case Kernel::MatMulSplitSumRotary: return {"matmul_split_sum_rotary", mn_spv_matmul_split_sum_rotary};
     case Kernel::AttentionBackwardCoopNV: return {"attention_coop_backward_nv", mn_spv_attention_coop_backward_nv};
+    case Kernel::StepScalars: return {"step_scalars", mn_spv_step_scalars};
     case Kernel::Count: break;
   }
   return {};

@@ -21,6 +21,7 @@ const char* archetype_name(Archetype a) {
     case Archetype::NormBackward: return "norm_backward";
     case Archetype::Pointwise: return "pointwise";
     case Archetype::ProductSum: return "product_sum";
+    case Archetype::Training: return "training";
   }
   return "?";
 }
@@ -52,13 +53,21 @@ int DispatchGroup::extra(FusedAs as) const {
   return -1;
 }
 
+static DispatchGroup make_group(Archetype archetype, int anchor, std::vector<int> nodes) {
+  DispatchGroup grp;
+  grp.archetype = archetype;
+  grp.anchor = anchor;
+  grp.nodes = std::move(nodes);
+  return grp;
+}
+
 Grouping::Grouping(const Graph& g, const std::vector<bool>& live, const std::vector<bool>& view)
     : owner_(static_cast<size_t>(g.size()), -1) {
   for (int id = 0; id < g.size(); ++id) {
     const Archetype a = archetype_of(g.node(id).op);
     if (!live[static_cast<size_t>(id)] || a == Archetype::NoKernel || view[static_cast<size_t>(id)]) continue;
     owner_[static_cast<size_t>(id)] = static_cast<int>(groups_.size());
-    groups_.push_back({a, id, {id}, {}, {}});
+    groups_.push_back(make_group(a, id, {id}));
   }
   changed_.assign(groups_.size(), false);
 }
@@ -87,7 +96,7 @@ int Grouping::merge(Archetype archetype, int anchor, std::vector<int> nodes) {
   for (int n : nodes) take(n);
   owner_[static_cast<size_t>(anchor)] = index;
   for (int n : nodes) owner_[static_cast<size_t>(n)] = index;
-  groups_.push_back({archetype, anchor, std::move(nodes), {}, {}});
+  groups_.push_back(make_group(archetype, anchor, std::move(nodes)));
   changed_.push_back(true);
   return index;
 }

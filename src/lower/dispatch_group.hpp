@@ -28,6 +28,7 @@ enum class Archetype : uint8_t {
   NormBackward,  // rms_norm / layer_norm backward, with the add reading it
   Pointwise,     // a chain of elementwise nodes as one generated kernel
   ProductSum,    // a sum of matmul products as one split-K dispatch
+  Training,      // the step's scalars, accumulation, clipping, optimizer updates (in packs)
 };
 const char* archetype_name(Archetype a);
 // The archetype that runs `op` alone (the op table's last column).
@@ -60,6 +61,7 @@ struct DispatchGroup {
   std::vector<Fused> extras;    // nodes computed inside it (FusedAs), in the order they joined
   std::vector<int> reads;       // Pointwise: the nodes it loads; ProductSum: the addend, if any
   int packed_b = -1, packed_c = -1;  // MatMul of several products: the packed weights and outputs
+  std::vector<int> packs;       // Training over a pack: its packed tensors (emit_training.cpp)
   bool dead = false;            // merged into another group
 
   int extra(FusedAs as) const;  // the first extra joined as `as`, or -1

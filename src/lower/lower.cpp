@@ -42,7 +42,7 @@ void describe_tensors(const Graph& g, const std::vector<bool>& live, const std::
     if (n.op == Op::Attention) t.bytes += static_cast<uint64_t>(attention_lse_rows(n.shape)) * 4;
     t.role = role_of(n.op);
     if (view[static_cast<size_t>(id)] && live[static_cast<size_t>(id)]) t.alias_of = n.inputs[0];  // same bytes, new shape
-    if (n.op == Op::CacheWrite) t.alias_of = n.inputs[0];  // written in place: the state's own bytes
+    if (writes_in_place(n.op)) t.alias_of = n.inputs[0];  // the bytes it changes
   }
 }
 

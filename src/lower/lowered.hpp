@@ -80,6 +80,9 @@ struct LowerOptions {
   bool fuse_elementwise = true;  // with fuse: chains of elementwise ops as one generated kernel
   bool group_matmuls = true;     // with fuse: matmuls sharing an input as one dispatch
   bool log = false;              // print the dispatch groups after each pass to stderr
+  // The most bytes of parameters one optimizer update dispatch covers (fuse/update_packs.cpp);
+  // 0: every parameter its own dispatch. Not a fusion of the optimizer's: it applies without fuse.
+  uint64_t update_pack_bytes = 0;
   // Which matmul kernels the device offers; the default is the exact f32 tiers.
   MatMulTiers matmul;
 };

@@ -15,6 +15,10 @@ bool is_view(const Graph& g, const Node& n) {
   return true;
 }
 
+bool writes_in_place(Op op) {
+  return op == Op::CacheWrite || op == Op::Accumulate || op == Op::ClipGradNorm || op == Op::OptimizerUpdate;
+}
+
 // Marks every node some output depends on.
 std::vector<bool> reaching(const Graph& g, const std::vector<int>& roots) {
   std::vector<bool> live(static_cast<size_t>(g.size()), false);

@@ -19,7 +19,7 @@ inline uint64_t hash_mix(uint64_t h, uint64_t v) {
 
 struct AttrsHash {
   size_t operator()(const Attrs& a) const {
-    static_assert(sizeof(Attrs) == 104, "Attrs changed: hash the new field here");
+    static_assert(sizeof(Attrs) == 128, "Attrs changed: hash the new field here");
     uint64_t h = a.axes.size();
     for (int64_t v : a.axes) h = hash_mix(h, static_cast<uint64_t>(v));
     h = hash_mix(h, static_cast<uint64_t>(a.axis));
@@ -29,6 +29,7 @@ struct AttrsHash {
     h = hash_mix(h, static_cast<uint64_t>(a.count));
     h = hash_mix(h, static_cast<uint64_t>(a.ignore_index));
     h = hash_mix(h, static_cast<uint64_t>(a.window));
+    for (double v : a.values) h = hash_mix(h, std::bit_cast<uint64_t>(v == 0 ? 0.0 : v));
     // -0.0 == 0.0 under Attrs::operator==, so they must hash alike.
     double s = a.scalar == 0 ? 0.0 : a.scalar;
     h = hash_mix(h, std::bit_cast<uint64_t>(s));

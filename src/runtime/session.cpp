@@ -116,6 +116,27 @@ static std::vector<std::vector<std::string>> add_programs(const Graph& g, lower:
   return inputs;
 }
 
+std::unique_ptr<Session::Impl> Session::Impl::compile(const Graph& g, const std::vector<int>& keep, const Compile& how,
+                                                     const SessionOptions& options) {
+  lower::Lowered low;
+  std::vector<std::vector<std::string>> program_inputs;
+  {
+    trace::Scope phase("lower");
+    lower::LowerOptions lowering = runtime::lower_options(vk::Context::get(options.device)->info(), how.optimizing);
+    lowering.update_pack_bytes = runtime::update_pack_bytes(largest_buffer(options.device));
+    low = lower::lower(g, keep, lowering);
+    if (how.forward_end > 0) {
+      lower::Lowered::CommandList forward;
+      for (size_t i = 0; i < low.calls.size() && low.calls[i].node < how.forward_end; ++i) forward.calls.push_back(i);
+      low.extra_lists.push_back(std::move(forward));
+    }
+    program_inputs = add_programs(g, low, options);
+  }
+  std::unique_ptr<Session::Impl> impl = build(g, low, options);
+  impl->program_inputs = std::move(program_inputs);
+  return impl;
+}
+
 Session build_inference_session(const Graph& g, const SessionOptions& options) {
   trace::Scope build("build inference session", {{"nodes", static_cast<int64_t>(g.size())}});
   const bool optimizing = optimize::enabled(options.optimize);
@@ -124,17 +145,7 @@ Session build_inference_session(const Graph& g, const SessionOptions& options) {
     trace::Scope phase("optimize");
     opt = optimize::optimize(g);
   }
-  const Graph& graph = optimizing ? *opt : g;
-  lower::Lowered low;
-  std::vector<std::vector<std::string>> program_inputs;
-  {
-    trace::Scope phase("lower");
-    low = lower::lower(graph, {}, runtime::lower_options(vk::Context::get(options.device)->info(), optimizing));
-    program_inputs = add_programs(graph, low, options);
-  }
-  std::unique_ptr<Session::Impl> impl = Session::Impl::build(graph, low, options);
-  impl->program_inputs = std::move(program_inputs);
-  return Session(std::move(impl));
+  return Session(Session::Impl::compile(optimizing ? *opt : g, {}, {.optimizing = optimizing}, options));
 }
 
 void Session::set_input(std::string_view name, const HostTensor& value) {
@@ -200,10 +211,8 @@ void Session::run(size_t program) {
 void Session::step() {
   impl_->fill_defaults();
   impl_->check_inputs_set();
-  if (impl_->train) impl_->before_train_step();
   impl_->run_list(0);
   ++impl_->steps;
-  if (impl_->train) impl_->after_train_step();
   impl_->check_status();
 }
 

@@ -69,23 +69,33 @@ struct Session::Impl {
                       std::to_string(v.bytes.size() / dtype_size(v.dtype)) + " values");
   }
 
-  // What a training session adds (src/train/).
+  // What a training session adds (src/train/): names for what its graph computes. Each step
+  // runs on the device alone (train/update_graph.hpp): nothing here runs per step.
   struct Training {
     TrainConfig config;
     struct Param {
       std::string name;
-      int grad = -1;                                   // lowered tensor of this step's gradient
-      std::vector<std::pair<std::string, int>> state;  // ("m", tensor), ("v", ...), ("momentum", ...)
+      int grad = -1;                                   // tensor (graph node) of this step's gradient
+      std::vector<std::pair<std::string, int>> state;  // ("m", State leaf), ("v", ...), ("momentum", ...)
     };
     std::vector<Param> params;  // the trainable ones, in graph order
-    int hyper = -1;             // lowered tensor of the per-step kernels::Hyper block
+    int counters = -1;          // State u32 [4]: micro-steps, optimizer steps
+    int settings = -1;          // Constant f32 [8]: the step scalars' settings (schedule, lr, betas)
     size_t loss_output = 0;     // index into outputs
-    int64_t optimizer_steps = 0, micro_steps = 0;
   };
   std::optional<Training> train;
 
   // Plans `low`, creates the executable, uploads params blocks and constants, indexes names.
   static std::unique_ptr<Impl> build(const Graph& g, const lower::Lowered& low, const SessionOptions& options);
+  // Lowers `g` for the session's device (the nodes its outputs and `keep` need), adds the
+  // command lists of options.programs and, with forward_end > 0, one of the calls of the nodes
+  // below it (a training session's forward pass), then builds.
+  struct Compile {
+    bool optimizing = false;  // the graph went through the optimizer: lowering fuses too
+    int forward_end = 0;
+  };
+  static std::unique_ptr<Impl> compile(const Graph& g, const std::vector<int>& keep, const Compile& how,
+                                       const SessionOptions& options);
   // The largest buffer the device takes and binds (maxMemoryAllocationSize, maxStorageBufferRange).
   static uint64_t largest_buffer(int device);
   // Throws the first failure a kernel reported in the status block (and clears it).
@@ -101,8 +111,6 @@ struct Session::Impl {
   // Runs command list `list` (0: the step; 1 + i: extra list i) and, with MEGANEURA_TRACE, traces
   // it: a CPU slice around submit and wait, a GPU slice per dispatch (src/runtime/session_trace.cpp).
   void run_list(size_t list);
-  void before_train_step();  // writes the per-step Hyper block (src/train/train_session.cpp)
-  void after_train_step();
   bool evaluated = false;    // evaluate() ran: outputs are readable
 };
 

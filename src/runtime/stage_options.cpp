@@ -79,4 +79,10 @@ lower::LowerOptions lower_options(const DeviceInfo& device, bool optimizing) {
   return o;
 }
 
+uint64_t update_pack_bytes(uint64_t largest_buffer) {
+  const uint64_t mib =
+      util::env_number("MEGANEURA_UPDATE_PACK_MIB", uint64_t{1} << 20, 4, "a number of MiB (0: as large as a buffer)");
+  return mib == 0 ? largest_buffer : std::min(mib << 20, largest_buffer);
+}
+
 }  // namespace meganeura::runtime

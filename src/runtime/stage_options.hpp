@@ -31,4 +31,8 @@ lower::MatMulTiers matmul_tiers(const DeviceInfo& device);
 // MEGANEURA_HORIZONTAL_FUSION=0 (turn one family of passes off) and MEGANEURA_LOG=lower.
 lower::LowerOptions lower_options(const DeviceInfo& device, bool optimizing);
 
+// The most bytes of parameters one optimizer update dispatch covers: MEGANEURA_UPDATE_PACK_MIB
+// (default 4; 0: as large as the device's largest buffer, `largest_buffer`), at most that.
+uint64_t update_pack_bytes(uint64_t largest_buffer);
+
 }  // namespace meganeura::runtime

@@ -1,76 +1,65 @@
-// Training sessions: differentiate a copy of the graph, lower forward and backward, append the
-// optimizer, and record it all once. The forward part alone is a second command list
+// Training sessions: differentiate a copy of the graph, append the update ops (update_graph.hpp),
+// and compile it all once, like any graph. The forward part alone is a second command list
 // (evaluate()).
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <span>
 
 #include "meganeura/autodiff.hpp"
 #include "meganeura/io.hpp"
 #include "meganeura/train.hpp"
 #include "runtime/session_impl.hpp"
-#include "runtime/stage_options.hpp"
 #include "optimize/optimize.hpp"
-#include "train/optimizer_calls.hpp"
 #include "train/training_graph.hpp"
+#include "train/train_session.hpp"
+#include "train/update_graph.hpp"
 
 namespace meganeura {
 
 Session build_session(const Graph& user_graph, Tensor loss, const TrainConfig& config) {
   trace::Scope build("build training session", {{"nodes", static_cast<int64_t>(user_graph.size())}});
   train::TrainingGraph tg = train::build_training_graph(user_graph, loss, config);
-  const Graph& g = *tg.graph;
-  lower::Lowered low;
+  Graph& g = *tg.graph;
+  const train::UpdateGraph update = train::append_update_graph(g, tg.params, tg.grads, config);
+  std::vector<int> keep = tg.grads;
+  keep.insert(keep.end(), update.roots.begin(), update.roots.end());
+  // Lowering's fusions belong to the optimizer: off with it. The forward pass alone is the
+  // second command list (evaluate()).
+  const SessionOptions options{.reuse_memory = config.reuse_memory, .profile = config.profile, .device = config.device};
+  auto impl = Session::Impl::compile(g, keep, {.optimizing = optimize::enabled(config.optimize), .forward_end = tg.forward_end},
+                                     options);
   Session::Impl::Training tr;
-  {
-    trace::Scope phase("lower");
-    // Lowering's fusions belong to the optimizer: off with it.
-    low = lower::lower(g, tg.grads,
-                       runtime::lower_options(vk::Context::get(config.device)->info(), optimize::enabled(config.optimize)));
-    size_t forward_calls = 0;
-    while (forward_calls < low.calls.size() && low.calls[forward_calls].node < tg.forward_end) ++forward_calls;
-    lower::Lowered::CommandList forward;
-    for (size_t i = 0; i < forward_calls; ++i) forward.calls.push_back(i);
-    low.extra_lists = {std::move(forward)};
-
-    tr.config = config;
-    std::vector<train::ParamGrad> pg;
-    for (size_t i = 0; i < tg.params.size(); ++i) pg.push_back({tg.params[i], tg.grads[i]});
-    train::append_optimizer_calls(g, low, pg, tr, train::update_pack_bytes(Session::Impl::largest_buffer(config.device)));
-    tr.loss_output = g.outputs().size() - 1;
-  }
-  auto impl = Session::Impl::build(g, low, {.reuse_memory = config.reuse_memory, .profile = config.profile, .device = config.device});
+  tr.config = config;
+  for (const train::UpdateGraph::Param& p : update.params) tr.params.push_back({p.name, p.grad, p.state});
+  tr.counters = update.counters;
+  tr.settings = update.settings;
+  tr.loss_output = g.outputs().size() - 1;
   impl->train = std::move(tr);
   return make_session(std::move(impl));
 }
 
-// The per-step scalars: the scheduled lr, Adam's bias corrections, whether this step applies.
-void Session::Impl::before_train_step() {
-  Training& tr = *train;
-  const TrainConfig& cfg = tr.config;
-  const int64_t t = tr.optimizer_steps;
-  kernels::Hyper h{};
-  float lr = std::visit([](const auto& o) { return o.lr; }, cfg.optimizer);
-  h.lr = lr * schedule_factor(cfg.schedule, t);
-  std::visit(
-      [&](const auto& o) {
-        if constexpr (!std::is_same_v<std::decay_t<decltype(o)>, SGD>) {
-          h.bias1 = 1.0f - static_cast<float>(std::pow(static_cast<double>(o.beta1), static_cast<double>(t + 1)));
-          h.bias2 = 1.0f - static_cast<float>(std::pow(static_cast<double>(o.beta2), static_cast<double>(t + 1)));
-        }
-      },
-      cfg.optimizer);
-  h.clip_scale = 1.0f;
-  h.apply = (tr.micro_steps + 1) % std::max(cfg.accumulation_steps, 1) == 0 ? 1u : 0u;
-  const plan::Slice& s = planned.upload[static_cast<size_t>(tr.hyper)];
-  std::memcpy(static_cast<std::byte*>(exe->mapped(s.buffer)) + s.offset, &h, sizeof(h));
+namespace train {
+
+void set_schedule(Session::Impl& impl, const Schedule& schedule) {
+  Session::Impl::Training& tr = *impl.train;
+  tr.config.schedule = schedule;
+  const std::vector<float> values = step_settings(tr.config);
+  impl.exe->write(first_bytes(impl.planned.tensor[static_cast<size_t>(tr.settings)], values.size() * 4),
+                  std::as_bytes(std::span(values)));
 }
 
-void Session::Impl::after_train_step() {
-  Training& tr = *train;
-  ++tr.micro_steps;
-  if (tr.micro_steps % std::max(tr.config.accumulation_steps, 1) == 0) ++tr.optimizer_steps;
+}  // namespace train
+
+// The step counters on the device: micro-steps and optimizer steps.
+static std::array<uint32_t, 2> read_counters(const Session::Impl& impl) {
+  std::array<uint32_t, 2> c{};
+  std::vector<std::byte> bytes(sizeof c);
+  impl.exe->read(first_bytes(impl.planned.tensor[static_cast<size_t>(impl.train->counters)], bytes.size()), bytes);
+  std::memcpy(c.data(), bytes.data(), sizeof c);
+  return c;
 }
 
 void Session::evaluate() {
@@ -97,7 +86,7 @@ HostTensor Session::read_grad(std::string_view name) const {
   return t;  // frozen parameters (and before the first step): zeros
 }
 
-int64_t Session::optimizer_steps() const { return impl_->train ? impl_->train->optimizer_steps : 0; }
+int64_t Session::optimizer_steps() const { return impl_->train ? read_counters(*impl_)[1] : 0; }
 bool Session::is_training() const { return impl_->train.has_value(); }
 
 // Checkpoints: parameters by name; optimizer state as "optimizer.<param>.<state>"; step
@@ -114,8 +103,9 @@ void Session::save(const std::string& path) const {
         impl_->exe->read(first_bytes(impl_->planned.tensor[static_cast<size_t>(tensor)], t.bytes.size()), t.bytes);
         f.tensors["optimizer." + p.name + "." + state] = std::move(t);
       }
-    f.metadata["optimizer_steps"] = std::to_string(impl_->train->optimizer_steps);
-    f.metadata["micro_steps"] = std::to_string(impl_->train->micro_steps);
+    const auto [micro_steps, optimizer_steps] = read_counters(*impl_);
+    f.metadata["optimizer_steps"] = std::to_string(optimizer_steps);
+    f.metadata["micro_steps"] = std::to_string(micro_steps);
   }
   write_safetensors(path, f);
 }
@@ -151,9 +141,9 @@ void Session::load(const std::string& path) {
       const std::string& s = it->second;
       int64_t v = 0;
       auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-      if (ec != std::errc() || end != s.data() + s.size() || v < 0)
+      if (ec != std::errc() || end != s.data() + s.size() || v < 0 || v > int64_t{UINT32_MAX})
         throw Error(path + ": __metadata__ entry \"" + key + "\" is \"" + (s.size() > 40 ? s.substr(0, 40) + "..." : s) +
-                    "\", not a step count (a non-negative decimal integer)");
+                    "\", not a step count (a decimal integer from 0 to 4294967295)");
       return v;
     };
     optimizer_steps = number("optimizer_steps");
@@ -165,8 +155,9 @@ void Session::load(const std::string& path) {
     if (auto p = impl_->parameters.find(name); p != impl_->parameters.end()) p->second.set = true;
   }
   if (impl_->train) {
-    impl_->train->optimizer_steps = optimizer_steps;
-    impl_->train->micro_steps = micro_steps;
+    const std::array<uint32_t, 4> counters = {static_cast<uint32_t>(micro_steps), static_cast<uint32_t>(optimizer_steps), 0, 0};
+    impl_->exe->write(first_bytes(impl_->planned.tensor[static_cast<size_t>(impl_->train->counters)], sizeof counters),
+                      std::as_bytes(std::span(counters)));
   }
 }
 

@@ -10,6 +10,7 @@
 
 #include "runtime/session_impl.hpp"
 #include "train/curves.hpp"
+#include "train/train_session.hpp"
 #include "util/progress.hpp"
 
 namespace meganeura {
@@ -79,8 +80,12 @@ EpochStats Trainer::evaluate(const data::Dataset& test) {
 std::vector<EpochStats> Trainer::fit(const data::Dataset& train, const data::Dataset& test) {
   data::DataLoader loader(train, {.batch_size = opts_.batch_size, .shuffle = true, .seed = opts_.seed});
   // A cosine schedule without an end runs to the end of training.
-  if (auto* cos = std::get_if<Cosine>(&session_->impl_->train->config.schedule); cos && cos->total_steps == 0)
-    cos->total_steps = loader.batches() * opts_.epochs / std::max(session_->impl_->train->config.accumulation_steps, 1);
+  const TrainConfig& config = session_->impl_->train->config;
+  if (const auto* cos = std::get_if<Cosine>(&config.schedule); cos && cos->total_steps == 0) {
+    Cosine to_the_end = *cos;
+    to_the_end.total_steps = loader.batches() * opts_.epochs / std::max(config.accumulation_steps, 1);
+    train::set_schedule(*session_->impl_, to_the_end);
+  }
   std::vector<CurvePoint> curve;
   for (const EpochStats& h : history_) curve.push_back({h.epoch, h.train_loss, h.test_loss, h.test_accuracy});
   for (int e = 0; e < opts_.epochs; ++e) {

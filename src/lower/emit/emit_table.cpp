@@ -26,6 +26,7 @@ constexpr Row kTable[] = {
     {Archetype::NormBackward, [](Emitter& e, const DispatchGroup& g) { emit_norm_backward(e, g.nodes[0], g.extra(FusedAs::Add)); }},
     {Archetype::Pointwise, emit_pointwise},
     {Archetype::ProductSum, emit_product_sum},
+    {Archetype::Training, emit_training},
 };
 
 }  // namespace

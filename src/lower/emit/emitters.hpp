@@ -43,6 +43,7 @@ void emit_backward(Emitter& e, int node);
 void emit_norm_backward(Emitter& e, int node, int add = -1);
 void emit_attention(Emitter& e, int node, int partner = -1);  // attention and attention_backward
 void emit_rotary(Emitter& e, int node, int partner = -1);     // rotary (or its transpose), alone or paired
+void emit_training(Emitter& e, const DispatchGroup& grp);     // the training ops, alone or over a pack
 kernels::RotaryPart rotary_part(const Emitter& e, int node);  // a rotary node as a kernel part
 
 // An attention output's tensor holds, after the output, the log-sum-exp of each of its rows.

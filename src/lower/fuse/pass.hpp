@@ -32,6 +32,7 @@ struct Pass {
   const char* name;
   const char* claims;  // one line: what it fuses into what
   PassFn run;
+  bool always = false;  // runs without LowerOptions::fuse too (a memory or training layout)
 };
 
 // The passes, in the order they run.
@@ -52,6 +53,7 @@ void swiglu_in_matmul(PassContext& c, Grouping& groups);
 void rotary_in_matmul(PassContext& c, Grouping& groups);
 void rms_norm_in_gemv(PassContext& c, Grouping& groups);
 void product_sums(PassContext& c, Grouping& groups);
+void update_packs(PassContext& c, Grouping& groups);
 
 // Pairs nodes that one dispatch computes: for a < b, both alone and `match(a, b)`, b joins a's
 // group when its inputs are ready at a, else a joins b's when nothing reads a's bytes before b.
