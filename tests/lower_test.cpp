@@ -13,6 +13,7 @@
 #include "optimize/optimize.hpp"
 #include "runtime/stage_options.hpp"
 #include "train/training_graph.hpp"
+#include "train/update_graph.hpp"
 
 namespace mn = meganeura;
 using mn::lower::match;
@@ -47,13 +48,26 @@ mn::models::LlamaConfig smollm2(int64_t layers) {
   return c;
 }
 
-// The default precision (tests run at "highest", validation_env.cpp): tensor cores on.
+// The default precision (tests run at "highest", validation_env.cpp): tensor cores on; update
+// packs of 4 MiB (the default).
 size_t calls(const mn::Graph& g, const std::vector<int>& keep = {}) {
   const std::string before = std::getenv("MEGANEURA_MATMUL_PRECISION") ? std::getenv("MEGANEURA_MATMUL_PRECISION") : "";
   setenv("MEGANEURA_MATMUL_PRECISION", "high", 1);
-  const mn::lower::LowerOptions o = mn::runtime::lower_options(h100(), true);
+  mn::lower::LowerOptions o = mn::runtime::lower_options(h100(), true);
   setenv("MEGANEURA_MATMUL_PRECISION", before.c_str(), 1);
+  o.update_pack_bytes = uint64_t{4} << 20;
   return mn::lower::lower(g, keep, o).calls.size();
+}
+
+// A training step's graph as build_session makes it, and the nodes it keeps.
+std::vector<int> training_step(mn::models::LlamaGraph& model, const mn::TrainConfig& config,
+                               std::unique_ptr<mn::Graph>& graph) {
+  mn::train::TrainingGraph tg = mn::train::build_training_graph(*model.graph, model.loss, config);
+  const mn::train::UpdateGraph update = mn::train::append_update_graph(*tg.graph, tg.params, tg.grads, config);
+  std::vector<int> keep = tg.grads;
+  keep.insert(keep.end(), update.roots.begin(), update.roots.end());
+  graph = std::move(tg.graph);
+  return keep;
 }
 
 }  // namespace
@@ -77,17 +91,19 @@ TEST(LowerLog, PrintsTheGroupsAfterEachPassInOrder) {
   mn::models::LlamaConfig c = smollm2(2);
   c.vocab_size = 256;
   auto lg = mn::models::llama_graph(c, 1, 16, true);
-  mn::train::TrainingGraph tg = mn::train::build_training_graph(*lg.graph, lg.loss, {});
+  std::unique_ptr<mn::Graph> g;
+  const std::vector<int> keep = training_step(lg, {.clip_grad_norm = 1.0f, .accumulation_steps = 2}, g);
   mn::lower::LowerOptions o = mn::runtime::lower_options(h100(), true);
   o.log = true;
+  o.update_pack_bytes = uint64_t{4} << 20;
   testing::internal::CaptureStderr();
-  const size_t n = mn::lower::lower(*tg.graph, tg.grads, o).calls.size();
+  const size_t n = mn::lower::lower(*g, keep, o).calls.size();
   const std::string log = testing::internal::GetCapturedStderr();
   size_t at = log.find("dispatch groups before fusion");
   ASSERT_NE(at, std::string::npos) << log;
   for (const char* pass : {"matmul_siblings", "elementwise_chains", "scatter_in_place", "rotary_pairs", "attention_grad_pairs",
                            "norm_after_matmul", "add_in_norm_backward", "map_in_reduction", "swiglu_in_matmul",
-                           "rotary_in_matmul", "rms_norm_in_gemv", "product_sums"}) {
+                           "rotary_in_matmul", "rms_norm_in_gemv", "product_sums", "update_packs"}) {
     const size_t next = log.find(std::string("lower: ") + pass + " (", at);
     ASSERT_NE(next, std::string::npos) << pass << " missing or out of order in:\n" << log;
     at = next;
@@ -96,6 +112,9 @@ TEST(LowerLog, PrintsTheGroupsAfterEachPassInOrder) {
   EXPECT_NE(log.find("matmul @%"), std::string::npos) << log;
   EXPECT_NE(log.find("+ glu"), std::string::npos) << "the gate/up pair computes its swiglu:\n" << log;
   EXPECT_NE(log.find("product_sum @%"), std::string::npos) << log;
+  EXPECT_NE(log.find("step_scalars"), std::string::npos) << log;
+  EXPECT_NE(log.find("clip_grad_norm"), std::string::npos) << log;
+  EXPECT_NE(log.find("training @%"), std::string::npos) << "the updates' and accumulations' packs:\n" << log;
 }
 
 TEST(LowerLog, SilentUnlessAsked) {
@@ -125,6 +144,8 @@ TEST(LowerCounts, SmolLM2NeverTakesMoreDispatches) {
   EXPECT_LE(calls(*mn::optimize::optimize(*g)), 275u);
 
   auto training = mn::models::llama_graph(c, 1, 128, true);
-  mn::train::TrainingGraph tg = mn::train::build_training_graph(*training.graph, training.loss, {});
-  EXPECT_LE(calls(*tg.graph, tg.grads), 914u);  // forward and backward; the optimizer's calls follow
+  std::unique_ptr<mn::Graph> step;
+  const std::vector<int> keep = training_step(training, {.optimizer = mn::AdamW{.lr = 1e-4f}}, step);
+  // 1035 when the optimizer's calls were appended after lowering; step_scalars is the one more.
+  EXPECT_LE(calls(*step, keep), 1036u);
 }

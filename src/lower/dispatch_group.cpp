@@ -127,6 +127,7 @@ static std::string node_str(const Graph& g, int id) {
   const bool by_weight = archetype_of(n.op) == Archetype::MatMul && n.inputs.size() > 1 &&
                          g.node(n.inputs[1]).op == Op::Parameter;
   if (by_weight) s += " by " + g.node(n.inputs[1]).name;  // the projection it is
+  else if (n.op == Op::OptimizerUpdate || n.op == Op::Accumulate) s += " of " + g.node(n.inputs[0]).name;
   else if (!n.name.empty()) s += " (" + n.name + ")";
   return s;
 }

@@ -4,13 +4,9 @@
 #include <map>
 #include <sstream>
 
-#include "util/log_topic.hpp"
-#include "util/env.hpp"
 
 namespace meganeura::optimize {
 
-
-bool enabled(bool option) { return option && util::env_on("MEGANEURA_OPTIMIZE"); }
 
 std::string Report::to_string() const {
   std::ostringstream o;
@@ -54,7 +50,6 @@ std::unique_ptr<Graph> optimize(const Graph& g, Report* report, const std::vecto
   };
   for (Op op : {Op::Silu, Op::RmsNorm, Op::LayerNorm, Op::Gelu, Op::GeluTanh, Op::Softmax, Op::SwiGlu, Op::Linear, Op::Attention})
     if (int gained = count(*out, op) - count(g, op); gained > 0) r.fusions.emplace_back(std::string(op_name(op)), gained);
-  if (util::log_topic("optimize")) std::fprintf(stderr, "meganeura: %s\n", r.to_string().c_str());
   if (report) *report = std::move(r);
   return out;
 }

@@ -1,5 +1,6 @@
 // The optimize stage: graph -> e-graph -> equality saturation under limits -> cheapest program
-// -> graph. MEGANEURA_LOG=optimize prints what happened.
+// -> graph. It reads no environment: sessions decide whether it runs and print its Report
+// (MEGANEURA_LOG=optimize, runtime/stage_options.hpp).
 #pragma once
 #include <memory>
 #include <string>
@@ -23,8 +24,6 @@ struct Report {
 std::unique_ptr<Graph> optimize(const Graph& g, Report* report = nullptr, const std::vector<int>& keep = {},
                                 std::vector<int>* keep_out = nullptr, const Limits& limits = {});
 
-// Whether to optimize: the session option, unless MEGANEURA_OPTIMIZE=0 turns it off.
-bool enabled(bool option);
 
 // The rules, in one place (src/optimize/rules.cpp).
 const std::vector<Rewrite>& rules();

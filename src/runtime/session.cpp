@@ -12,6 +12,7 @@
 #include "meganeura/init.hpp"
 #include "plan/planner.hpp"
 #include "optimize/optimize.hpp"
+#include "runtime/optimize_options.hpp"
 #include "runtime/session_impl.hpp"
 #include "runtime/stage_options.hpp"
 #include "util/env.hpp"
@@ -139,11 +140,13 @@ std::unique_ptr<Session::Impl> Session::Impl::compile(const Graph& g, const std:
 
 Session build_inference_session(const Graph& g, const SessionOptions& options) {
   trace::Scope build("build inference session", {{"nodes", static_cast<int64_t>(g.size())}});
-  const bool optimizing = optimize::enabled(options.optimize);
+  const bool optimizing = runtime::optimizing(options.optimize);
   std::unique_ptr<Graph> opt;
   if (optimizing) {
     trace::Scope phase("optimize");
-    opt = optimize::optimize(g);
+    optimize::Report report;
+    opt = optimize::optimize(g, &report);
+    runtime::log_optimize(report.to_string());
   }
   return Session(Session::Impl::compile(optimizing ? *opt : g, {}, {.optimizing = optimizing}, options));
 }

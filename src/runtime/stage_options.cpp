@@ -1,9 +1,11 @@
 #include "runtime/stage_options.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "kernels/spirv.hpp"
 #include "meganeura/error.hpp"
+#include "runtime/optimize_options.hpp"
 #include "util/env.hpp"
 #include "util/log_topic.hpp"
 
@@ -67,6 +69,12 @@ lower::MatMulTiers matmul_tiers(const DeviceInfo& device) {
                 (precision == "highest" ? "MEGANEURA_MATMUL_PRECISION=highest" : "needs cooperative matrices with 16x16x16 " +
                  std::string(t.bf16 ? "bf16" : "f16") + " fragments and subgroups of 32") + ")");
   return t;
+}
+
+bool optimizing(bool option) { return option && env_on("MEGANEURA_OPTIMIZE"); }
+
+void log_optimize(const std::string& report) {
+  if (util::log_topic("optimize")) std::fprintf(stderr, "meganeura: %s\n", report.c_str());
 }
 
 lower::LowerOptions lower_options(const DeviceInfo& device, bool optimizing) {

@@ -29,7 +29,7 @@ Session build_session(const Graph& user_graph, Tensor loss, const TrainConfig& c
   // Lowering's fusions belong to the optimizer: off with it. The forward pass alone is the
   // second command list (evaluate()).
   const SessionOptions options{.reuse_memory = config.reuse_memory, .profile = config.profile, .device = config.device};
-  auto impl = Session::Impl::compile(g, keep, {.optimizing = optimize::enabled(config.optimize), .forward_end = tg.forward_end},
+  auto impl = Session::Impl::compile(g, keep, {.optimizing = tg.optimized, .forward_end = tg.forward_end},
                                      options);
   Session::Impl::Training tr;
   tr.config = config;

@@ -4,6 +4,7 @@
 
 #include "meganeura/autodiff.hpp"
 #include "meganeura/error.hpp"
+#include "runtime/optimize_options.hpp"
 #include "trace/trace.hpp"
 
 namespace meganeura::train {
@@ -18,13 +19,15 @@ TrainingGraph build_training_graph(const Graph& user_graph, Tensor loss, const T
   // Fuse the forward pass first, so autodiff differentiates the fused ops (silu, rms_norm,
   // softmax, ... have fused backward rules) instead of keeping their primitives alive.
   TrainingGraph out;
-  const bool optimizing = optimize::enabled(config.optimize);
+  const bool optimizing = runtime::optimizing(config.optimize);
+  out.optimized = optimizing;
   int loss_id = loss.id();
   std::unique_ptr<Graph> g;
   if (optimizing) {
     trace::Scope phase("optimize forward");
     std::vector<int> kept;
     g = optimize::optimize(user_graph, &out.forward_report, {loss_id}, &kept, limits);
+    runtime::log_optimize(out.forward_report.to_string());
     loss_id = kept[0];
   } else {
     g = user_graph.clone();
@@ -82,6 +85,7 @@ TrainingGraph build_training_graph(const Graph& user_graph, Tensor loss, const T
     trace::Scope phase("optimize");
     std::vector<int> kept;
     std::unique_ptr<Graph> opt = optimize::optimize(*g, &out.report, grad_ids, &kept, limits);
+    runtime::log_optimize(out.report.to_string());
     forward_end = 0;
     for (auto& [name, id] : opt->outputs()) forward_end = std::max(forward_end, id + 1);
     for (int& id : param_ids) {
