@@ -23,6 +23,9 @@ inline bool near_scalar(const EGraph& g, const Match& m, const char* name, doubl
   return cd.constant && numel(cd.shape) == 1 && std::abs(*cd.constant - value) <= 1e-6 * std::abs(value);
 }
 // The identity rules may only drop an operand when broadcasting did not change the shape.
+// The attributes of the op node the pattern named `name` (Pattern::as), or of the matched root.
+inline const Attrs& attrs_of(const EGraph& g, const Match& m, const std::string& name) { return g.attrs(m.node(name).attrs); }
+inline const Attrs& root_attrs(const EGraph& g, const Match& m) { return g.attrs(m.nodes.front()->attrs); }
 inline bool keeps_shape(const EGraph& g, const Match& m) { return d(g, m, "x").shape == g.data(m.root).shape; }
 
 // The attention fusions (rules_attention.cpp).

@@ -15,16 +15,14 @@ namespace {
 
 Pattern x() { return var("x"); }
 
-// The matched nodes in pre-order from the rotated product's concat: concat, neg, slice (upper
-// half), slice (lower half); `at` is the concat's index.
-bool rotary_guard_at(const EGraph& g, const Match& m, size_t at) {
+// The rotated half's concat and its two slices (the upper half negated, then the lower).
+bool rotary_guard(const EGraph& g, const Match& m) {
   const ClassData& xd = d(g, m, "x");
   if (xd.dtype != f32 || xd.shape.empty() || g.data(m.root).shape != xd.shape) return false;
   if (d(g, m, "cos").dtype != f32 || d(g, m, "sin").dtype != f32) return false;
   const int64_t rank = static_cast<int64_t>(xd.shape.size()), dim = xd.shape.back(), half = dim / 2;
   auto last = [&](int64_t axis) { return axis == rank - 1 || axis == -1; };
-  const Attrs &cat = g.attrs(m.nodes[at]->attrs), &hi = g.attrs(m.nodes[at + 2]->attrs),
-              &lo = g.attrs(m.nodes[at + 3]->attrs);
+  const Attrs &cat = attrs_of(g, m, "concat"), &hi = attrs_of(g, m, "upper"), &lo = attrs_of(g, m, "lower");
   return dim % 2 == 0 && last(cat.axis) && last(hi.axis) && last(lo.axis) && hi.start == half && hi.end == dim &&
          hi.step == 1 && lo.start == 0 && lo.end == half && lo.step == 1;
 }
@@ -34,7 +32,7 @@ Pattern c() { return var("c"); }
 // act(linear(a, b, bias)) -> linear(a, b, bias) with the activation in its epilogue
 template <LinearAct Act>
 std::optional<ClassId> linear_act(EGraph& g, const Match& m) {
-  Attrs a = g.attrs(m.nodes[1]->attrs);
+  Attrs a = attrs_of(g, m, "product");
   a.count = Act;
   return make(g, Op::Linear, {v(m, "a"), v(m, "b"), v(m, "bias")}, a);
 }
@@ -50,10 +48,9 @@ bool gelu_erf_guard(const EGraph& g, const Match& m) {
 bool last_axis_keepdim(const Attrs& a) { return a.keepdim && a.axes.size() == 1; }
 bool keepdim_single_axis(const Attrs& a) { return a.keepdim && a.axes.size() == 1; }
 
-std::vector<Rewrite> make_rules() {
-  std::vector<Rewrite> r;
-  auto to_x = [](EGraph&, const Match& m) -> std::optional<ClassId> { return v(m, "x"); };
+std::optional<ClassId> to_x(EGraph&, const Match& m) { return v(m, "x"); }
 
+void add_algebra_rules(std::vector<Rewrite>& r) {
   // ---- algebra ----------------------------------------------------------------------------------
   r.push_back({"neg-neg", node(Op::Neg, {node(Op::Neg, {x()})}), nullptr, to_x});
   r.push_back({"mul-one", node(Op::Mul, {x(), c()}),
@@ -77,21 +74,23 @@ std::vector<Rewrite> make_rules() {
            d(g, m, "z").shape == xd.shape;
   };
   auto scatter_x = [](EGraph& g, const Match& m) -> std::optional<ClassId> {
-    return make(g, Op::ScatterAdd, {v(m, "x"), v(m, "i"), v(m, "u")}, g.attrs(m.nodes[1]->attrs));
+    return make(g, Op::ScatterAdd, {v(m, "x"), v(m, "i"), v(m, "u")}, attrs_of(g, m, "scatter"));
   };
-  Pattern scatter_zero = node(Op::ScatterAdd, {var("z"), var("i"), var("u")});
+  Pattern scatter_zero = node(Op::ScatterAdd, {var("z"), var("i"), var("u")}).as("scatter");
   r.push_back({"add-scatter-into", node(Op::Add, {x(), scatter_zero}), scatter_into, scatter_x});
-  r.push_back({"scatter-into-add", node(Op::Add, {scatter_zero, x()}), scatter_into, scatter_x});  // nodes[1]: the scatter
+  r.push_back({"scatter-into-add", node(Op::Add, {scatter_zero, x()}), scatter_into, scatter_x});
+}
 
+void add_movement_rules(std::vector<Rewrite>& r) {
   // ---- data movement ----------------------------------------------------------------------------
   r.push_back({"reshape-identity", node(Op::Reshape, {x()}), keeps_shape, to_x});
   r.push_back({"reshape-reshape", node(Op::Reshape, {node(Op::Reshape, {x()})}), nullptr,
                [](EGraph& g, const Match& m) -> std::optional<ClassId> {
-                 return make(g, Op::Reshape, {v(m, "x")}, g.attrs(m.nodes[0]->attrs));
+                 return make(g, Op::Reshape, {v(m, "x")}, root_attrs(g, m));
                }});
-  r.push_back({"permute-permute", node(Op::Permute, {node(Op::Permute, {x()})}), nullptr,
+  r.push_back({"permute-permute", node(Op::Permute, {node(Op::Permute, {x()}).as("inner")}), nullptr,
                [](EGraph& g, const Match& m) -> std::optional<ClassId> {
-                 const auto &outer = g.attrs(m.nodes[0]->attrs).axes, &inner = g.attrs(m.nodes[1]->attrs).axes;
+                 const auto &outer = root_attrs(g, m).axes, &inner = attrs_of(g, m, "inner").axes;
                  Attrs a;
                  bool identity = true;
                  for (size_t j = 0; j < outer.size(); ++j) {  // permute(permute(x, p1), p2) = permute(x, p1[p2[j]])
@@ -100,7 +99,9 @@ std::vector<Rewrite> make_rules() {
                  }
                  return identity ? v(m, "x") : make(g, Op::Permute, {v(m, "x")}, a);
                }});
+}
 
+void add_fusion_rules(std::vector<Rewrite>& r) {
   // ---- fusions into existing kernels ------------------------------------------------------------
   auto silu = [](EGraph& g, const Match& m) -> std::optional<ClassId> { return make(g, Op::Silu, {v(m, "x")}); };
   r.push_back({"silu", node(Op::Mul, {x(), node(Op::Sigmoid, {x()})}), nullptr, silu});
@@ -122,16 +123,15 @@ std::vector<Rewrite> make_rules() {
   // x*cos + cat(-x[..., D/2:], x[..., :D/2])*sin  ->  rotary(x, cos, sin): Hugging Face's
   // rotate_half spelling of the rotary embedding, as ONNX exports and models from primitives write it.
   auto rotated = [] {
-    return node(Op::Mul, {node(Op::Concat, {node(Op::Neg, {node(Op::Slice, {x()})}), node(Op::Slice, {x()})}), var("sin")});
+    return node(Op::Mul, {node(Op::Concat, {node(Op::Neg, {node(Op::Slice, {x()}).as("upper")}), node(Op::Slice, {x()}).as("lower")})
+                              .as("concat"),
+                          var("sin")});
   };
   auto rotary = [](EGraph& g, const Match& m) -> std::optional<ClassId> {
     return make(g, Op::Rotary, {v(m, "x"), v(m, "cos"), v(m, "sin")});
   };
-  // Pre-order: add, mul(x, cos), mul(rotated), concat, ... (and swapped: add, mul(rotated), concat, ...).
-  r.push_back({"rotary", node(Op::Add, {node(Op::Mul, {x(), var("cos")}), rotated()}),
-               [](const EGraph& g, const Match& m) { return rotary_guard_at(g, m, 3); }, rotary});
-  r.push_back({"rotary-swapped", node(Op::Add, {rotated(), node(Op::Mul, {x(), var("cos")})}),
-               [](const EGraph& g, const Match& m) { return rotary_guard_at(g, m, 2); }, rotary});
+  r.push_back({"rotary", node(Op::Add, {node(Op::Mul, {x(), var("cos")}), rotated()}), rotary_guard, rotary});
+  r.push_back({"rotary-swapped", node(Op::Add, {rotated(), node(Op::Mul, {x(), var("cos")})}), rotary_guard, rotary});
 
   // x * rsqrt(mean(x*x, last axis, keepdim) + eps)  ->  rms_norm(x, eps)
   auto rms = [](EGraph& g, const Match& m) -> std::optional<ClassId> {
@@ -141,45 +141,49 @@ std::vector<Rewrite> make_rules() {
   };
   auto rms_guard = [](const EGraph& g, const Match& m) {
     const ClassData& xd = d(g, m, "x");
-    const Attrs& mean = g.attrs(m.nodes[3]->attrs);
+    const Attrs& mean = attrs_of(g, m, "mean");
     return !xd.shape.empty() && mean.axes[0] == static_cast<int64_t>(xd.shape.size()) - 1 &&
            d(g, m, "eps").constant.has_value() && d(g, m, "eps").shape.empty();
   };
-  auto mean_sq = [](Pattern sq) { return node(Op::Mean, {std::move(sq)}, last_axis_keepdim); };
+  auto mean_sq = [](Pattern sq) { return node(Op::Mean, {std::move(sq)}, last_axis_keepdim).as("mean"); };
   r.push_back({"rms-norm", node(Op::Mul, {x(), node(Op::Rsqrt, {node(Op::Add, {mean_sq(node(Op::Mul, {x(), x()})), var("eps")})})}),
                rms_guard, rms});
   r.push_back({"rms-norm-pow", node(Op::Mul, {x(), node(Op::Rsqrt, {node(Op::Add, {mean_sq(node(Op::PowScalar, {x()}, [](const Attrs& a) { return a.scalar == 2.0; })), var("eps")})})}),
                rms_guard, rms});
   // rms_norm(x) * w (w the size of the last axis)  ->  rms_norm(x, w)
-  r.push_back({"rms-norm-weight", node(Op::Mul, {node(Op::RmsNorm, {x()}), var("w")}),
+  r.push_back({"rms-norm-weight", node(Op::Mul, {node(Op::RmsNorm, {x()}).as("norm"), var("w")}),
                [](const EGraph& g, const Match& m) {
                  const Shape& xs = d(g, m, "x").shape;
                  return d(g, m, "w").shape == Shape{xs.back()} && d(g, m, "w").dtype == f32;
                },
                [](EGraph& g, const Match& m) -> std::optional<ClassId> {
-                 return make(g, Op::RmsNorm, {v(m, "x"), v(m, "w")}, g.attrs(m.nodes[1]->attrs));
+                 return make(g, Op::RmsNorm, {v(m, "x"), v(m, "w")}, attrs_of(g, m, "norm"));
                }});
 
   // exp(x - max(x)) / sum(exp(x - max(x)))  ->  softmax(x), along the one reduced axis
-  auto stable = [] { return node(Op::Exp, {node(Op::Sub, {x(), node(Op::Max, {x()}, keepdim_single_axis)})}); };
-  r.push_back({"softmax", node(Op::Div, {stable(), node(Op::Sum, {stable()}, keepdim_single_axis)}),
-               [](const EGraph& g, const Match& m) {  // nodes: div exp sub max sum exp sub max
-                 const auto& axes = g.attrs(m.nodes[4]->attrs).axes;  // both maxes reduce the sum's axis
-                 return g.attrs(m.nodes[3]->attrs).axes == axes && g.attrs(m.nodes[7]->attrs).axes == axes;
+  auto stable = [](const char* max) {
+    return node(Op::Exp, {node(Op::Sub, {x(), node(Op::Max, {x()}, keepdim_single_axis).as(max)})});
+  };
+  r.push_back({"softmax", node(Op::Div, {stable("max"), node(Op::Sum, {stable("summed max")}, keepdim_single_axis).as("sum")}),
+               [](const EGraph& g, const Match& m) {
+                 const auto& axes = attrs_of(g, m, "sum").axes;  // both maxes reduce the sum's axis
+                 return attrs_of(g, m, "max").axes == axes && attrs_of(g, m, "summed max").axes == axes;
                },
                [](EGraph& g, const Match& m) -> std::optional<ClassId> {
                  Attrs a;
-                 a.axis = g.attrs(m.nodes[4]->attrs).axes[0];
+                 a.axis = attrs_of(g, m, "sum").axes[0];
                  return make(g, Op::Softmax, {v(m, "x")}, a);
                }});
-  r.push_back({"softmax-unstabilised", node(Op::Div, {node(Op::Exp, {x()}), node(Op::Sum, {node(Op::Exp, {x()})}, keepdim_single_axis)}),
+  r.push_back({"softmax-unstabilised", node(Op::Div, {node(Op::Exp, {x()}), node(Op::Sum, {node(Op::Exp, {x()})}, keepdim_single_axis).as("sum")}),
                nullptr,
                [](EGraph& g, const Match& m) -> std::optional<ClassId> {
                  Attrs a;
-                 a.axis = g.attrs(m.nodes[2]->attrs).axes[0];
+                 a.axis = attrs_of(g, m, "sum").axes[0];
                  return make(g, Op::Softmax, {v(m, "x")}, a);
                }});
+}
 
+void add_layer_norm_rules(std::vector<Rewrite>& r) {
   // ---- layer norm -------------------------------------------------------------------------------
   // c = x - mean(x), var = mean(c*c) (or mean(pow(c, 2))), both over the last axis with keepdim:
   // c * rsqrt(var + eps), rsqrt(var + eps) * c, c / sqrt(var + eps)  ->  layer_norm(x, eps)
@@ -219,23 +223,33 @@ std::vector<Rewrite> make_rules() {
   auto bias_guard = [](const EGraph& g, const Match& m) {
     return d(g, m, "b").shape == Shape{d(g, m, "x").shape.back()} && d(g, m, "b").dtype == f32;
   };
-  r.push_back({"layer-norm-weight", node(Op::Mul, {node(Op::LayerNorm, {x()}), var("w")}), weight_guard,
-               [](EGraph& g, const Match& m) -> std::optional<ClassId> {  // nodes: mul layer_norm
-                 return make(g, Op::LayerNorm, {v(m, "x"), v(m, "w")}, g.attrs(m.nodes[1]->attrs));
-               }});
-  r.push_back({"layer-norm-weight-swapped", node(Op::Mul, {var("w"), node(Op::LayerNorm, {x()})}), weight_guard,
+  r.push_back({"layer-norm-weight", node(Op::Mul, {node(Op::LayerNorm, {x()}).as("norm"), var("w")}), weight_guard,
                [](EGraph& g, const Match& m) -> std::optional<ClassId> {
-                 return make(g, Op::LayerNorm, {v(m, "x"), v(m, "w")}, g.attrs(m.nodes[1]->attrs));
+                 return make(g, Op::LayerNorm, {v(m, "x"), v(m, "w")}, attrs_of(g, m, "norm"));
                }});
-  r.push_back({"layer-norm-bias", node(Op::Add, {node(Op::LayerNorm, {x(), var("w")}), var("b")}), bias_guard,
+  r.push_back({"layer-norm-weight-swapped", node(Op::Mul, {var("w"), node(Op::LayerNorm, {x()}).as("norm")}), weight_guard,
                [](EGraph& g, const Match& m) -> std::optional<ClassId> {
-                 return make(g, Op::LayerNorm, {v(m, "x"), v(m, "w"), v(m, "b")}, g.attrs(m.nodes[1]->attrs));
+                 return make(g, Op::LayerNorm, {v(m, "x"), v(m, "w")}, attrs_of(g, m, "norm"));
                }});
-  r.push_back({"layer-norm-bias-swapped", node(Op::Add, {var("b"), node(Op::LayerNorm, {x(), var("w")})}), bias_guard,
+  r.push_back({"layer-norm-bias", node(Op::Add, {node(Op::LayerNorm, {x(), var("w")}).as("norm"), var("b")}), bias_guard,
                [](EGraph& g, const Match& m) -> std::optional<ClassId> {
-                 return make(g, Op::LayerNorm, {v(m, "x"), v(m, "w"), v(m, "b")}, g.attrs(m.nodes[1]->attrs));
+                 return make(g, Op::LayerNorm, {v(m, "x"), v(m, "w"), v(m, "b")}, attrs_of(g, m, "norm"));
                }});
+  r.push_back({"layer-norm-bias-swapped", node(Op::Add, {var("b"), node(Op::LayerNorm, {x(), var("w")}).as("norm")}), bias_guard,
+               [](EGraph& g, const Match& m) -> std::optional<ClassId> {
+                 return make(g, Op::LayerNorm, {v(m, "x"), v(m, "w"), v(m, "b")}, attrs_of(g, m, "norm"));
+               }});
+}
 
+// The three spellings of 0.5 * x * inner: 0.5*x*(..), x*0.5*(..), 0.5*(x*(..)).
+void half_x_times(std::vector<Rewrite>& r, const std::string& name, const std::function<Pattern()>& inner,
+                  decltype(Rewrite::guard) guard, decltype(Rewrite::apply) rhs) {
+  r.push_back({name, node(Op::Mul, {node(Op::Mul, {var("half"), x()}), inner()}), guard, rhs});
+  r.push_back({name + "-x-half", node(Op::Mul, {node(Op::Mul, {x(), var("half")}), inner()}), guard, rhs});
+  r.push_back({name + "-half-outer", node(Op::Mul, {var("half"), node(Op::Mul, {x(), inner()})}), guard, rhs});
+}
+
+void add_gelu_tanh_rules(std::vector<Rewrite>& r) {
   // ---- gelu, tanh form --------------------------------------------------------------------------
   // 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))  ->  gelu_tanh(x), for the common
   // spellings of the product and the cube (no associativity/commutativity rules: they explode).
@@ -252,21 +266,16 @@ std::vector<Rewrite> make_rules() {
       {"cube", [] { return node(Op::Mul, {var("a"), node(Op::Mul, {node(Op::Mul, {x(), x()}), x()})}); }},  // a * (x*x*x)
       {"chain", [] { return node(Op::Mul, {node(Op::Mul, {node(Op::Mul, {var("a"), x()}), x()}), x()}); }},  // a*x*x*x
   };
-  // The three spellings of 0.5 * x * inner: 0.5*x*(..), x*0.5*(..), 0.5*(x*(..)).
-  auto half_x_times = [&](const std::string& name, const std::function<Pattern()>& inner,
-                          decltype(Rewrite::guard) guard, decltype(Rewrite::apply) rhs) {
-    r.push_back({name, node(Op::Mul, {node(Op::Mul, {var("half"), x()}), inner()}), guard, rhs});
-    r.push_back({name + "-x-half", node(Op::Mul, {node(Op::Mul, {x(), var("half")}), inner()}), guard, rhs});
-    r.push_back({name + "-half-outer", node(Op::Mul, {var("half"), node(Op::Mul, {x(), inner()})}), guard, rhs});
-  };
   for (const auto& [cube_name, cube_spelling] : cubes) {
     const std::function<Pattern()>& cube = cube_spelling;  // clang 14 (fuzz/) cannot capture a binding
     auto inner = [&cube] {  // 1 + tanh(k * (x + a x^3))
       return node(Op::Add, {var("one"), node(Op::Tanh, {node(Op::Mul, {var("k"), node(Op::Add, {x(), cube()})})})});
     };
-    half_x_times(std::string("gelu-tanh-") + cube_name, inner, gelu_guard, gelu);
+    half_x_times(r, std::string("gelu-tanh-") + cube_name, inner, gelu_guard, gelu);
   }
+}
 
+void add_gelu_erf_rules(std::vector<Rewrite>& r) {
   // ---- gelu, erf form: 0.5 * x * (1 + erf(x / sqrt(2)))  ->  gelu(x) ------------------------------
   // The argument spelled x / sqrt(2) or x * (1/sqrt(2)) (either order); constants by value.
   const std::pair<const char*, std::function<Pattern()>> scaled[] = {
@@ -278,10 +287,12 @@ std::vector<Rewrite> make_rules() {
     auto guard = std::string(scale_name) == "div" ? gelu_erf_guard<true> : gelu_erf_guard<false>;
     const std::function<Pattern()>& arg = scale_arg;  // clang 14 (fuzz/) cannot capture a binding
     auto inner = [&arg] { return node(Op::Add, {var("one"), node(Op::Erf, {arg()})}); };
-    half_x_times(std::string("gelu-erf-") + scale_name, inner, guard,
+    half_x_times(r, std::string("gelu-erf-") + scale_name, inner, guard,
                  [](EGraph& g, const Match& m) -> std::optional<ClassId> { return make(g, Op::Gelu, {v(m, "x")}); });
   }
+}
 
+void add_epilogue_rules(std::vector<Rewrite>& r) {
   // ---- matmul epilogues: linear = act(matmul(a, b) + bias) + residual -----------------------------
   // matmul(a, b) + bias  ->  linear(a, b, bias): bias [N] (f32), so the sum keeps matmul's shape
   auto lin_bias_guard = [](const EGraph& g, const Match& m) {
@@ -291,26 +302,26 @@ std::vector<Rewrite> make_rules() {
            bd.shape[0] == out.back() && d(g, m, "a").dtype == f32 && d(g, m, "b").dtype == f32;
   };
   auto lin_bias = [](EGraph& g, const Match& m) -> std::optional<ClassId> {
-    Attrs a = g.attrs(m.nodes[1]->attrs);  // the matmul's transposes
+    Attrs a = attrs_of(g, m, "product");  // the matmul's transposes
     a.count = kLinearNone;
     return make(g, Op::Linear, {v(m, "a"), v(m, "b"), v(m, "bias")}, a);
   };
-  auto mm = [] { return node(Op::MatMul, {var("a"), var("b")}); };
+  auto mm = [] { return node(Op::MatMul, {var("a"), var("b")}).as("product"); };
   r.push_back({"linear-bias", node(Op::Add, {mm(), var("bias")}), lin_bias_guard, lin_bias});
   r.push_back({"linear-bias-swapped", node(Op::Add, {var("bias"), mm()}), lin_bias_guard, lin_bias});
 
   // act(linear(a, b, bias)) with no activation and no residual  ->  linear(a, b, bias, act)
-  auto lin3 = [] { return node(Op::Linear, {var("a"), var("b"), var("bias")}); };
-  auto no_act = [](const EGraph& g, const Match& m) { return g.attrs(m.nodes[1]->attrs).count == kLinearNone; };
+  auto lin3 = [] { return node(Op::Linear, {var("a"), var("b"), var("bias")}).as("product"); };
+  auto no_act = [](const EGraph& g, const Match& m) { return attrs_of(g, m, "product").count == kLinearNone; };
   r.push_back({"linear-relu", node(Op::Relu, {lin3()}), no_act, linear_act<kLinearRelu>});
   r.push_back({"linear-gelu", node(Op::Gelu, {lin3()}), no_act, linear_act<kLinearGelu>});
   r.push_back({"linear-gelu-tanh", node(Op::GeluTanh, {lin3()}), no_act, linear_act<kLinearGeluTanh>});
   r.push_back({"linear-silu", node(Op::Silu, {lin3()}), no_act, linear_act<kLinearSilu>});
 
-  // product + r, the product (linear or matmul) being the match's node 1 (nodes: add product):
-  // r is f32, broadcasts to the product's output, and the sum keeps that shape
+  // product + r, the product a linear or a matmul: r is f32, broadcasts to the product's output,
+  // and the sum keeps that shape
   auto residual_guard = [](const EGraph& g, const Match& m) {
-    auto product = g.lookup(*m.nodes[1]);
+    auto product = g.lookup(m.node("product"));
     if (!product) return false;
     const Shape& out = g.data(*product).shape;
     const ClassData& rd = d(g, m, "r");
@@ -319,7 +330,7 @@ std::vector<Rewrite> make_rules() {
   };
   // linear(a, b, bias) + r (no residual yet)  ->  linear(a, b, bias, r)
   auto lin_res = [](EGraph& g, const Match& m) -> std::optional<ClassId> {
-    return make(g, Op::Linear, {v(m, "a"), v(m, "b"), v(m, "bias"), v(m, "r")}, g.attrs(m.nodes[1]->attrs));
+    return make(g, Op::Linear, {v(m, "a"), v(m, "b"), v(m, "bias"), v(m, "r")}, attrs_of(g, m, "product"));
   };
   r.push_back({"linear-residual", node(Op::Add, {lin3(), var("r")}), residual_guard, lin_res});
   r.push_back({"linear-residual-swapped", node(Op::Add, {var("r"), lin3()}), residual_guard, lin_res});
@@ -327,11 +338,21 @@ std::vector<Rewrite> make_rules() {
   // matmul(a, b) + r  ->  matmul_add(a, b, r) (a residual block's output projection; gradient
   // accumulation in backward)
   auto mm_add = [](EGraph& g, const Match& m) -> std::optional<ClassId> {
-    return make(g, Op::MatMulAdd, {v(m, "a"), v(m, "b"), v(m, "r")}, g.attrs(m.nodes[1]->attrs));
+    return make(g, Op::MatMulAdd, {v(m, "a"), v(m, "b"), v(m, "r")}, attrs_of(g, m, "product"));
   };
   r.push_back({"matmul-add", node(Op::Add, {mm(), var("r")}), residual_guard, mm_add});
   r.push_back({"matmul-add-swapped", node(Op::Add, {var("r"), mm()}), residual_guard, mm_add});
+}
 
+std::vector<Rewrite> make_rules() {
+  std::vector<Rewrite> r;
+  add_algebra_rules(r);
+  add_movement_rules(r);
+  add_fusion_rules(r);
+  add_layer_norm_rules(r);
+  add_gelu_tanh_rules(r);
+  add_gelu_erf_rules(r);
+  add_epilogue_rules(r);
   add_attention_rules(r);
   return r;
 }

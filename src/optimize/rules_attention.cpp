@@ -91,7 +91,7 @@ std::optional<ClassId> attention_apply(EGraph& g, const Match& m) {
 // attention(q [.., Hkv, G, S, D], broadcast_to(reshape(k [.., Hkv, S, D])) [.., Hkv, G, S, D], same v)
 // -> reshape(attention(reshape(q, [.., Hkv*G, S, D]), k, v)): k and v are read in place.
 bool gqa_guard(const EGraph& g, const Match& m) {
-  if (g.attrs(m.nodes[0]->attrs).seq_major) return false;  // the pattern is written heads-major
+  if (root_attrs(g, m).seq_major) return false;  // the pattern is written heads-major
   const Shape &q = d(g, m, "q").shape, &k = d(g, m, "k").shape, &val = d(g, m, "v").shape;
   const size_t r = q.size();
   if (r < 4 || k.size() != r - 1 || val.size() != r - 1) return false;
@@ -119,7 +119,7 @@ std::optional<ClassId> gqa_apply(EGraph& g, const Match& m) {
   flat.axes = Shape(q.begin(), q.end() - 4);
   flat.axes.insert(flat.axes.end(), {q[r - 4] * q[r - 3], q[r - 2], q[r - 1]});
   const ClassId q_flat = make(g, Op::Reshape, {v(m, "q")}, flat);
-  const ClassId att = make(g, Op::Attention, {q_flat, v(m, "k"), v(m, "v")}, g.attrs(m.nodes[0]->attrs));
+  const ClassId att = make(g, Op::Attention, {q_flat, v(m, "k"), v(m, "v")}, root_attrs(g, m));
   Attrs back;
   back.axes = g.data(m.root).shape;
   return make(g, Op::Reshape, {att}, back);
@@ -130,13 +130,13 @@ std::optional<ClassId> gqa_apply(EGraph& g, const Match& m) {
 void add_attention_rules(std::vector<Rewrite>& r) {
   r.push_back({"matmul-transposed-b", node(Op::MatMul, {var("a"), node(Op::Permute, {var("b")}, swaps_last_two)}), nullptr,
                [](EGraph& g, const Match& m) -> std::optional<ClassId> {
-                 Attrs a = g.attrs(m.nodes[0]->attrs);
+                 Attrs a = root_attrs(g, m);
                  a.transpose_b = !a.transpose_b;
                  return make(g, Op::MatMul, {v(m, "a"), v(m, "b")}, a);
                }});
   r.push_back({"matmul-transposed-a", node(Op::MatMul, {node(Op::Permute, {var("a")}, swaps_last_two), var("b")}), nullptr,
                [](EGraph& g, const Match& m) -> std::optional<ClassId> {
-                 Attrs a = g.attrs(m.nodes[0]->attrs);
+                 Attrs a = root_attrs(g, m);
                  a.transpose_a = !a.transpose_a;
                  return make(g, Op::MatMul, {v(m, "a"), v(m, "b")}, a);
                }});
