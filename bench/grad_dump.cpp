@@ -28,10 +28,14 @@ Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--model") o.model = value;
-    else if (flag == "--out") o.out = value;
-    else if (flag == "--seq") o.seq = std::stoll(value);
-    else throw mn::Error("meganeura-grad-dump: unknown option '" + flag + "'");
+    if (flag == "--model")
+      o.model = value;
+    else if (flag == "--out")
+      o.out = value;
+    else if (flag == "--seq")
+      o.seq = std::stoll(value);
+    else
+      throw mn::Error("meganeura-grad-dump: unknown option '" + flag + "'");
   }
   if (o.model.empty() || o.out.empty() || o.seq < 1)
     throw mn::Error("usage: meganeura-grad-dump --model DIR --seq S --out FILE.safetensors");

@@ -49,7 +49,8 @@ struct Options {
   bool optimize = true;
   float lr = 1e-4f;
   int breakdown = 0;  // print the N kinds of dispatch that take the most GPU time (stderr)
-  std::string listing;  // a folder: each mode's recorded step (<mode>.txt) and GPU time per dispatch (<mode>-profile.txt)
+  std::string
+      listing;  // a folder: each mode's recorded step (<mode>.txt) and GPU time per dispatch (<mode>-profile.txt)
 };
 
 struct Bench {
@@ -194,7 +195,9 @@ class Json {
   std::string body_;
 };
 
-std::vector<float> first(const std::vector<float>& v, size_t n) { return {v.begin(), v.begin() + std::min(n, v.size())}; }
+std::vector<float> first(const std::vector<float>& v, size_t n) {
+  return {v.begin(), v.begin() + std::min(n, v.size())};
+}
 
 double abs_sum(const std::vector<float>& v) {
   double s = 0;
@@ -268,7 +271,8 @@ std::unique_ptr<mn::Graph> decode_graph(LlamaConfig c, int64_t slots) {
     caches.push_back({g->state(std::string("k").append(std::to_string(l)), cache_shape),
                       g->state(std::string("v").append(std::to_string(l)), cache_shape)});
   Tensor ids = g->input("ids", {1, 1}, mn::i32);
-  Tensor hidden = model.forward_cached(ids, g->input("positions", {1}, mn::i32), g->input("start", {1}, mn::i32), caches);
+  Tensor hidden =
+      model.forward_cached(ids, g->input("positions", {1}, mn::i32), g->input("start", {1}, mn::i32), caches);
   g->output("logits", model.head(mn::gather(hidden, g->input("last", {1}, mn::i32), 1)));
   return g;
 }
@@ -277,7 +281,7 @@ Json decode(const Bench& b) {
   const int64_t vocab = b.config.vocab_size, seq = b.opt.seq;
   mn::models::GeneratorOptions go;
   go.max_seq = seq + 2 * (b.opt.warmup + b.opt.runs) + 1;  // the timed decodes, then the timed advances
-  go.prefill_chunk = seq;  // the prompt is one prefill run
+  go.prefill_chunk = seq;                                  // the prompt is one prefill run
   go.session.optimize = b.opt.optimize;
   Json j;
   auto t0 = std::chrono::steady_clock::now();
@@ -315,9 +319,10 @@ Json decode(const Bench& b) {
   j.nums("sample", first(logits, 4));
   j.num("checksum", abs_sum(logits));
   j.num("position", static_cast<double>(sampled_at));
-  j.str("note", "ms per token (Generator::decode: inputs, run, logits to the host); sample: the last decode's "
-                "logits[:4], checksum: sum |logits| of it; prefill: Generator::prefill of the prompt; gpu: a "
-                "decode-only session with timestamps");
+  j.str("note",
+        "ms per token (Generator::decode: inputs, run, logits to the host); sample: the last decode's "
+        "logits[:4], checksum: sum |logits| of it; prefill: Generator::prefill of the prompt; gpu: a "
+        "decode-only session with timestamps");
   return j;
 }
 
@@ -364,8 +369,9 @@ Json train(const Bench& b) {
   j.nums("sample", first(grad, 4));
   j.num("checksum", abs_sum(grad));
   j.num("lr", b.opt.lr);
-  j.str("note", "SGD; loss: step 1 (the checkpoint's weights); sample: grad of model.norm.weight[:4] at step 1, "
-                "checksum: sum |that grad|");
+  j.str("note",
+        "SGD; loss: step 1 (the checkpoint's weights); sample: grad of model.norm.weight[:4] at step 1, "
+        "checksum: sum |that grad|");
   return j;
 }
 
@@ -385,17 +391,28 @@ Options parse(int argc, char** argv) {
       if (i + 1 >= argc) throw mn::Error(a + " needs a value");
       return argv[++i];
     };
-    if (a == "--model") o.model_dir = value();
-    else if (a == "--name") o.name = value();
-    else if (a == "--seq") o.seq = std::stoll(value());
-    else if (a == "--runs") o.runs = std::stoi(value());
-    else if (a == "--warmup") o.warmup = std::stoi(value());
-    else if (a == "--modes") o.modes = split(value());
-    else if (a == "--optimize") o.optimize = value() != "off";
-    else if (a == "--lr") o.lr = std::stof(value());
-    else if (a == "--breakdown") o.breakdown = std::stoi(value());
-    else if (a == "--listing") o.listing = value();
-    else throw mn::Error("unknown option '" + a + "'");
+    if (a == "--model")
+      o.model_dir = value();
+    else if (a == "--name")
+      o.name = value();
+    else if (a == "--seq")
+      o.seq = std::stoll(value());
+    else if (a == "--runs")
+      o.runs = std::stoi(value());
+    else if (a == "--warmup")
+      o.warmup = std::stoi(value());
+    else if (a == "--modes")
+      o.modes = split(value());
+    else if (a == "--optimize")
+      o.optimize = value() != "off";
+    else if (a == "--lr")
+      o.lr = std::stof(value());
+    else if (a == "--breakdown")
+      o.breakdown = std::stoi(value());
+    else if (a == "--listing")
+      o.listing = value();
+    else
+      throw mn::Error("unknown option '" + a + "'");
   }
   if (o.model_dir.empty()) throw mn::Error("--model DIR (config.json + model.safetensors) is required");
   if (o.seq < 2 || o.runs < 1 || o.warmup < 0) throw mn::Error("--seq must be at least 2, --runs at least 1");
@@ -414,8 +431,10 @@ int main(int argc, char** argv) {
   try {
     o = parse(argc, argv);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "meganeura-bench-model: %s\nusage: meganeura-bench-model --model DIR [--name NAME] [--seq 128] "
-                         "[--runs 30] [--warmup 5] [--modes inference,decode,train] [--optimize on|off] [--lr 1e-4] [--breakdown N] [--listing DIR]\n",
+    std::fprintf(stderr,
+                 "meganeura-bench-model: %s\nusage: meganeura-bench-model --model DIR [--name NAME] [--seq 128] "
+                 "[--runs 30] [--warmup 5] [--modes inference,decode,train] [--optimize on|off] [--lr 1e-4] "
+                 "[--breakdown N] [--listing DIR]\n",
                  e.what());
     return 2;
   }

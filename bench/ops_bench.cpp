@@ -18,7 +18,6 @@
 //   meganeura-bench-ops --quick               small sizes (lavapipe: a few seconds per op)
 //   meganeura-bench-ops --benchmark_filter=matmul --benchmark_format=json
 #include <benchmark/benchmark.h>
-#include <meganeura/meganeura.hpp>
 
 #include <algorithm>
 #include <array>
@@ -26,6 +25,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <meganeura/meganeura.hpp>
 #include <memory>
 #include <random>
 #include <string>
@@ -130,7 +130,8 @@ void run_case(benchmark::State& state, const Case& c) {
         ++own;
       }
       if (own == 0) {
-        state.SkipWithError(("no dispatch labelled \"" + g_prepared->op_label + "...\" in the profile:" + labels).c_str());
+        state.SkipWithError(
+            ("no dispatch labelled \"" + g_prepared->op_label + "...\" in the profile:" + labels).c_str());
         break;
       }
       dispatches = own;
@@ -164,20 +165,21 @@ std::string dims(const mn::Shape& s) {
 
 std::vector<Case> make_cases(bool quick) {
   std::vector<Case> cs;
-  const double f = 4, h = 2, idx = 4;  // bytes per f32, f16, i32
-  const int64_t n = quick ? 1 << 20 : 1 << 24;       // elementwise elements
-  const int64_t R = quick ? 1024 : 4096, C = R;      // rows x columns of 2-d cases
+  const double f = 4, h = 2, idx = 4;            // bytes per f32, f16, i32
+  const int64_t n = quick ? 1 << 20 : 1 << 24;   // elementwise elements
+  const int64_t R = quick ? 1024 : 4096, C = R;  // rows x columns of 2-d cases
   const mn::Shape rc{R, C};
   const double rcn = static_cast<double>(R * C);
 
   for (auto [name, fn] : {std::pair{"exp", &mn::exp}, std::pair{"gelu", &mn::gelu}})
-    cs.push_back({std::string(name) + "/" + std::to_string(n), {{"x", {n}}},
-                  [fn](auto& t) { return fn(t[0]); }, 2.0 * n * f});
+    cs.push_back(
+        {std::string(name) + "/" + std::to_string(n), {{"x", {n}}}, [fn](auto& t) { return fn(t[0]); }, 2.0 * n * f});
 
-  cs.push_back({"add/" + dims(rc), {{"a", rc}, {"b", rc}},
-                [](auto& t) { return t[0] + t[1]; }, 3 * rcn * f});
-  cs.push_back({"add_broadcast/" + dims(rc) + "+" + std::to_string(C), {{"a", rc}, {"b", {C}}},
-                [](auto& t) { return t[0] + t[1]; }, (2 * rcn + C) * f});
+  cs.push_back({"add/" + dims(rc), {{"a", rc}, {"b", rc}}, [](auto& t) { return t[0] + t[1]; }, 3 * rcn * f});
+  cs.push_back({"add_broadcast/" + dims(rc) + "+" + std::to_string(C),
+                {{"a", rc}, {"b", {C}}},
+                [](auto& t) { return t[0] + t[1]; },
+                (2 * rcn + C) * f});
 
   std::vector<std::array<int64_t, 3>> mm;  // M, K, N
   for (int64_t s : quick ? std::vector<int64_t>{256} : std::vector<int64_t>{256, 1024, 2048, 4096})
@@ -185,25 +187,29 @@ std::vector<Case> make_cases(bool quick) {
   mm.push_back({128, 576, 1536});  // a transformer projection: 128 tokens, SmolLM2's widths
   for (auto [M, K, N] : mm)
     cs.push_back({"matmul/" + std::to_string(M) + "x" + std::to_string(K) + "x" + std::to_string(N),
-                  {{"a", {M, K}}, {"b", {K, N}}}, [](auto& t) { return mn::matmul(t[0], t[1]); },
-                  double(M * K + K * N + M * N) * f, 2.0 * M * N * K});
+                  {{"a", {M, K}}, {"b", {K, N}}},
+                  [](auto& t) { return mn::matmul(t[0], t[1]); },
+                  double(M * K + K * N + M * N) * f,
+                  2.0 * M * N * K});
 
-  cs.push_back({"sum_last/" + dims(rc), {{"x", rc}},
-                [](auto& t) { return mn::sum(t[0], {-1}); }, (rcn + R) * f});
-  cs.push_back({"softmax/" + dims(rc), {{"x", rc}},
-                [](auto& t) { return mn::softmax(t[0], -1); }, 2 * rcn * f});
-  cs.push_back({"rms_norm/" + dims(rc), {{"x", rc}, {"w", {C}}},
-                [](auto& t) { return mn::rms_norm(t[0], t[1]); }, (2 * rcn + C) * f});
-  cs.push_back({"layer_norm/" + dims(rc), {{"x", rc}, {"w", {C}}, {"b", {C}}},
-                [](auto& t) { return mn::layer_norm(t[0], t[1], t[2]); }, (2 * rcn + 2 * C) * f});
+  cs.push_back({"sum_last/" + dims(rc), {{"x", rc}}, [](auto& t) { return mn::sum(t[0], {-1}); }, (rcn + R) * f});
+  cs.push_back({"softmax/" + dims(rc), {{"x", rc}}, [](auto& t) { return mn::softmax(t[0], -1); }, 2 * rcn * f});
+  cs.push_back({"rms_norm/" + dims(rc),
+                {{"x", rc}, {"w", {C}}},
+                [](auto& t) { return mn::rms_norm(t[0], t[1]); },
+                (2 * rcn + C) * f});
+  cs.push_back({"layer_norm/" + dims(rc),
+                {{"x", rc}, {"w", {C}}, {"b", {C}}},
+                [](auto& t) { return mn::layer_norm(t[0], t[1], t[2]); },
+                (2 * rcn + 2 * C) * f});
 
   const int64_t vocab = 49152, D = 576, tokens = quick ? 1024 : 4096;
   const int64_t table_rows = quick ? 8192 : vocab;
-  cs.push_back({"embedding/" + std::to_string(table_rows) + "x" + std::to_string(D) + "[" +
-                    std::to_string(tokens) + "]",
-                {{"table", {table_rows, D}}, {"ids", {tokens}, mn::i32, int32_t(table_rows)}},
-                [](auto& t) { return mn::embedding(t[0], t[1]); },
-                tokens * idx + 2.0 * tokens * D * f});
+  cs.push_back(
+      {"embedding/" + std::to_string(table_rows) + "x" + std::to_string(D) + "[" + std::to_string(tokens) + "]",
+       {{"table", {table_rows, D}}, {"ids", {tokens}, mn::i32, int32_t(table_rows)}},
+       [](auto& t) { return mn::embedding(t[0], t[1]); },
+       tokens * idx + 2.0 * tokens * D * f});
 
   const int64_t ce_rows = quick ? 64 : 1024;
   cs.push_back({"cross_entropy/" + std::to_string(ce_rows) + "x" + std::to_string(vocab),
@@ -212,19 +218,25 @@ std::vector<Case> make_cases(bool quick) {
                 double(ce_rows * vocab) * f + ce_rows * idx + f});
 
   const int64_t T = quick ? 1024 : 8192;
-  cs.push_back({"transpose/" + std::to_string(T) + "x" + std::to_string(T), {{"x", {T, T}}},
-                [](auto& t) { return mn::transpose(t[0]); }, 2.0 * T * T * f});
+  cs.push_back({"transpose/" + std::to_string(T) + "x" + std::to_string(T),
+                {{"x", {T, T}}},
+                [](auto& t) { return mn::transpose(t[0]); },
+                2.0 * T * T * f});
   cs.push_back({"concat/2x" + std::to_string(R) + "x" + std::to_string(C / 2),
                 {{"a", {R, C / 2}}, {"b", {R, C / 2}}},
-                [](auto& t) { return mn::concat({t[0], t[1]}, 1); }, 2 * rcn * f});
-  cs.push_back({"cast_f32_f16/" + dims(rc), {{"x", rc}},
-                [](auto& t) { return mn::cast(t[0], mn::f16); }, rcn * (f + h)});
+                [](auto& t) {
+                  return mn::concat({t[0], t[1]}, 1);
+                },
+                2 * rcn * f});
+  cs.push_back(
+      {"cast_f32_f16/" + dims(rc), {{"x", rc}}, [](auto& t) { return mn::cast(t[0], mn::f16); }, rcn * (f + h)});
   // SmolLM2's attention: 9 query heads on 3 k/v heads of 64, causal; FLOPs of the visible half.
   for (int64_t s : quick ? std::vector<int64_t>{128} : std::vector<int64_t>{128, 1024, 4096})
     cs.push_back({"attention_causal/9on3x" + std::to_string(s) + "x64",
                   {{"q", {1, 9, s, 64}}, {"k", {1, 3, s, 64}}, {"v", {1, 3, s, 64}}},
                   [](auto& t) { return mn::attention(t[0], t[1], t[2], {.causal = true}); },
-                  double(9 * s * 64 * 2 + 2 * 3 * s * 64) * f, 2.0 * 9 * s * s * 64});
+                  double(9 * s * 64 * 2 + 2 * 3 * s * 64) * f,
+                  2.0 * 9 * s * s * 64});
   return cs;
 }
 

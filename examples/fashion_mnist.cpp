@@ -1,12 +1,11 @@
 // The quickstart: train a two-layer MLP on Fashion-MNIST (Debian's dataset-fashion-mnist) and
 // report test accuracy after every epoch. Writes out/fashion.{csv,svg} and a checkpoint.
-#include <meganeura/meganeura.hpp>
-
 #include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <meganeura/meganeura.hpp>
 #include <optional>
 #include <stdexcept>
 #include <string_view>
@@ -29,7 +28,8 @@ void usage(std::FILE* out) {
 std::optional<int> parse_epochs(std::string_view arg) {
   int value = 0;
   const auto [end, ec] = std::from_chars(arg.data(), arg.data() + arg.size(), value);
-  if (arg.empty() || ec != std::errc{} || end != arg.data() + arg.size() || value < 1 || value > kMaxEpochs) return std::nullopt;
+  if (arg.empty() || ec != std::errc{} || end != arg.data() + arg.size() || value < 1 || value > kMaxEpochs)
+    return std::nullopt;
   return value;
 }
 
@@ -47,8 +47,9 @@ int train(int epochs) {
   g.output("logits", logits);
   auto loss = mn::cross_entropy(logits, y);
 
-  auto session = mn::build_session(g, loss, {.optimizer = mn::AdamW{.lr = 2e-3f, .weight_decay = 1e-4f},
-                                             .schedule = mn::Cosine{.warmup_steps = 100}});
+  auto session = mn::build_session(
+      g, loss,
+      {.optimizer = mn::AdamW{.lr = 2e-3f, .weight_decay = 1e-4f}, .schedule = mn::Cosine{.warmup_steps = 100}});
   mn::init::linear(session, "fc1.weight", "fc1.bias", 1);
   mn::init::linear(session, "fc2.weight", "fc2.bias", 2);
 
@@ -62,7 +63,7 @@ int train(int epochs) {
               100.0 * history.back().test_accuracy, epochs, seconds);
   // The pass mark, 85%, holds for the full run (3 epochs, the default) or longer; shorter runs only report.
   const bool full = epochs >= 3, pass = history.back().test_accuracy >= 0.85;
-  std::puts(!full ? "no pass mark: it holds for runs of 3 epochs or more (85%)"
+  std::puts(!full  ? "no pass mark: it holds for runs of 3 epochs or more (85%)"
             : pass ? "PASS: at least 85% after 3 epochs or more"
                    : "FAIL: below 85% after 3 epochs or more");
   return full && !pass ? 1 : 0;

@@ -1,8 +1,7 @@
 // hello: build a small graph, compile it into a session on the default Vulkan device, run one
 // step and print the results, plus what the session did (dispatches, memory, the command list).
-#include <meganeura/meganeura.hpp>
-
 #include <cstdio>
+#include <meganeura/meganeura.hpp>
 #include <random>
 #include <vector>
 
@@ -28,11 +27,11 @@ int main() try {
   auto x = g.input("x", {4, 8});
   auto w = g.parameter("w", {8, 6});
   auto b = g.parameter("b", {6});
-  auto h = mn::gelu(mn::matmul(x, w) + b);       // [4,6]; b broadcasts over the rows
-  auto probs = mn::softmax(h, -1);                 // each row sums to 1
+  auto h = mn::gelu(mn::matmul(x, w) + b);  // [4,6]; b broadcasts over the rows
+  auto probs = mn::softmax(h, -1);          // each row sums to 1
   g.output("probs", probs);
-  g.output("row_sum", mn::sum(probs, {-1}));       // [4], a reduction: should print 1s
-  g.output("mean_h", mn::mean(h));                 // rank 0: mean over every element
+  g.output("row_sum", mn::sum(probs, {-1}));  // [4], a reduction: should print 1s
+  g.output("mean_h", mn::mean(h));            // rank 0: mean over every element
 
   auto session = mn::build_inference_session(g);
   std::printf("%s\n\n", mn::default_device_info().banner().c_str());
@@ -47,10 +46,11 @@ int main() try {
 
   mn::SessionStats stats = session.stats();
   mn::MemoryStats mem = session.memory();
-  std::printf("\n%u dispatches, %u barriers per step; arena peak %llu bytes (%llu without reuse), "
-              "%llu bytes on the device\n",
-              stats.dispatches, stats.barriers, (unsigned long long)mem.arena,
-              (unsigned long long)mem.arena_unshared, (unsigned long long)mem.total_device);
+  std::printf(
+      "\n%u dispatches, %u barriers per step; arena peak %llu bytes (%llu without reuse), "
+      "%llu bytes on the device\n",
+      stats.dispatches, stats.barriers, (unsigned long long)mem.arena, (unsigned long long)mem.arena_unshared,
+      (unsigned long long)mem.total_device);
   std::printf("\n%s", session.listing().c_str());
   return 0;
 } catch (const mn::Error& e) {

@@ -1,11 +1,11 @@
 #include "input_file.hpp"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-
-#include <unistd.h>
 
 namespace meganeura::fuzz {
 

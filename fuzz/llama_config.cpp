@@ -25,7 +25,8 @@ void check_parsed(const mn::models::LlamaConfig& c) {
   const int64_t heads_width = c.num_attention_heads * c.head_dim;  // UBSan stops an overflow here
   const int64_t vocab_bytes = c.vocab_size * c.hidden_size * 4;
   const int64_t mlp_bytes = c.hidden_size * c.intermediate_size * 4;
-  if (heads_width <= 0 || vocab_bytes <= 0 || mlp_bytes <= 0) mn::fuzz::fail("parse accepted a size that is not positive");
+  if (heads_width <= 0 || vocab_bytes <= 0 || mlp_bytes <= 0)
+    mn::fuzz::fail("parse accepted a size that is not positive");
 }
 
 void build_graph(mn::models::LlamaConfig c) {

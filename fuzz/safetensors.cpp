@@ -14,14 +14,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::optional<mn::Checkpoint> checkpoint;
   const bool whole = mn::fuzz::reads([&] { file = mn::read_safetensors(path); });
   const bool mapped = mn::fuzz::reads([&] { checkpoint.emplace(mn::Checkpoint::open(path)); });
-  if (whole != mapped) mn::fuzz::fail(whole ? "only read_safetensors accepts the file" : "only Checkpoint accepts the file");
+  if (whole != mapped)
+    mn::fuzz::fail(whole ? "only read_safetensors accepts the file" : "only Checkpoint accepts the file");
   if (!mapped) return 0;
   if (checkpoint->names().size() != file.tensors.size()) mn::fuzz::fail("the readers see different tensor counts");
   for (const std::string& name : checkpoint->names()) {
     const mn::Checkpoint::Info info = checkpoint->info(name);
     const mn::HostTensor t = checkpoint->read(name, info.dtype);
     const auto it = file.tensors.find(name);
-    if (it == file.tensors.end() || it->second.shape != t.shape || it->second.dtype != t.dtype || it->second.bytes != t.bytes)
+    if (it == file.tensors.end() || it->second.shape != t.shape || it->second.dtype != t.dtype ||
+        it->second.bytes != t.bytes)
       mn::fuzz::fail("the readers disagree on tensor \"" + name + "\"");
     if (mn::is_float(info.dtype)) (void)checkpoint->read(name, mn::f32);  // f16/bf16 -> f32 conversion
   }

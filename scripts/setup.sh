@@ -3,7 +3,8 @@
 # loader and headers, the validation layer, Mesa's lavapipe (a CPU Vulkan driver, so the tests
 # run without a GPU), glslang, shaderc (compiles generated kernels at session build), PCRE2 (the
 # tokenizer's pre-tokenizer patterns), libcurl and OpenSSL (the Hugging Face Hub client),
-# GoogleTest and Google Benchmark; clang and its runtimes for the fuzz targets (scripts/fuzz.sh).
+# GoogleTest and Google Benchmark; clang and its runtimes for the fuzz targets (scripts/fuzz.sh);
+# clang-format and clang-tidy (scripts/format.sh, scripts/tidy.sh).
 # Idempotent: packages already installed are skipped, and when nothing is missing it neither
 # touches the network nor needs root.
 set -euo pipefail
@@ -16,6 +17,7 @@ packages=(
   libcurl4-openssl-dev libssl-dev
   dataset-fashion-mnist
   clang libclang-rt-dev  # scripts/fuzz.sh: libFuzzer, ASan and UBSan (fuzz/)
+  clang-format clang-tidy  # scripts/format.sh, scripts/tidy.sh (.clang-format, .clang-tidy)
 )
 
 missing=()

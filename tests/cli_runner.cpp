@@ -113,7 +113,9 @@ std::string ChildResult::describe() const {
   std::string s = program.substr(program.rfind('/') + 1);  // the file name alone
   for (const std::string& a : args) s += " '" + a.substr(0, 80) + (a.size() > 80 ? "...'" : "'");
   if (!started) return s + ": not run";
-  s += timed_out ? ": timed out" : signal ? ": killed by signal " + std::to_string(signal) : ": exit " + std::to_string(exit_code);
+  s += timed_out ? ": timed out"
+       : signal  ? ": killed by signal " + std::to_string(signal)
+                 : ": exit " + std::to_string(exit_code);
   return s + "\nstderr: " + err.substr(0, 2000);
 }
 
@@ -141,7 +143,8 @@ std::vector<ChildResult> run_children(const std::vector<std::vector<std::string>
   return results;
 }
 
-std::vector<std::string> environment_without(const std::vector<std::string>& names, const std::vector<std::string>& extra) {
+std::vector<std::string> environment_without(const std::vector<std::string>& names,
+                                             const std::vector<std::string>& extra) {
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {
     const std::string var = *e;

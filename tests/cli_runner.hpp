@@ -33,6 +33,7 @@ struct ChildOptions {
 std::vector<ChildResult> run_children(const std::vector<std::vector<std::string>>& lines, const ChildOptions& options);
 
 // The test's own environment without the variables named, plus `extra` ("NAME=value").
-std::vector<std::string> environment_without(const std::vector<std::string>& names, const std::vector<std::string>& extra);
+std::vector<std::string> environment_without(const std::vector<std::string>& names,
+                                             const std::vector<std::string>& extra);
 
 }  // namespace mntest

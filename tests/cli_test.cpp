@@ -36,15 +36,16 @@ struct ValuedFlag {
 
 // Every flag that takes a value, of every command (tools/meganeura.cpp, tools/generate.cpp).
 const std::vector<ValuedFlag> kValuedFlags = {
-    {"optimize", "--layers", Kind::whole},        {"optimize", "--seq", Kind::whole},
-    {"optimize", "--max-seconds", Kind::real},    {"download", "--revision", Kind::text},
-    {"generate", "--model", Kind::text},          {"generate", "--prompt", Kind::text_may_be_empty},
-    {"generate", "--revision", Kind::text},       {"generate", "--max-tokens", Kind::whole},
-    {"generate", "--temperature", Kind::real},    {"generate", "--top-k", Kind::whole},
-    {"generate", "--top-p", Kind::real},          {"generate", "--seed", Kind::whole},
+    {"optimize", "--layers", Kind::whole},     {"optimize", "--seq", Kind::whole},
+    {"optimize", "--max-seconds", Kind::real}, {"download", "--revision", Kind::text},
+    {"generate", "--model", Kind::text},       {"generate", "--prompt", Kind::text_may_be_empty},
+    {"generate", "--revision", Kind::text},    {"generate", "--max-tokens", Kind::whole},
+    {"generate", "--temperature", Kind::real}, {"generate", "--top-k", Kind::whole},
+    {"generate", "--top-p", Kind::real},       {"generate", "--seed", Kind::whole},
     {"generate", "--max-seq", Kind::whole},
 };
-const std::vector<std::pair<std::string, std::string>> kSwitches = {{"optimize", "--train"}, {"optimize", "--rule-times"}};
+const std::vector<std::pair<std::string, std::string>> kSwitches = {{"optimize", "--train"},
+                                                                    {"optimize", "--rule-times"}};
 
 // Values each kind must refuse; every whole or real flag here has a lower bound of 0 or more.
 std::vector<std::string> bad_values(Kind kind) {
@@ -213,14 +214,16 @@ TEST_F(Cli, GeneralHelpAndUnknownCommands) {
 // A path that cannot be a Hub repository id is reported as a missing directory.
 TEST_F(Cli, MissingLocalModelDirectoryIsNamedAsSuch) {
   const std::string home = *dir_ / "home";
-  const std::vector<std::pair<std::string, std::string>> cases = {
-      {"./does/not/exist", "./does/not/exist"}, {"/does/not/exist", "/does/not/exist"},
-      {"models/org/name", "models/org/name"},   {"~/models/x", home + "/models/x"},
-      {"../x", "../x"}};
+  const std::vector<std::pair<std::string, std::string>> cases = {{"./does/not/exist", "./does/not/exist"},
+                                                                  {"/does/not/exist", "/does/not/exist"},
+                                                                  {"models/org/name", "models/org/name"},
+                                                                  {"~/models/x", home + "/models/x"},
+                                                                  {"../x", "../x"}};
   for (const auto& [model, shown] : cases) {
     const ChildResult r = run({"generate", "--model", model});
     expect_usage_error(r, "generate");
-    EXPECT_THAT(r.err, AllOf(HasSubstr("no such directory: " + shown), Not(HasSubstr("repository id")))) << r.describe();
+    EXPECT_THAT(r.err, AllOf(HasSubstr("no such directory: " + shown), Not(HasSubstr("repository id"))))
+        << r.describe();
   }
 }
 
@@ -229,7 +232,8 @@ TEST_F(Cli, ModelDirectoryWithoutItsFilesSaysWhichAndWhy) {
   std::filesystem::create_directories(model);
   ChildResult r = run({"generate", "--model", model});
   EXPECT_EQ(r.exit_code, 1) << r.describe();
-  EXPECT_THAT(r.err, AllOf(HasSubstr(model), HasSubstr("has no config.json"), HasSubstr("architecture"))) << r.describe();
+  EXPECT_THAT(r.err, AllOf(HasSubstr(model), HasSubstr("has no config.json"), HasSubstr("architecture")))
+      << r.describe();
   write_bytes(model + "/config.json", "{}");
   r = run({"generate", "--model", model});
   EXPECT_EQ(r.exit_code, 1) << r.describe();
@@ -240,7 +244,8 @@ TEST_F(Cli, ModelDirectoryWithoutItsFilesSaysWhichAndWhy) {
 }
 
 TEST_F(Cli, OfflineHubFailuresExitOne) {
-  for (const Line& l : std::vector<Line>{{"generate", "--model", "org/name"}, {"download", "org/name", "config.json"}}) {
+  for (const Line& l :
+       std::vector<Line>{{"generate", "--model", "org/name"}, {"download", "org/name", "config.json"}}) {
     const ChildResult r = run(l);
     EXPECT_EQ(r.exit_code, 1) << r.describe();
     EXPECT_THAT(r.err, HasSubstr("offline")) << r.describe();
@@ -255,8 +260,8 @@ TEST_F(Cli, HubFailureOfAModelThatCouldBeADirectorySaysThereIsNone) {
     const ChildResult r = run({"generate", "--model", model});
     EXPECT_EQ(r.signal, 0) << r.describe();
     EXPECT_EQ(r.exit_code, 1) << r.describe();
-    EXPECT_THAT(r.err, AllOf(StartsWith("meganeura: hub: "), HasSubstr("and there is no local directory " + model + " either (no " +
-                                                                      work + "/" + model + ")")))
+    EXPECT_THAT(r.err, AllOf(StartsWith("meganeura: hub: "), HasSubstr("and there is no local directory " + model +
+                                                                       " either (no " + work + "/" + model + ")")))
         << r.describe();
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one message: " << r.describe();
     if (model != "models/my model") {
@@ -271,7 +276,8 @@ TEST_F(Cli, HubFailureOfAModelThatCouldBeADirectorySaysThereIsNone) {
   const ChildResult file = run({"generate", "--model", "notes/model"});
   std::filesystem::remove_all(work + "/notes");
   EXPECT_EQ(file.exit_code, 1) << file.describe();
-  EXPECT_THAT(file.err, AllOf(HasSubstr("offline"), HasSubstr("; and " + work + "/notes/model is a file, not a model directory")))
+  EXPECT_THAT(file.err,
+              AllOf(HasSubstr("offline"), HasSubstr("; and " + work + "/notes/model is a file, not a model directory")))
       << file.describe();
 }
 
@@ -284,35 +290,74 @@ TEST_F(Cli, HubAnswersForAModelThatCouldBeADirectory) {
   hub.require_token("org/gated", "hf_secret");
   hub.put("org/real", "config.json", "{}");
   ChildOptions o = options();
-  std::erase_if(o.env, [](const std::string& v) { return v.starts_with("HF_HUB_OFFLINE=") || v.starts_with("HF_ENDPOINT="); });
+  std::erase_if(o.env,
+                [](const std::string& v) { return v.starts_with("HF_HUB_OFFLINE=") || v.starts_with("HF_ENDPOINT="); });
   o.env.push_back("HF_ENDPOINT=" + hub.endpoint());
-  const std::vector<ChildResult> r = run_children({{"generate", "--model", "models/x"}, {"generate", "--model", "org/gated"},
-                                                   {"generate", "--model", "org/real"}},
-                                                  o);
+  const std::vector<ChildResult> r = run_children(
+      {{"generate", "--model", "models/x"}, {"generate", "--model", "org/gated"}, {"generate", "--model", "org/real"}},
+      o);
   for (const ChildResult& c : r) {
     EXPECT_EQ(c.signal, 0) << c.describe();
     EXPECT_EQ(c.exit_code, 1) << c.describe();
   }
-  EXPECT_THAT(r[0].err, AllOf(HasSubstr("repository models/x not found"), HasSubstr("; and there is no local directory models/x either")))
+  EXPECT_THAT(r[0].err, AllOf(HasSubstr("repository models/x not found"),
+                              HasSubstr("; and there is no local directory models/x either")))
       << r[0].describe();
-  EXPECT_THAT(r[1].err, AllOf(HasSubstr("HF_TOKEN"), HasSubstr("; and there is no local directory org/gated either"))) << r[1].describe();
+  EXPECT_THAT(r[1].err, AllOf(HasSubstr("HF_TOKEN"), HasSubstr("; and there is no local directory org/gated either")))
+      << r[1].describe();
   EXPECT_THAT(r[2].err, AllOf(HasSubstr("org/real"), Not(HasSubstr("local directory")))) << r[2].describe();
 }
 
 // Random picks of commands, flags and junk. Lines that would run the optimizer in full end in
 // an unknown option, so every line fails (or prints help) within milliseconds.
 Line random_line(Rng& rng) {
-  static const std::vector<std::string> commands = {"info", "optimize", "download", "generate", "generate",
-                                                    "optimize", "help", "frobnicate", "--help", ""};
-  static const std::vector<std::string> junk = {
-      "abc", "", "-1", "0", "1", "99999999999999999999", "-99999999999999999999", "18446744073709551616",
-      "9223372036854775808", "-9223372036854775809", "1e999", "1e-400", "nan", "inf", "-inf", "0x10", "1.5", " 3",
-      "3 ", "+", "-", "--", "=", "==", "--=", "\xff\xfe", std::string(5000, 'a'), "./x", "/", ".", "~",
-      "~/x", "a/b/c", "org/name", "%s%n", "\\", "org/na me", "-h", "../nope"};
+  static const std::vector<std::string> commands = {"info",     "optimize", "download",   "generate", "generate",
+                                                    "optimize", "help",     "frobnicate", "--help",   ""};
+  static const std::vector<std::string> junk = {"abc",
+                                                "",
+                                                "-1",
+                                                "0",
+                                                "1",
+                                                "99999999999999999999",
+                                                "-99999999999999999999",
+                                                "18446744073709551616",
+                                                "9223372036854775808",
+                                                "-9223372036854775809",
+                                                "1e999",
+                                                "1e-400",
+                                                "nan",
+                                                "inf",
+                                                "-inf",
+                                                "0x10",
+                                                "1.5",
+                                                " 3",
+                                                "3 ",
+                                                "+",
+                                                "-",
+                                                "--",
+                                                "=",
+                                                "==",
+                                                "--=",
+                                                "\xff\xfe",
+                                                std::string(5000, 'a'),
+                                                "./x",
+                                                "/",
+                                                ".",
+                                                "~",
+                                                "~/x",
+                                                "a/b/c",
+                                                "org/name",
+                                                "%s%n",
+                                                "\\",
+                                                "org/na me",
+                                                "-h",
+                                                "../nope"};
   std::vector<std::string> flags = {"--no-such-option", "-x"};
   for (const ValuedFlag& f : kValuedFlags) flags.push_back(f.flag);
   for (const auto& s : kSwitches) flags.push_back(s.second);
-  auto pick = [&](const std::vector<std::string>& from) { return from[static_cast<size_t>(rng.integer(0, static_cast<int64_t>(from.size()) - 1))]; };
+  auto pick = [&](const std::vector<std::string>& from) {
+    return from[static_cast<size_t>(rng.integer(0, static_cast<int64_t>(from.size()) - 1))];
+  };
   auto random_text = [&] {
     std::string s(static_cast<size_t>(rng.integer(0, 12)), ' ');
     for (char& c : s) c = static_cast<char>(rng.integer(1, 255));
@@ -323,10 +368,14 @@ Line random_line(Rng& rng) {
   if (const std::string c = pick(commands); !c.empty()) line.push_back(c);
   for (int64_t n = rng.integer(0, 6); n > 0; --n) {
     const int64_t r = rng.integer(0, 9);
-    if (r < 4) line.push_back(pick(flags));
-    else if (r < 7) line.push_back(pick(junk));
-    else if (r < 8) line.push_back(pick(flags) + "=" + pick(junk));
-    else line.push_back(random_text());
+    if (r < 4)
+      line.push_back(pick(flags));
+    else if (r < 7)
+      line.push_back(pick(junk));
+    else if (r < 8)
+      line.push_back(pick(flags) + "=" + pick(junk));
+    else
+      line.push_back(random_text());
   }
   if (!line.empty() && line[0] == "optimize") line.push_back("--fuzz-end");
   return line;

@@ -38,7 +38,8 @@ TrainRun train_mlp(uint64_t seed, int device, int64_t hidden, float scale = 1.0f
   mn::Graph g;
   auto x = g.input("x", {kBatch, kIn});
   auto y = g.input("y", {kBatch}, mn::i32);
-  auto h = mn::gelu(mn::matmul(x, g.parameter("fc1.weight", {kIn, hidden})) + g.parameter("fc1.bias", {hidden})) * scale;
+  auto h =
+      mn::gelu(mn::matmul(x, g.parameter("fc1.weight", {kIn, hidden})) + g.parameter("fc1.bias", {hidden})) * scale;
   auto logits = mn::matmul(h, g.parameter("fc2.weight", {hidden, kClasses})) + g.parameter("fc2.bias", {kClasses});
   g.output("logits", logits);
   mn::TrainConfig config;
@@ -227,7 +228,8 @@ TEST(Concurrency, OneGraphBuiltTwice) {
 TEST(Concurrency, SharedCheckpointReads) {
   TempDir dir;
   mn::TensorFile file;
-  for (int i = 0; i < 6; ++i) file.tensors["t" + std::to_string(i)] = mn::HostTensor::f32s({1000}, mntest::Rng(i).floats(1000, -1, 1));
+  for (int i = 0; i < 6; ++i)
+    file.tensors["t" + std::to_string(i)] = mn::HostTensor::f32s({1000}, mntest::Rng(i).floats(1000, -1, 1));
   mn::write_safetensors(dir / "c.safetensors", file);
   const mn::Checkpoint ckpt = mn::Checkpoint::open(dir / "c.safetensors");
   auto read_all = [&] {

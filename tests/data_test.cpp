@@ -1,15 +1,16 @@
 // IDX files (the real Fashion-MNIST from Debian's dataset-fashion-mnist, and broken copies of it)
 // and the DataLoader's batching and shuffling.
-#include <cstdlib>
+#include "meganeura/data.hpp"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <zlib.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <numeric>
 
 #include "file_fixtures.hpp"
-#include "meganeura/data.hpp"
 
 namespace mntest {
 namespace {
@@ -114,7 +115,8 @@ TEST(Idx, BadMagicTypeTrailingAndMissing) {
   EXPECT_THAT(error_of([&] { read_idx(dir / "type"); }),
               AllOf(HasSubstr(dir / "type"), HasSubstr("IDX element type 0x0d is not supported")));
   write_bytes(dir / "trailing", raw + "junk");
-  EXPECT_THAT(error_of([&] { read_idx(dir / "trailing"); }), AllOf(HasSubstr(dir / "trailing"), HasSubstr("trailing garbage")));
+  EXPECT_THAT(error_of([&] { read_idx(dir / "trailing"); }),
+              AllOf(HasSubstr(dir / "trailing"), HasSubstr("trailing garbage")));
   EXPECT_THAT(error_of([&] { read_idx(dir / "none.gz"); }),
               AllOf(HasSubstr("cannot open " + dir / "none.gz"), HasSubstr("No such file or directory")));
 }
@@ -136,7 +138,8 @@ TEST(Idx, HugeHeaderClaimIsRefusedBeforeAllocating) {
   const std::string header("\x00\x00\x08\x02\x00\x00\x00\x10\xff\xff\xff\xff", 12);  // F1-idx-huge-alloc.idx
   write_bytes(dir / "huge.idx", header);
   EXPECT_EQ(error_of([&] { read_idx(dir / "huge.idx"); }),
-            "meganeura: " + dir / "huge.idx" + ": truncated: expected 68719476720 bytes of data after the header, got 0" +
+            "meganeura: " + dir / "huge.idx" +
+                ": truncated: expected 68719476720 bytes of data after the header, got 0" +
                 " (the header's dimensions: 16 x 4294967295)");
   // F1-idx-huge-alloc.idx.gz, byte for byte: the same header, gzip'd (49 bytes).
   const unsigned char gz[] = {0x1f, 0x8b, 0x08, 0x08, 0x7a, 0xa9, 0x07, 0x6b, 0x00, 0x03, 0x69, 0x64, 0x78,
@@ -145,7 +148,8 @@ TEST(Idx, HugeHeaderClaimIsRefusedBeforeAllocating) {
                               0x04, 0x00, 0x7c, 0x19, 0xaf, 0xf8, 0x0c, 0x00, 0x00, 0x00};
   write_bytes(dir / "huge.idx.gz", std::string(reinterpret_cast<const char*>(gz), sizeof gz));
   EXPECT_EQ(error_of([&] { read_idx(dir / "huge.idx.gz"); }),
-            "meganeura: " + dir / "huge.idx.gz" + ": truncated or not an IDX file: the header's dimensions 16 x 4294967295" +
+            "meganeura: " + dir / "huge.idx.gz" +
+                ": truncated or not an IDX file: the header's dimensions 16 x 4294967295" +
                 " claim 68719476720 bytes of data, but the gzip file is 49 bytes long and inflates to at most 50568");
   // A gzip file whose claim (100 MB) is within what its size could inflate to, but whose data
   // stops after 100 kB: the buffer grows as data arrives, and the error gives both sizes.
@@ -153,8 +157,9 @@ TEST(Idx, HugeHeaderClaimIsRefusedBeforeAllocating) {
   uint32_t x = 1;
   for (char& c : data) c = static_cast<char>((x = x * 1664525u + 1013904223u) >> 24);  // incompressible
   write_gzip(dir / "short.gz", std::string("\x00\x00\x08\x01\x05\xf5\xe1\x00", 8) + data);
-  EXPECT_EQ(error_of([&] { read_idx(dir / "short.gz"); }),
-            "meganeura: " + dir / "short.gz" + ": truncated: expected 100000000 bytes of data after the header, got 100000");
+  EXPECT_EQ(
+      error_of([&] { read_idx(dir / "short.gz"); }),
+      "meganeura: " + dir / "short.gz" + ": truncated: expected 100000000 bytes of data after the header, got 100000");
   // The same data and a truthful header still read.
   write_gzip(dir / "ok.gz", std::string("\x00\x00\x08\x01\x00\x01\x86\xa0", 8) + data);
   IdxArray ok = read_idx(dir / "ok.gz");
@@ -167,7 +172,8 @@ TEST(Idx, HugeHeaderClaimIsRefusedBeforeAllocating) {
 // pixel count, whose product overflowed int64.
 TEST(FashionMnist, ImageSizeFromTheHeaderMustNotOverflow) {
   TempDir dir;
-  write_bytes(dir / "train-images-idx3-ubyte", std::string("\x00\x00\x08\x03\x00\x00\x00\x00\xff\xff\xff\xff\xff\xff\xff\xff", 16));
+  write_bytes(dir / "train-images-idx3-ubyte",
+              std::string("\x00\x00\x08\x03\x00\x00\x00\x00\xff\xff\xff\xff\xff\xff\xff\xff", 16));
   write_bytes(dir / "train-labels-idx1-ubyte", std::string("\x00\x00\x08\x01\x00\x00\x00\x00", 8));
   EXPECT_EQ(error_of([&] { FashionMnist::load(dir.path().string()); }),
             "meganeura: " + dir / "train-images-idx3-ubyte" +
@@ -176,12 +182,14 @@ TEST(FashionMnist, ImageSizeFromTheHeaderMustNotOverflow) {
 
 TEST(FashionMnist, MissingFilesSayWhereToGetThem) {
   TempDir dir;
-  EXPECT_THAT(error_of([&] { FashionMnist::load(dir.path().string()); }),
-              AllOf(HasSubstr("cannot open " + dir / "train-images-idx3-ubyte.gz"), HasSubstr("MEGANEURA_FASHION_MNIST")));
+  EXPECT_THAT(
+      error_of([&] { FashionMnist::load(dir.path().string()); }),
+      AllOf(HasSubstr("cannot open " + dir / "train-images-idx3-ubyte.gz"), HasSubstr("MEGANEURA_FASHION_MNIST")));
   // Uncompressed files work too; a label file of the wrong length is caught.
   write_bytes(dir / "train-images-idx3-ubyte", gunzip(kDir + "/t10k-images-idx3-ubyte.gz"));
   write_bytes(dir / "train-labels-idx1-ubyte", gunzip(kDir + "/train-labels-idx1-ubyte.gz"));
-  EXPECT_THAT(error_of([&] { FashionMnist::load(dir.path().string()); }), HasSubstr("60000 labels for the 10000 images"));
+  EXPECT_THAT(error_of([&] { FashionMnist::load(dir.path().string()); }),
+              HasSubstr("60000 labels for the 10000 images"));
 }
 
 // N examples whose single feature and label are the example's index.

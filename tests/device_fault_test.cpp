@@ -141,7 +141,8 @@ Outcome mlp_training(Attempts& attempt) {
     attempt([&] { s.set_input("y", HostTensor::i32s({32}, y)); });
     attempt([&] { s.step(); });
     const float loss = attempt([&] { return s.read_loss(); });
-    out.push_back(std::vector<std::byte>(reinterpret_cast<const std::byte*>(&loss), reinterpret_cast<const std::byte*>(&loss + 1)));
+    out.push_back(std::vector<std::byte>(reinterpret_cast<const std::byte*>(&loss),
+                                         reinterpret_cast<const std::byte*>(&loss + 1)));
   }
   for (const char* p : {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"})
     out.push_back(attempt([&] { return bytes_of(s.read_parameter(p)); }));
@@ -196,8 +197,9 @@ TEST(DeviceOutOfMemory, TheMessageSaysWhatWasAskedAndWhatIsFree) {
   g.output("y", x * 2.0f);
   const std::string msg = mntest::message_of<OutOfMemoryError>([&] { build_inference_session(g); });
   fault::arm_allocation(0);
-  EXPECT_THAT(msg, AllOf(HasSubstr("meganeura: out of device memory allocating the "), HasSubstr(" on "),
-                         HasSubstr("heap "), HasSubstr("free"), HasSubstr("Reduce the batch size or sequence length, or set MEGANEURA_DEVICE")));
+  EXPECT_THAT(msg,
+              AllOf(HasSubstr("meganeura: out of device memory allocating the "), HasSubstr(" on "), HasSubstr("heap "),
+                    HasSubstr("free"), HasSubstr("Reduce the batch size or sequence length, or set MEGANEURA_DEVICE")));
 }
 
 std::vector<float> ramp() {
@@ -226,7 +228,8 @@ void lost_device_case(fault::Loss where) {
     fault::arm_device_lost(where);
     EXPECT_THAT(mntest::message_of<DeviceError>([&] { s.step(); }),
                 AllOf(HasSubstr("the GPU was lost (device lost) during a step"), HasSubstr("dmesg")));
-    EXPECT_THAT(mntest::message_of<DeviceError>([&] { s.step(); }), HasSubstr("was lost earlier; a step cannot run on it"));
+    EXPECT_THAT(mntest::message_of<DeviceError>([&] { s.step(); }),
+                HasSubstr("was lost earlier; a step cannot run on it"));
   }  // destroyed cleanly, the device with it
   Session fresh = d.session();
   fresh.step();
@@ -244,8 +247,9 @@ TEST(HungStep, TimesOutWithAClearErrorAndTheSessionGoesOn) {
   mntest::ScopedEnv timeout("MEGANEURA_TIMEOUT_S", "0.3");
   fault::arm_hang();
   const auto start = std::chrono::steady_clock::now();
-  EXPECT_THAT(mntest::message_of<DeviceError>([&] { s.step(); }),
-              AllOf(HasSubstr("the GPU did not finish a step within 0.3 s (a hang?)"), HasSubstr("MEGANEURA_TIMEOUT_S")));
+  EXPECT_THAT(
+      mntest::message_of<DeviceError>([&] { s.step(); }),
+      AllOf(HasSubstr("the GPU did not finish a step within 0.3 s (a hang?)"), HasSubstr("MEGANEURA_TIMEOUT_S")));
   const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_GE(waited, 0.3);
   EXPECT_LT(waited, 5.0);
@@ -277,7 +281,9 @@ TEST(HungStep, ATransferTimesOutAndTheNextOneWaitsForIt) {
   s.set_input("x", std::vector<float>{1, 2, 3, 4});
   mntest::ScopedEnv timeout("MEGANEURA_TIMEOUT_S", "0.2");
   fault::arm_hang();
-  EXPECT_THAT(mntest::message_of<DeviceError>([&] { s.set_parameter("w", std::vector<float>{5, 5, 5, 5}); }),
+  EXPECT_THAT(mntest::message_of<DeviceError>([&] {
+                s.set_parameter("w", std::vector<float>{5, 5, 5, 5});
+              }),
               HasSubstr("the GPU did not finish a transfer within 0.2 s"));
   s.set_parameter("w", std::vector<float>{2, 2, 2, 2});
   s.step();
@@ -288,7 +294,8 @@ TEST(HungStep, ABadTimeoutIsAnError) {
   const Doubling d;
   Session s = d.session();
   mntest::ScopedEnv timeout("MEGANEURA_TIMEOUT_S", "soon");
-  EXPECT_THAT(mntest::message_of<DeviceError>([&] { s.step(); }), HasSubstr("MEGANEURA_TIMEOUT_S=soon is not a positive number"));
+  EXPECT_THAT(mntest::message_of<DeviceError>([&] { s.step(); }),
+              HasSubstr("MEGANEURA_TIMEOUT_S=soon is not a positive number"));
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // The docs against the code: the listing docs/concepts.md shows is what examples/hello prints,
 // the op counts the README and docs/ quote are the op table's and the gradient table's, and
 // every link of the README, CHANGELOG.md and docs/ resolves to a file (and heading) in the
-// repository, and none of them names a path outside it. The quickstart's accuracies are checked apart (scripts/readme-numbers.sh --check):
-// they take minutes to train.
+// repository, and none of them names a path outside it. The quickstart's accuracies are checked apart
+// (scripts/readme-numbers.sh --check): they take minutes to train.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -75,8 +75,10 @@ std::set<std::string> anchors(const std::string& doc) {
     std::string slug;
     for (char c : line.substr(text + 1)) {
       auto u = static_cast<unsigned char>(c);
-      if (std::isalnum(u) && u < 128) slug += static_cast<char>(std::tolower(u));
-      else if (c == ' ' || c == '-' || c == '_') slug += c == ' ' ? '-' : c;
+      if (std::isalnum(u) && u < 128)
+        slug += static_cast<char>(std::tolower(u));
+      else if (c == ' ' || c == '-' || c == '_')
+        slug += c == ' ' ? '-' : c;
     }
     std::string unique = slug;
     for (int n = 1; out.count(unique); ++n) unique = slug + "-" + std::to_string(n);
@@ -110,8 +112,10 @@ std::vector<std::string> outside_references(const fs::path& doc_file, const std:
     const std::string target = (*m)[1];
     if (target.find("://") != std::string::npos || target.rfind("mailto:", 0) == 0) continue;
     const std::string file = target.substr(0, target.find('#'));
-    if (!file.empty() && file[0] == '/') problems.push_back("absolute link " + target);
-    else if (!file.empty() && !inside_repo(doc_file.parent_path() / file)) problems.push_back("link " + target + " leaves the repository");
+    if (!file.empty() && file[0] == '/')
+      problems.push_back("absolute link " + target);
+    else if (!file.empty() && !inside_repo(doc_file.parent_path() / file))
+      problems.push_back("link " + target + " leaves the repository");
   }
 
   // The rest: links and URLs out, then each run of path characters in prose or in a code block.
@@ -133,14 +137,16 @@ std::vector<std::string> outside_references(const fs::path& doc_file, const std:
         const std::string p = lead == std::string::npos ? "/" : token.substr(lead - 1);
         // "/a/b", or "/a.md" unless it ends a string in code (dir + "/config.json"); not "/s"
         // (division) or "/hello-listing" (an HTML comment's end).
-        const std::string first = p.substr(1, p.find('/', 1) == std::string::npos ? std::string::npos : p.find('/', 1) - 1);
+        const std::string first =
+            p.substr(1, p.find('/', 1) == std::string::npos ? std::string::npos : p.find('/', 1) - 1);
         const bool deeper = p.find('/', 1) != std::string::npos && p.size() > first.size() + 2;
         const bool in_string = m->position() > 0 && (line[m->position() - 1] == '"' || line[m->position() - 1] == '\'');
         const bool file = first.find('.') != std::string::npos && first.find('.') > 0 && !in_string;
         if ((deeper || file) && !system_path(p)) problems.push_back("absolute path " + token);
       } else if (token.find("../") != std::string::npos || token.ends_with("/..")) {
         const fs::path from = fenced ? kRoot : doc_file.parent_path();
-        if (!inside_repo(from / token)) problems.push_back(token + " leaves the repository" + (fenced ? " (run from the root)" : ""));
+        if (!inside_repo(from / token))
+          problems.push_back(token + " leaves the repository" + (fenced ? " (run from the root)" : ""));
       }
     }
   }
@@ -167,7 +173,8 @@ TEST(Docs, HelloListingIsWhatHelloPrints) {
   ASSERT_EQ(pclose(p), 0) << out;
   size_t last = out.rfind("\n\n");
   ASSERT_NE(last, std::string::npos) << out;
-  EXPECT_EQ(doc, out.substr(last + 2)) << "update the hello-listing block of docs/concepts.md from: build/examples/hello";
+  EXPECT_EQ(doc, out.substr(last + 2))
+      << "update the hello-listing block of docs/concepts.md from: build/examples/hello";
 #endif
 }
 
@@ -177,8 +184,8 @@ TEST(Docs, OpCountsAreTheTables) {
   int forward = 0, rules = 0;
   for (int i = 0; i < mn::op_count(); ++i) {
     std::string name(mn::op_name(mn::op_at(i)));
-    bool backward = name.ends_with("_backward") || name.ends_with("_weight_grad") ||
-                    mn::op_kind(mn::op_at(i)) == mn::OpKind::Train;
+    bool backward =
+        name.ends_with("_backward") || name.ends_with("_weight_grad") || mn::op_kind(mn::op_at(i)) == mn::OpKind::Train;
     forward += !backward;
     rules += mn::has_gradient(mn::op_at(i));
   }
@@ -189,9 +196,11 @@ TEST(Docs, OpCountsAreTheTables) {
     if (f.filename() == "CHANGELOG.md") continue;
     std::string doc = read_text(f);
     for (std::sregex_iterator m(doc.begin(), doc.end(), ops), end; m != end; ++m, ++quoted)
-      EXPECT_EQ(std::stoi((*m)[1]), forward) << rel(f) << ": \"" << m->str() << "\"; the op table has " << forward << " ops";
+      EXPECT_EQ(std::stoi((*m)[1]), forward)
+          << rel(f) << ": \"" << m->str() << "\"; the op table has " << forward << " ops";
     for (std::sregex_iterator m(doc.begin(), doc.end(), grads), end; m != end; ++m, ++quoted)
-      EXPECT_EQ(std::stoi((*m)[1]), rules) << rel(f) << ": \"" << m->str() << "\"; the gradient table has " << rules << " rules";
+      EXPECT_EQ(std::stoi((*m)[1]), rules)
+          << rel(f) << ": \"" << m->str() << "\"; the gradient table has " << rules << " rules";
   }
   EXPECT_GE(quoted, 2) << "the README quotes the op count and the gradient-rule count";
 }
@@ -227,19 +236,20 @@ TEST(Docs, OutsideReferencesAreFound) {
   auto found = [&](const std::string& text) { return outside_references(doc, text); };
   // Each of these is found (a path under /work/ also as a mention of it).
   for (const std::string text :
-       {"see [notes](/home/me/notes.md)", "see [notes](../../notes.md)", "see [notes](../../notes.md#a)", "run `/home/me/bin/tool`",
-        "in `/work/main/src`", "the file /root/x.md", "`../../other/repo`", "in ../shared", "`cat ../shared`",
-        "```sh\nls ../x\n```", "```sh\ncp /mnt/data/a b\n```", "the machine's /work/ folder", "`/README.md`",
-        "[guide](/docs/api.md)", "file:///home/me/x.txt"}) {
+       {"see [notes](/home/me/notes.md)", "see [notes](../../notes.md)", "see [notes](../../notes.md#a)",
+        "run `/home/me/bin/tool`", "in `/work/main/src`", "the file /root/x.md", "`../../other/repo`", "in ../shared",
+        "`cat ../shared`", "```sh\nls ../x\n```", "```sh\ncp /mnt/data/a b\n```", "the machine's /work/ folder",
+        "`/README.md`", "[guide](/docs/api.md)", "file:///home/me/x.txt"}) {
     EXPECT_FALSE(found(text).empty()) << "'" << text << "' is not found";
     EXPECT_LE(found(text).size(), 2u) << "'" << text << "' gives " << ::testing::PrintToString(found(text));
   }
   // None of these is one: inside the repository, the system's paths, URLs, division, HTML comments.
   for (const std::string text :
        {"[README](../README.md)", "`../src/graph`", "[api](api.md#tensor)", "see https://example.com/home/me/x.md",
-        "[link](https://github.com/a/b/blob/main/x.md)", "`/usr/share/datasets/fashion-mnist`", "`--prefix /opt/meganeura`",
-        "`/tmp/smol`", "```sh\nls docs/images\ncmake -S . -B build\n```", "`q/s`, `/s`, 1/√d", "<!-- /hello-listing -->", "`load(dir + \"/config.json\")`",
-        "~/.cache/huggingface/hub", "read/write and/or", "`../`", "`/`"}) {
+        "[link](https://github.com/a/b/blob/main/x.md)", "`/usr/share/datasets/fashion-mnist`",
+        "`--prefix /opt/meganeura`", "`/tmp/smol`", "```sh\nls docs/images\ncmake -S . -B build\n```",
+        "`q/s`, `/s`, 1/√d", "<!-- /hello-listing -->", "`load(dir + \"/config.json\")`", "~/.cache/huggingface/hub",
+        "read/write and/or", "`../`", "`/`"}) {
     EXPECT_TRUE(found(text).empty()) << "'" << text << "' gives " << ::testing::PrintToString(found(text));
   }
 }

@@ -1,5 +1,7 @@
 // The e-graph engine on its own (no Vulkan): hash-consing, congruence closure, the class
 // analysis, e-matching, the bounded runner and cost-based extraction.
+#include "optimize/egraph.hpp"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -10,7 +12,6 @@
 #include <unordered_map>
 
 #include "meganeura/error.hpp"
-#include "optimize/egraph.hpp"
 
 namespace meganeura::optimize {
 namespace {
@@ -40,7 +41,8 @@ double eval(const EGraph& g, const Extraction& ex, ClassId c, const std::unorder
   const ENode& n = ex.best.at(g.find(c));
   auto arg = [&](size_t i) { return eval(g, ex, n.children[i], leaves); };
   switch (n.op) {
-    case Op::Input: case Op::Parameter: return leaves.at(n.leaf);
+    case Op::Input:
+    case Op::Parameter: return leaves.at(n.leaf);
     case Op::Constant: return n.leaf < 0 ? g.attrs(n.attrs).scalar : *g.data(c).constant;
     case Op::Add: return arg(0) + arg(1);
     case Op::Mul: return arg(0) * arg(1);
@@ -62,7 +64,8 @@ TEST(EGraph, HashConsing) {
   EXPECT_EQ(g.node_count(), 2u);
   EXPECT_EQ(g.class_count(), 2u);
   // Attributes are interned by value: equal Attrs, one id; different, two.
-  Attrs s1; s1.axes = {0};
+  Attrs s1;
+  s1.axes = {0};
   Attrs s2 = s1;
   EXPECT_EQ(g.intern(s1), g.intern(s2));
   s2.keepdim = true;
@@ -104,10 +107,14 @@ TEST(EGraph, Analysis) {
   EGraph g(&src);
   ClassId mm = bin(g, Op::MatMul, leaf(g, a), leaf(g, b));
   EXPECT_EQ(g.data(mm).shape, (Shape{2, 5}));
-  Attrs s; s.axes = {-1}; s.keepdim = true;
+  Attrs s;
+  s.axes = {-1};
+  s.keepdim = true;
   ClassId sum = g.add(ENode{Op::Sum, g.intern(s), -1, {mm}});
   EXPECT_EQ(g.data(sum).shape, (Shape{2, 1}));
-  Attrs s_norm; s_norm.axes = {1}; s_norm.keepdim = true;  // the rule normalised -1 -> 1
+  Attrs s_norm;
+  s_norm.axes = {1};
+  s_norm.keepdim = true;  // the rule normalised -1 -> 1
   EXPECT_EQ(g.add(ENode{Op::Sum, g.intern(s_norm), -1, {mm}}), sum);
   EXPECT_EQ(g.data(leaf(g, c)).constant, 1.5);
   EXPECT_EQ(g.data(leaf(g, filled)).constant, 2.0);
@@ -115,7 +122,8 @@ TEST(EGraph, Analysis) {
   // Constant folding: 2 * 3, sum of a filled tensor, through a merge.
   ClassId six = bin(g, Op::Mul, g.add_scalar(2), g.add_scalar(3));
   EXPECT_EQ(g.data(six).constant, 6.0);
-  Attrs all; all.axes = {0};
+  Attrs all;
+  all.axes = {0};
   EXPECT_EQ(g.data(g.add(ENode{Op::Sum, g.intern(all), -1, {leaf(g, filled)}})).constant, 8.0);
   Tensor u = src.input("u", {}), v = src.input("v", {});
   ClassId uu = leaf(g, u), e = un(g, Op::Neg, uu);
@@ -160,8 +168,11 @@ TEST(EGraph, PatternRepeatedVariablesAndGuards) {
   Tensor t = src2.input("t", {3, 4});
   EGraph g2(&src2);
   ClassId tl = leaf(g2, t);
-  Attrs keep; keep.axes = {1}; keep.keepdim = true;
-  Attrs drop; drop.axes = {1};
+  Attrs keep;
+  keep.axes = {1};
+  keep.keepdim = true;
+  Attrs drop;
+  drop.axes = {1};
   g2.add(ENode{Op::Sum, g2.intern(keep), -1, {tl}});
   g2.add(ENode{Op::Sum, g2.intern(drop), -1, {tl}});
   EXPECT_EQ(search(g2, node(Op::Sum, {var("x")})).size(), 2u);
@@ -206,8 +217,10 @@ std::vector<Rewrite> ac_rules(bool explosive) {
   for (Op op : {Op::Add, Op::Mul}) {
     std::string n(op_name(op));
     rs.push_back({n + "-comm", node(op, {var("a"), var("b")}), nullptr, swap_args, explosive});
-    rs.push_back({n + "-assoc-r", node(op, {node(op, {var("a"), var("b")}), var("c")}), nullptr, assoc_right, explosive});
-    rs.push_back({n + "-assoc-l", node(op, {var("a"), node(op, {var("b"), var("c")})}), nullptr, assoc_left, explosive});
+    rs.push_back(
+        {n + "-assoc-r", node(op, {node(op, {var("a"), var("b")}), var("c")}), nullptr, assoc_right, explosive});
+    rs.push_back(
+        {n + "-assoc-l", node(op, {var("a"), node(op, {var("b"), var("c")})}), nullptr, assoc_left, explosive});
   }
   return rs;
 }
@@ -256,8 +269,10 @@ TEST(EGraph, ExtractionSurvivesCycles) {
   Tensor x = src.input("x", {2, 3});
   EGraph g(&src);
   ClassId xl = leaf(g, x);
-  Attrs flat; flat.axes = {6};
-  Attrs back; back.axes = {2, 3};
+  Attrs flat;
+  flat.axes = {6};
+  Attrs back;
+  back.axes = {2, 3};
   ClassId r = g.add(ENode{Op::Reshape, g.intern(flat), -1, {xl}});
   ClassId rr = g.add(ENode{Op::Reshape, g.intern(back), -1, {r}});
   ClassId e = un(g, Op::Exp, rr);
@@ -313,7 +328,8 @@ void adversarial(bool explosive, size_t max_nodes = 20000) {
     std::unordered_map<int, double> leaves;
     for (Tensor t : xs) leaves[t.id()] = dist(rng);
     double want = 0;
-    for (int i = 0; i < 12; ++i) want += leaves[xs[static_cast<size_t>(i)].id()] * leaves[xs[static_cast<size_t>(i + 1)].id()];
+    for (int i = 0; i < 12; ++i)
+      want += leaves[xs[static_cast<size_t>(i)].id()] * leaves[xs[static_cast<size_t>(i + 1)].id()];
     double got = eval(g, ex, cls[static_cast<size_t>(sum.id())], leaves);
     EXPECT_NEAR(got, want, 1e-9 * (1 + std::fabs(want)));
   }

@@ -25,8 +25,8 @@ TEST(ShapeErrors, MatmulInnerDimNamesShapesAndScope) {
     msg = message_of<ShapeError>([&] { matmul(a, b); });
   }
   EXPECT_THAT(msg, StartsWith("meganeura: "));
-  EXPECT_THAT(msg, AllOf(HasSubstr("matmul"), HasSubstr("[2,3,4]"), HasSubstr("[5,6]"),
-                         HasSubstr("blocks.3.attn.q_proj")));
+  EXPECT_THAT(msg,
+              AllOf(HasSubstr("matmul"), HasSubstr("[2,3,4]"), HasSubstr("[5,6]"), HasSubstr("blocks.3.attn.q_proj")));
   // Outside the scope the same mistake no longer quotes it.
   const std::string outside = message_of<ShapeError>([&] { matmul(a, b, {.transpose_b = true}); });
   EXPECT_THAT(outside, Not(HasSubstr("blocks.3")));
@@ -124,18 +124,24 @@ TEST_F(SessionErrors, WrongElementCount) {
               AllOf(StartsWith("meganeura: "), HasSubstr("x"), HasSubstr("5"), HasSubstr("6")));
   EXPECT_THAT(message_of<SizeError>([&] { s.set_parameter("w", std::span<const float>(four)); }),
               AllOf(HasSubstr("w"), HasSubstr("4"), HasSubstr("3")));
-  EXPECT_THAT(message_of<SizeError>([&] { s.set_input("ids", host_i32({3}, {1, 2, 3})); }),
+  EXPECT_THAT(message_of<SizeError>([&] {
+                s.set_input("ids", host_i32({3}, {1, 2, 3}));
+              }),
               AllOf(HasSubstr("ids"), HasSubstr("3"), HasSubstr("4")));
 }
 
 TEST_F(SessionErrors, WrongHostDtype) {
   Session s = build_inference_session(g);
   // f32 data into the i32 input.
-  EXPECT_THAT(message_of<DTypeError>([&] { s.set_input("ids", host_f32({4}, {0, 1, 2, 3})); }),
+  EXPECT_THAT(message_of<DTypeError>([&] {
+                s.set_input("ids", host_f32({4}, {0, 1, 2, 3}));
+              }),
               AllOf(StartsWith("meganeura: "), HasSubstr("ids"), HasSubstr("i32"), HasSubstr("f32")));
   const std::vector<float> four(4, 1.0f);
   EXPECT_THAT(message_of<DTypeError>([&] { s.set_input("ids", std::span<const float>(four)); }), HasSubstr("i32"));
-  EXPECT_THAT(message_of<DTypeError>([&] { s.set_input("x", host_i32({2, 3}, {0, 1, 2, 3, 4, 5})); }),
+  EXPECT_THAT(message_of<DTypeError>([&] {
+                s.set_input("x", host_i32({2, 3}, {0, 1, 2, 3, 4, 5}));
+              }),
               AllOf(HasSubstr("x"), HasSubstr("f32"), HasSubstr("i32")));
 }
 
@@ -175,7 +181,8 @@ TEST(DTypeErrors, OpsRejectIntegerOperands) {
   Graph g;
   Tensor i = g.input("i", {3, 3}, i32);
   Tensor f = g.input("f", {3, 3});
-  EXPECT_THAT(message_of<DTypeError>([&] { exp(i); }), AllOf(StartsWith("meganeura: "), HasSubstr("exp"), HasSubstr("i32")));
+  EXPECT_THAT(message_of<DTypeError>([&] { exp(i); }),
+              AllOf(StartsWith("meganeura: "), HasSubstr("exp"), HasSubstr("i32")));
   EXPECT_THAT(message_of<DTypeError>([&] { matmul(i, i); }), AllOf(HasSubstr("matmul"), HasSubstr("i32")));
   EXPECT_THAT(message_of<DTypeError>([&] { matmul(f, i); }), HasSubstr("i32"));
   EXPECT_THAT(message_of<DTypeError>([&] { gather(f, f); }), HasSubstr("f32"));  // float indices

@@ -31,7 +31,8 @@ ChildOptions fashion_options(const TempDir& dir, const std::string& data_dir) {
 TEST(FashionMnistExample, BadEpochCountsExitTwoNamingTheArgument) {
   TempDir dir;
   // An empty data set directory: a line that got past its arguments would fail there (exit 1).
-  const std::vector<std::string> bad = {"0", "abc", "99999999999", "-1", "1001", "", "3x", " 3", "3 ", "+3", "1e3", "0x3", "1.5"};
+  const std::vector<std::string> bad = {"0",  "abc", "99999999999", "-1",  "1001", "",   "3x",
+                                        " 3", "3 ",  "+3",          "1e3", "0x3",  "1.5"};
   std::vector<Line> lines;
   for (const std::string& v : bad) lines.push_back({v});
   const std::vector<ChildResult> results = run_children(lines, fashion_options(dir, dir.path().string()));
@@ -48,7 +49,8 @@ TEST(FashionMnistExample, BadEpochCountsExitTwoNamingTheArgument) {
 
 TEST(FashionMnistExample, ExtraArgumentsAndHelp) {
   TempDir dir;
-  const std::vector<ChildResult> r = run_children({{"3", "4"}, {"--help"}, {"-h"}}, fashion_options(dir, dir.path().string()));
+  const std::vector<ChildResult> r =
+      run_children({{"3", "4"}, {"--help"}, {"-h"}}, fashion_options(dir, dir.path().string()));
   EXPECT_EQ(r[0].exit_code, 2) << r[0].describe();
   EXPECT_THAT(r[0].err, AllOf(HasSubstr("one argument at most"), HasSubstr("usage: fashion_mnist"))) << r[0].describe();
   for (size_t i = 1; i < r.size(); ++i) {
@@ -66,7 +68,8 @@ TEST(FashionMnistExample, MissingDataSetExitsOneWithItsMessage) {
   for (const ChildResult& r : results) {
     EXPECT_EQ(r.signal, 0) << r.describe();
     EXPECT_EQ(r.exit_code, 1) << r.describe();
-    EXPECT_THAT(r.err, AllOf(HasSubstr("meganeura: cannot open " + data + "/"), Not(HasSubstr("terminate called")))) << r.describe();
+    EXPECT_THAT(r.err, AllOf(HasSubstr("meganeura: cannot open " + data + "/"), Not(HasSubstr("terminate called"))))
+        << r.describe();
   }
 }
 

@@ -113,8 +113,8 @@ FakeHub::FakeHub() {
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   addr.sin_port = 0;  // ephemeral
   socklen_t len = sizeof addr;
-  if (listen_fd_ < 0 || ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(listen_fd_, 16) != 0 ||
-      ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+  if (listen_fd_ < 0 || ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::listen(listen_fd_, 16) != 0 || ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
     throw std::runtime_error("FakeHub: cannot listen on 127.0.0.1");
   port_ = ntohs(addr.sin_port);
   acceptor_ = std::thread([this] { accept_loop(); });
@@ -192,7 +192,8 @@ void FakeHub::clear_requests() {
 int FakeHub::count(const std::string& method, const std::string& path_end) const {
   int n = 0;
   for (const auto& r : requests())
-    n += r.method == method && r.path.size() >= path_end.size() && r.path.compare(r.path.size() - path_end.size(), path_end.size(), path_end) == 0;
+    n += r.method == method && r.path.size() >= path_end.size() &&
+         r.path.compare(r.path.size() - path_end.size(), path_end.size(), path_end) == 0;
   return n;
 }
 
@@ -274,12 +275,14 @@ void FakeHub::respond(int fd, const Request& req) {
   }
   if (tokens_.count(repo) && req.authorization != "Bearer " + tokens_[repo]) {
     lock.unlock();
-    return send_empty(fd, 401, "X-Error-Code: GatedRepo\r\nX-Error-Message: Access to model " + repo + " is restricted.\r\n");
+    return send_empty(fd, 401,
+                      "X-Error-Code: GatedRepo\r\nX-Error-Message: Access to model " + repo + " is restricted.\r\n");
   }
   const std::string commit_header = "X-Repo-Commit: " + commit(repo) + "\r\n";
   if (revision != "main" && revision != commit(repo)) {
     lock.unlock();
-    return send_empty(fd, 404, "X-Error-Code: RevisionNotFound\r\nX-Error-Message: Invalid rev id: " + revision + "\r\n");
+    return send_empty(fd, 404,
+                      "X-Error-Code: RevisionNotFound\r\nX-Error-Message: Invalid rev id: " + revision + "\r\n");
   }
   const auto it = repos_[repo].find(filename);
   if (it == repos_[repo].end()) {
@@ -290,8 +293,9 @@ void FakeHub::respond(int fd, const Request& req) {
   lock.unlock();
   if (f.lfs)  // the Hub sends LFS files' bytes from a CDN; its metadata comes with the redirect
     return send_empty(fd, 302,
-                      commit_header + "X-Linked-Etag: \"" + f.etag + "\"\r\nX-Linked-Size: " + std::to_string(f.content.size()) +
-                          "\r\nETag: \"" + git_sha1_of("pointer " + f.etag) + "\"\r\nLocation: " + endpoint() + "/cdn/" + f.etag + "\r\n");
+                      commit_header + "X-Linked-Etag: \"" + f.etag + "\"\r\nX-Linked-Size: " +
+                          std::to_string(f.content.size()) + "\r\nETag: \"" + git_sha1_of("pointer " + f.etag) +
+                          "\"\r\nLocation: " + endpoint() + "/cdn/" + f.etag + "\r\n");
   send_body(fd, req.method, filename, f.content, req.range, commit_header + "ETag: \"" + f.etag + "\"\r\n");
 }
 
@@ -311,13 +315,17 @@ void FakeHub::send_body(int fd, const std::string& method, const std::string& fi
   std::string extra = headers + "Accept-Ranges: bytes\r\n";
   if (!range.empty() && !ignore_range && range.rfind("bytes=", 0) == 0) {
     const size_t from = std::stoull(range.substr(6));
-    if (from >= body.size()) return send_empty(fd, 416, "Content-Range: bytes */" + std::to_string(body.size()) + "\r\n");
+    if (from >= body.size())
+      return send_empty(fd, 416, "Content-Range: bytes */" + std::to_string(body.size()) + "\r\n");
     status = 206;
-    extra += "Content-Range: bytes " + std::to_string(from) + "-" + std::to_string(body.size() - 1) + "/" + std::to_string(body.size()) + "\r\n";
+    extra += "Content-Range: bytes " + std::to_string(from) + "-" + std::to_string(body.size() - 1) + "/" +
+             std::to_string(body.size()) + "\r\n";
     body = body.substr(from);
   }
   body.append(static_cast<size_t>(fault.oversend), 'x');  // past the size the Hub announced
-  if (!send_all(fd, status_line(status) + extra + "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n")) return;
+  if (!send_all(fd, status_line(status) + extra + "Content-Length: " + std::to_string(body.size()) +
+                        "\r\nConnection: close\r\n\r\n"))
+    return;
   if (method != "GET") return;
   if (fault.drops_left > 0 && fault.drop_after >= 0) {  // cut the connection mid-body
     send_all(fd, body.data(), std::min(body.size(), static_cast<size_t>(fault.drop_after)));
@@ -345,14 +353,15 @@ void HubTest::set_env(const char* name, const std::string& value) {
 
 void HubTest::SetUp() {
   static int counter = 0;
-  dir = fs::temp_directory_path() / ("meganeura-hub-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+  dir = fs::temp_directory_path() /
+        ("meganeura-hub-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
   fs::remove_all(dir);
   cache = dir / "hub";
   home = dir / "home";
   fs::create_directories(home);
-  for (const char* name : {"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_TOKEN_PATH", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE",
-                           "HUGGINGFACE_HUB_CACHE", "XDG_CACHE_HOME", "http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY",
-                           "all_proxy", "ALL_PROXY"})
+  for (const char* name : {"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_TOKEN_PATH", "HF_HUB_OFFLINE",
+                           "TRANSFORMERS_OFFLINE", "HUGGINGFACE_HUB_CACHE", "XDG_CACHE_HOME", "http_proxy",
+                           "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"})
     set_env(name, "");
   set_env("HF_ENDPOINT", hub.endpoint());
   set_env("HF_HUB_CACHE", cache.string());

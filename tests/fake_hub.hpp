@@ -37,7 +37,7 @@ class FakeHub {
   void put(const std::string& repo, const std::string& filename, const std::string& content, bool lfs = false);
   std::string commit(const std::string& repo) const;  // fixed per repository id
   std::string etag(const std::string& repo, const std::string& filename) const;
-  void require_token(const std::string& repo, const std::string& token);  // a gated repository
+  void require_token(const std::string& repo, const std::string& token);         // a gated repository
   void redirect_repo(const std::string& old_repo, const std::string& new_repo);  // renamed: relative 307
 
   void drop_after(const std::string& filename, int64_t bytes, int times = 1);  // close mid-body

@@ -1,12 +1,12 @@
 // Helpers for the file-format tests: a scratch directory, raw file I/O and error messages.
 #pragma once
-#include <stdexcept>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <stdexcept>
 #include <string>
 
 #include "meganeura/error.hpp"
@@ -39,7 +39,8 @@ inline std::string read_bytes(const std::string& path) {
 }
 
 inline void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
 // The message of the meganeura::Error that f throws ("" and a test failure if none is thrown).

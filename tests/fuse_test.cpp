@@ -32,7 +32,8 @@ Fused run_both(CaseBuilder& b) {
   r.plain.step();
   check_outputs(r.fused, b);
   for (const auto& [name, id] : b.g.outputs())
-    EXPECT_TRUE(compare(from_host(r.plain.read_output(name)), r.fused.read_output(name), 0, "fused vs unfused '" + name + "'"));
+    EXPECT_TRUE(
+        compare(from_host(r.plain.read_output(name)), r.fused.read_output(name), 0, "fused vs unfused '" + name + "'"));
   r.listing = r.fused.listing();
   r.generated = count_lines(r.listing, "dispatch generated");
   EXPECT_EQ(count_lines(r.plain.listing(), "dispatch generated"), 0) << "no fusion with the optimizer off";
@@ -90,7 +91,7 @@ TEST_F(Fusion, IntegerDtypes) {
   Tensor a = b.input_ints("a", {5, 40}, -50, 50), c = b.input_ints("c", {40}, -50, 50);
   Tensor u = b.input_ints("u", {5, 40}, 0, 9, u32), x = b.input("x", {5, 40}, -2, 2);
   b.output("out", cast(where(lt(a, c), a, c), f32) * x);  // i32 min through a compare and a where
-  Tensor t = cast(x * 10.0f, i32);                         // truncates toward zero
+  Tensor t = cast(x * 10.0f, i32);                        // truncates toward zero
   b.output("ints", where(ge(t, a), t, a));
   // Non-negative into u32: the reference does not wrap a negative i32 as the kernels do.
   Tensor m = cast(cast(abs(x) * 4.0f, i32), u32);

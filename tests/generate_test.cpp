@@ -9,9 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "fake_hub.hpp"
+#include "llama_util.hpp"
 #include "meganeura/hub.hpp"
 #include "meganeura/meganeura.hpp"
-#include "llama_util.hpp"
 #include "test_util.hpp"
 
 namespace {
@@ -25,7 +25,8 @@ const char* kConfig = R"({"model_type": "llama", "vocab_size": 2003, "hidden_siz
 
 // A model directory with random bf16 weights in two shards and an index.
 fs::path make_model_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("meganeura_generate_test_" + name + "_" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("meganeura_generate_test_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   std::ofstream(dir / "config.json") << kConfig;

@@ -51,8 +51,9 @@ void run_grad_case(GradBuilder& b) {
   }
 
   // The device: cotangent as an input, gradients as outputs.
-  const std::vector<Tensor> grads = b.loss_api ? meganeura::gradients(b.out, b.wrt)
-                                               : meganeura::vjp(b.out, b.input_host("cot", host_f32(out_shape, cot)), b.wrt);
+  const std::vector<Tensor> grads = b.loss_api
+                                        ? meganeura::gradients(b.out, b.wrt)
+                                        : meganeura::vjp(b.out, b.input_host("cot", host_f32(out_shape, cot)), b.wrt);
   ASSERT_EQ(grads.size(), b.wrt.size());
   b.g.output("y", b.out);
   std::vector<std::string> names;

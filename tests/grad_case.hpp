@@ -14,14 +14,14 @@ namespace mntest {
 struct GradBuilder : CaseBuilder {
   explicit GradBuilder(Rng& rng) : CaseBuilder(rng) { rtol = 1e-4; }  // forward output: a sanity check
 
-  meganeura::Tensor out;                // the tensor whose VJP is tested
-  std::vector<meganeura::Tensor> wrt;   // leaves to differentiate; empty: every float parameter
-  double grad_rtol = 1e-4;              // GPU gradient vs reference (the bound)
-  double grad_scale = 0;                // floor of the gradient comparison's scale (see compare())
-  FiniteDifferenceOptions fd;           // reference vs central differences
-  bool fd_check = true;                 // false: the case checks its reference by hand instead
-  std::vector<float> cotangent;         // fixed cotangent values; empty: uniform in [-1, 1)
-  bool loss_api = false;                // rank-0 out: use gradients(out, wrt) (seed 1), not vjp
+  meganeura::Tensor out;               // the tensor whose VJP is tested
+  std::vector<meganeura::Tensor> wrt;  // leaves to differentiate; empty: every float parameter
+  double grad_rtol = 1e-4;             // GPU gradient vs reference (the bound)
+  double grad_scale = 0;               // floor of the gradient comparison's scale (see compare())
+  FiniteDifferenceOptions fd;          // reference vs central differences
+  bool fd_check = true;                // false: the case checks its reference by hand instead
+  std::vector<float> cotangent;        // fixed cotangent values; empty: uniform in [-1, 1)
+  bool loss_api = false;               // rank-0 out: use gradients(out, wrt) (seed 1), not vjp
   // Where fd_check is false (ties, 16-bit rounding): checks the reference gradients by hand.
   std::function<void(const std::vector<RefTensor>& grads, const RefTensor& cot)> hand_check;
 };

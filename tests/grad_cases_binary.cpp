@@ -21,9 +21,8 @@ struct BinaryOp {
 };
 
 std::vector<GradCase> binary_cases() {
-  const BinaryOp ops[] = {{Op::Add, add}, {Op::Sub, sub}, {Op::Mul, mul},
-                          {Op::Div, div}, {Op::Maximum, maximum}, {Op::Minimum, minimum},
-                          {Op::SwiGlu, swiglu}};
+  const BinaryOp ops[] = {{Op::Add, add},         {Op::Sub, sub},         {Op::Mul, mul},      {Op::Div, div},
+                          {Op::Maximum, maximum}, {Op::Minimum, minimum}, {Op::SwiGlu, swiglu}};
   std::vector<GradCase> cases;
   for (const BinaryOp& o : ops) {
     // Divisors stay away from zero.
@@ -100,19 +99,22 @@ std::vector<GradCase> binary_cases() {
 
 std::vector<GradCase> where_cases() {
   return {
-      {Op::Where, "u32_cond_broadcast_three_ways", [](GradBuilder& b) {
+      {Op::Where, "u32_cond_broadcast_three_ways",
+       [](GradBuilder& b) {
          Tensor cond = b.input_ints("cond", {5, 1, 7}, 0, 1, u32);
          Tensor a = b.param("a", {4, 7}, -1, 1);
          Tensor c = b.param("b", {5, 4, 1}, -1, 1);
          b.out = where(cond, a, c);  // [5,4,7]
        }},
-      {Op::Where, "cond_from_comparison", [](GradBuilder& b) {
+      {Op::Where, "cond_from_comparison",
+       [](GradBuilder& b) {
          Tensor u = b.input("u", {7, 33});
          Tensor a = b.param("a", {7, 33}, -1, 1);
          Tensor c = b.param("b", {33}, -1, 1);
          b.out = where(gt(u, b.g.scalar(0.0f)), a * 2.0f, c);
        }},
-      {Op::Where, "f32_cond_same_param_both_branches_rank4", [](GradBuilder& b) {
+      {Op::Where, "f32_cond_same_param_both_branches_rank4",
+       [](GradBuilder& b) {
          Tensor cond = b.input_small_ints("cond", {2, 3, 4, 5}, 0, 1);
          Tensor x = b.param("x", {3, 1, 5}, -1, 1);
          b.out = where(cond, x, x * x);
@@ -124,7 +126,8 @@ std::vector<GradCase> cast_cases() {
   return {
       // f32 -> f16 -> f32: the gradient passes through both casts. Rounding to f16 is a step
       // function, so the reference is checked by hand: d x = cot * w.
-      {Op::Cast, "f32_to_f16_and_back", [](GradBuilder& b) {
+      {Op::Cast, "f32_to_f16_and_back",
+       [](GradBuilder& b) {
          Tensor x = b.param("x", {7, 33}, -2, 2);
          Tensor w = b.input("w", {33});
          b.out = cast(cast(x, f16), f32) * w;
@@ -134,7 +137,8 @@ std::vector<GradCase> cast_cases() {
            for (size_t i = 0; i < cot.v.size(); ++i) EXPECT_EQ(g[0].v[i], cot.v[i] * wv[i % 33]) << "element " << i;
          };
        }},
-      {Op::Cast, "f32_to_bf16_and_back_rank4", [](GradBuilder& b) {
+      {Op::Cast, "f32_to_bf16_and_back_rank4",
+       [](GradBuilder& b) {
          Tensor x = b.param("x", {2, 3, 5, 7}, -2, 2);
          b.out = cast(cast(x, bf16), f32) * 3.0f;
          b.fd_check = false;
@@ -144,19 +148,22 @@ std::vector<GradCase> cast_cases() {
        }},
       // An f16 parameter used by an op that computes in f32 (a cast is inserted): its gradient
       // comes back in f32, shape of the parameter.
-      {Op::Cast, "f16_param_in_matmul_grad_is_f32", [](GradBuilder& b) {
+      {Op::Cast, "f16_param_in_matmul_grad_is_f32",
+       [](GradBuilder& b) {
          Tensor x = b.input("x", {5, 17});
          Tensor w = b.param_host("w", host_f16({17, 9}, b.rng.floats(17 * 9, -1, 1)));
          b.out = matmul(x, w);
        }},
       // A bf16 parameter through reshape (keeps 16-bit storage), then mul (casts to f32).
-      {Op::Cast, "bf16_param_reshaped_then_mul", [](GradBuilder& b) {
+      {Op::Cast, "bf16_param_reshaped_then_mul",
+       [](GradBuilder& b) {
          Tensor x = b.param_host("x", host_bf16({6, 35}, b.rng.floats(210, -2, 2)));
          Tensor s = b.param("s", {7}, -1, 1);
          b.out = reshape(x, {5, 6, 7}) * s;
        }},
       // An f16 output: the cotangent is f32 of the output's shape; checked by hand (rounding).
-      {Op::Cast, "f16_output", [](GradBuilder& b) {
+      {Op::Cast, "f16_output",
+       [](GradBuilder& b) {
          Tensor x = b.param("x", {5, 13}, -2, 2);
          Tensor w = b.input("w", {13});
          b.out = cast(x * w, f16);
@@ -167,7 +174,8 @@ std::vector<GradCase> cast_cases() {
          };
        }},
       // An integer input cast to f32 carries no gradient; the parameter beside it does.
-      {Op::Cast, "i32_input_to_f32", [](GradBuilder& b) {
+      {Op::Cast, "i32_input_to_f32",
+       [](GradBuilder& b) {
          Tensor k = b.input_ints("k", {7, 9}, -5, 5);
          Tensor w = b.param("w", {9}, -1, 1);
          b.out = cast(k, f32) * w;

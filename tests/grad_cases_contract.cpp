@@ -10,22 +10,27 @@ using namespace meganeura;
 
 std::vector<GradCase> matmul_cases() {
   return {
-      {Op::MatMul, "33x17_by_17x65", [](GradBuilder& b) {
+      {Op::MatMul, "33x17_by_17x65",
+       [](GradBuilder& b) {
          b.out = matmul(b.param("a", {33, 17}), b.param("b", {17, 65}));
        }},
-      {Op::MatMul, "transpose_a_and_b", [](GradBuilder& b) {
+      {Op::MatMul, "transpose_a_and_b",
+       [](GradBuilder& b) {
          // a [17,33]ᵀ × b [65,17]ᵀ = [33,65]
          b.out = matmul(b.param("a", {17, 33}), b.param("b", {65, 17}), {.transpose_a = true, .transpose_b = true});
        }},
-      {Op::MatMul, "transpose_b_batch_broadcast_rank4", [](GradBuilder& b) {
+      {Op::MatMul, "transpose_b_batch_broadcast_rank4",
+       [](GradBuilder& b) {
          // a [2,1,5,7] × b [3,9,7]ᵀ = [2,3,5,9]: both operands broadcast over a batch dim.
          b.out = matmul(b.param("a", {2, 1, 5, 7}), b.param("b", {3, 9, 7}), {.transpose_b = true});
        }},
-      {Op::MatMul, "rank3_by_shared_weight", [](GradBuilder& b) {
+      {Op::MatMul, "rank3_by_shared_weight",
+       [](GradBuilder& b) {
          // x [4,5,7] × w [7,3]: w's gradient sums over the batch of 4.
          b.out = matmul(b.param("x", {4, 5, 7}), b.param("w", {7, 3}));
        }},
-      {Op::MatMul, "wrt_input_and_intermediate", [](GradBuilder& b) {
+      {Op::MatMul, "wrt_input_and_intermediate",
+       [](GradBuilder& b) {
          // Gradients w.r.t. an input (not a parameter) and an intermediate tensor.
          Tensor x = b.input("x", {6, 10});
          Tensor w = b.param("w", {10, 7});
@@ -33,7 +38,8 @@ std::vector<GradCase> matmul_cases() {
          b.out = softmax(h * 2.0f);
          b.wrt = {x, w, h};
        }},
-      {Op::MatMul, "transpose_a_rank3", [](GradBuilder& b) {
+      {Op::MatMul, "transpose_a_rank3",
+       [](GradBuilder& b) {
          b.out = matmul(b.param("a", {3, 11, 6}), b.param("b", {3, 11, 5}), {.transpose_a = true});  // [3,6,5]
        }},
   };
@@ -119,9 +125,7 @@ std::vector<GradCase> row_cases() {
     auto fn = [op](Tensor x, int64_t axis) { return op == Op::Softmax ? softmax(x, axis) : log_softmax(x, axis); };
     cases.push_back({op, "last_axis_7x33", [fn](GradBuilder& b) { b.out = fn(b.param("x", {7, 33}, -3, 3), -1); }});
     cases.push_back({op, "middle_axis_3x5x7", [fn](GradBuilder& b) { b.out = fn(b.param("x", {3, 5, 7}, -3, 3), 1); }});
-    cases.push_back({op, "rank4_axis0", [fn](GradBuilder& b) {
-                       b.out = fn(b.param("x", {3, 2, 5, 4}, -3, 3), 0);
-                     }});
+    cases.push_back({op, "rank4_axis0", [fn](GradBuilder& b) { b.out = fn(b.param("x", {3, 2, 5, 4}, -3, 3), 0); }});
     cases.push_back({op, "rows_of_257", [fn](GradBuilder& b) { b.out = fn(b.param("x", {3, 257}, -3, 3), -1); }});
   }
   cases.push_back({Op::RmsNorm, "no_weight_7x33", [](GradBuilder& b) { b.out = rms_norm(b.param("x", {7, 33})); }});
@@ -135,31 +139,36 @@ std::vector<GradCase> row_cases() {
   cases.push_back({Op::LayerNorm, "weight_5x65", [](GradBuilder& b) {
                      b.out = layer_norm(b.param("x", {5, 65}), b.param("w", {65}, 0.5, 1.5));
                    }});
-  cases.push_back({Op::LayerNorm, "weight_bias_rank4", [](GradBuilder& b) {
-                     b.out = layer_norm(b.param("x", {2, 3, 4, 17}), b.param("w", {17}, -1.5, 1.5), b.param("bias", {17}));
-                   }});
-  cases.push_back({Op::LayerNorm, "weight_bias_rows_of_257", [](GradBuilder& b) {
-                     b.out = layer_norm(b.param("x", {3, 257}, -2, 2), b.param("w", {257}, 0.5, 1.5), b.param("bias", {257}));
-                   }});
+  cases.push_back(
+      {Op::LayerNorm, "weight_bias_rank4", [](GradBuilder& b) {
+         b.out = layer_norm(b.param("x", {2, 3, 4, 17}), b.param("w", {17}, -1.5, 1.5), b.param("bias", {17}));
+       }});
+  cases.push_back(
+      {Op::LayerNorm, "weight_bias_rows_of_257", [](GradBuilder& b) {
+         b.out = layer_norm(b.param("x", {3, 257}, -2, 2), b.param("w", {257}, 0.5, 1.5), b.param("bias", {257}));
+       }});
   return cases;
 }
 
 // Compositions: the gradient flows through several archetypes.
 std::vector<GradCase> chain_cases() {
   return {
-      {Op::Softmax, "chain_mean_log_softmax_of_matmul_plus_bias", [](GradBuilder& b) {
+      {Op::Softmax, "chain_mean_log_softmax_of_matmul_plus_bias",
+       [](GradBuilder& b) {
          Tensor x = b.input("x", {5, 17});
          Tensor w = b.param("w", {17, 11});
          Tensor bias = b.param("bias", {11});
          b.out = mean(log(softmax(matmul(x, w) + bias)));  // rank 0
        }},
-      {Op::Tanh, "chain_two_layer_mlp_sum", [](GradBuilder& b) {
+      {Op::Tanh, "chain_two_layer_mlp_sum",
+       [](GradBuilder& b) {
          Tensor x = b.input("x", {9, 13});
          Tensor w1 = b.param("w1", {13, 21}, -0.5, 0.5);
          Tensor w2 = b.param("w2", {21, 5}, -0.5, 0.5);
          b.out = sum(matmul(tanh(matmul(x, w1)), w2), {0});  // [5]
        }},
-      {Op::LayerNorm, "chain_residual_gelu_layer_norm", [](GradBuilder& b) {
+      {Op::LayerNorm, "chain_residual_gelu_layer_norm",
+       [](GradBuilder& b) {
          Tensor x = b.param("x", {2, 5, 19});
          Tensor w = b.param("w", {19, 19}, -0.5, 0.5);
          Tensor g = b.param("g", {19}, 0.5, 1.5);
@@ -182,16 +191,19 @@ std::vector<GradCase> attention_cases() {
       att("gqa_4_heads_on_2_keys7_dv3", {1, 4, 3, 5}, {1, 2, 7, 5}, {1, 2, 7, 3}, false),
       att("gqa_causal_fewer_queries", {1, 4, 3, 4}, {1, 2, 6, 4}, {1, 2, 6, 4}, true),
       att("rank3_3x4x9", {3, 4, 9}, {3, 4, 9}, {3, 4, 9}, false),
-      {Op::Attention, "sliding_window_2_gqa", [](GradBuilder& b) {
+      {Op::Attention, "sliding_window_2_gqa",
+       [](GradBuilder& b) {
          b.out = attention(b.param("q", {1, 4, 6, 4}), b.param("k", {1, 2, 6, 4}), b.param("v", {1, 2, 6, 4}),
                            {.causal = true, .window = 2});
        }},
-      {Op::Attention, "cache_position_3", [](GradBuilder& b) {  // keys past 3 + 2 are not seen
+      {Op::Attention, "cache_position_3",
+       [](GradBuilder& b) {  // keys past 3 + 2 are not seen
          Tensor pos = b.input_host("position", host_i32({1}, {3}));
          b.out = attention(b.param("q", {1, 2, 2, 4}), b.param("k", {1, 2, 8, 4}), b.param("v", {1, 2, 8, 4}), pos,
                            {.causal = true});
        }},
-      {Op::Attention, "seq_major_gqa_causal_batch_2", [](GradBuilder& b) {  // [B, S, H, D]
+      {Op::Attention, "seq_major_gqa_causal_batch_2",
+       [](GradBuilder& b) {  // [B, S, H, D]
          b.out = attention(b.param("q", {2, 5, 4, 6}), b.param("k", {2, 5, 2, 6}), b.param("v", {2, 5, 2, 3}),
                            {.causal = true, .seq_major = true});
        }},
@@ -200,10 +212,12 @@ std::vector<GradCase> attention_cases() {
 
 std::vector<GradCase> matmul_add_cases() {
   return {
-      {Op::MatMulAdd, "transpose_b_residual_broadcast_rows", [](GradBuilder& b) {
+      {Op::MatMulAdd, "transpose_b_residual_broadcast_rows",
+       [](GradBuilder& b) {
          b.out = matmul_add(b.param("a", {2, 5, 7}), b.param("w", {9, 7}), b.param("r", {5, 1}), {.transpose_b = true});
        }},
-      {Op::MatMulAdd, "full_residual_transpose_a", [](GradBuilder& b) {
+      {Op::MatMulAdd, "full_residual_transpose_a",
+       [](GradBuilder& b) {
          b.out = matmul_add(b.param("a", {6, 4}), b.param("w", {6, 3}), b.param("r", {4, 3}), {.transpose_a = true});
        }},
   };
@@ -212,13 +226,16 @@ std::vector<GradCase> matmul_add_cases() {
 // rotary w.r.t. x (the transposed rotation), cos and sin (broadcast tables summed back).
 std::vector<GradCase> rotary_cases() {
   return {
-      {Op::Rotary, "x_cos_sin_rank4_tables", [](GradBuilder& b) {
+      {Op::Rotary, "x_cos_sin_rank4_tables",
+       [](GradBuilder& b) {
          b.out = rotary(b.param("x", {2, 3, 5, 6}), b.param("cos", {5, 6}), b.param("sin", {5, 6}));
        }},
-      {Op::Rotary, "x_only_unequal_sin_halves", [](GradBuilder& b) {
+      {Op::Rotary, "x_only_unequal_sin_halves",
+       [](GradBuilder& b) {
          b.out = rotary(b.param("x", {4, 7, 8}), b.input("cos", {7, 8}), b.input("sin", {1, 8}));
        }},
-      {Op::Rotary, "q_and_k_pair_seq_major", [](GradBuilder& b) {  // forward and backward in pairs
+      {Op::Rotary, "q_and_k_pair_seq_major",
+       [](GradBuilder& b) {  // forward and backward in pairs
          Tensor c = b.input("cos", {5, 1, 6}), s = b.input("sin", {5, 1, 6});
          b.out = rotary(b.param("q", {2, 5, 3, 6}), c, s) * rotary(b.param("k", {2, 5, 3, 6}), c, s);
        }},

@@ -32,14 +32,22 @@ Tensor pow_2_5(Tensor x) { return pow(x, 2.5f); }
 
 std::vector<GradCase> unary_cases() {
   const UnaryOp ops[] = {
-      {Op::Neg, neg, Range::Signed2},         {Op::Abs, abs, Range::Away},
-      {Op::Exp, exp, Range::Signed2},         {Op::Log, log, Range::Positive},
-      {Op::Sqrt, sqrt, Range::Positive},      {Op::Rsqrt, rsqrt, Range::Positive},
-      {Op::Reciprocal, reciprocal, Range::Away}, {Op::Relu, relu, Range::Away},
-      {Op::Gelu, gelu, Range::Signed3},       {Op::GeluTanh, gelu_tanh, Range::Signed3},
-      {Op::Silu, silu, Range::Signed4},       {Op::Sigmoid, sigmoid, Range::Signed4},
-      {Op::Tanh, tanh, Range::Signed2},       {Op::Sin, sin, Range::Signed3},
-      {Op::Cos, cos, Range::Signed3},         {Op::PowScalar, pow_2_5, Range::Positive},
+      {Op::Neg, neg, Range::Signed2},
+      {Op::Abs, abs, Range::Away},
+      {Op::Exp, exp, Range::Signed2},
+      {Op::Log, log, Range::Positive},
+      {Op::Sqrt, sqrt, Range::Positive},
+      {Op::Rsqrt, rsqrt, Range::Positive},
+      {Op::Reciprocal, reciprocal, Range::Away},
+      {Op::Relu, relu, Range::Away},
+      {Op::Gelu, gelu, Range::Signed3},
+      {Op::GeluTanh, gelu_tanh, Range::Signed3},
+      {Op::Silu, silu, Range::Signed4},
+      {Op::Sigmoid, sigmoid, Range::Signed4},
+      {Op::Tanh, tanh, Range::Signed2},
+      {Op::Sin, sin, Range::Signed3},
+      {Op::Cos, cos, Range::Signed3},
+      {Op::PowScalar, pow_2_5, Range::Positive},
       {Op::Erf, erf, Range::Signed2},
   };
   std::vector<GradCase> cases;
@@ -59,9 +67,8 @@ std::vector<GradCase> unary_cases() {
   cases.push_back({Op::PowScalar, "positive_base_exp_minus1_5", [](GradBuilder& b) {
                      b.out = pow(b.param("x", {5, 13}, 0.3, 3), -1.5f);
                    }});
-  cases.push_back({Op::PowScalar, "exp2_signed_257", [](GradBuilder& b) {
-                     b.out = pow(b.param("x", {257}, -2, 2), 2.0f);
-                   }});
+  cases.push_back(
+      {Op::PowScalar, "exp2_signed_257", [](GradBuilder& b) { b.out = pow(b.param("x", {257}, -2, 2), 2.0f); }});
   // A chain of unary ops: exp(-sqrt(x)) * sin(x).
   cases.push_back({Op::Sqrt, "chain_exp_neg_sqrt_times_sin", [](GradBuilder& b) {
                      Tensor x = b.param("x", {9, 17}, 0.2, 3);

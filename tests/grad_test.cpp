@@ -71,10 +71,12 @@ TEST(GradTable, HasGradientFalseExactlyForLeavesMasksIndicesAndBackwardOps) {
   std::vector<std::string> wrong;
   for (int i = 0; i < op_count(); ++i) {
     const Op op = op_at(i);
-    const bool none = op_kind(op) == OpKind::Leaf || op_kind(op) == OpKind::Train || op_kind(op) == OpKind::Compare || op == Op::ArgMax ||
-                      op == Op::OneHot || op == Op::CacheWrite || is_backward_op(op);  // cache_write: inference state
-    if (has_gradient(op) == none) wrong.push_back(std::string(op_name(op)) + (none ? ": has_gradient true, expected false"
-                                                                                   : ": has_gradient false, expected true"));
+    const bool none = op_kind(op) == OpKind::Leaf || op_kind(op) == OpKind::Train || op_kind(op) == OpKind::Compare ||
+                      op == Op::ArgMax || op == Op::OneHot || op == Op::CacheWrite ||
+                      is_backward_op(op);  // cache_write: inference state
+    if (has_gradient(op) == none)
+      wrong.push_back(std::string(op_name(op)) +
+                      (none ? ": has_gradient true, expected false" : ": has_gradient false, expected true"));
     const std::string& rule = rules.at(op);
     const bool rule_none = rule == "grad_none" || rule == "grad_unsupported";
     if (rule_none != none) wrong.push_back(std::string(op_name(op)) + ": the table's gradient rule is " + rule);

@@ -43,7 +43,8 @@ int grouped_calls(const Session& s) {  // matmul dispatches labelled "with %a, %
 void expect_equal(const HostTensor& a, const HostTensor& b, const std::string& what, double rtol = 1e-6) {
   std::vector<float> x = a.to_f32(), y = b.to_f32();
   ASSERT_EQ(x.size(), y.size()) << what;
-  for (size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(x[i], y[i], rtol * (1 + std::abs(y[i]))) << what << " element " << i;
+  for (size_t i = 0; i < x.size(); ++i)
+    ASSERT_NEAR(x[i], y[i], rtol * (1 + std::abs(y[i]))) << what << " element " << i;
 }
 
 TEST(HorizontalFusion, InferenceGroupsAndKeepsValues) {
@@ -61,7 +62,8 @@ TEST(HorizontalFusion, InferenceGroupsAndKeepsValues) {
   expect_equal(fused.read_output("a"), plain.read_output("a"), "a");
   expect_equal(fused.read_output("b"), plain.read_output("b"), "b");
   expect_equal(fused.read_output("loss"), plain.read_output("loss"), "loss", 1e-5);
-  for (const char* p : {"wq", "wk", "wv", "gate", "up", "w2", "w3"}) expect_equal(fused.read_parameter(p), feeds.at(p), p, 0);
+  for (const char* p : {"wq", "wk", "wv", "gate", "up", "w2", "w3"})
+    expect_equal(fused.read_parameter(p), feeds.at(p), p, 0);
 }
 
 // Split-K on grouped products: the summing pass adds the partials over the packed outputs.
@@ -105,7 +107,8 @@ TEST(HorizontalFusion, TrainingUpdatesEachWeightUnderItsName) {
   fused.save(path);
   Session again = build_session(m.g, m.loss, cfg);
   again.load(path);
-  for (const char* p : {"wq", "wk", "wv", "gate", "up", "w2", "w3"}) expect_equal(again.read_parameter(p), fused.read_parameter(p), p, 0);
+  for (const char* p : {"wq", "wk", "wv", "gate", "up", "w2", "w3"})
+    expect_equal(again.read_parameter(p), fused.read_parameter(p), p, 0);
   std::filesystem::remove(path);
 }
 

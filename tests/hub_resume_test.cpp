@@ -3,7 +3,6 @@
 // corrupted bytes (sha256 mismatch: nothing enters the cache), a server that stalls (a timeout,
 // not a hang); and the progress line of a large file.
 #include <gmock/gmock.h>
-
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -50,7 +49,8 @@ class HubResumeTest : public HubTest {
 
 TEST_F(HubResumeTest, InterruptedDownloadKeepsItsPartAndTheNextCallResumesIt) {
   hub.drop_after("model.safetensors", 100000);
-  const std::string broke = message_of<meganeura::HubError>([&] { hub::download(kRepo, "model.safetensors", kNoRetry); });
+  const std::string broke =
+      message_of<meganeura::HubError>([&] { hub::download(kRepo, "model.safetensors", kNoRetry); });
   EXPECT_THAT(broke, AllOf(HasSubstr("model.safetensors of org/tiny"), HasSubstr("broke off"), HasSubstr("resume"),
                            HasSubstr(hub.endpoint() + "/cdn/" + sha)));
   ASSERT_TRUE(fs::exists(part()));
@@ -94,11 +94,12 @@ TEST_F(HubResumeTest, ResumedPartFromAnotherFileIsDiscardedBySha256) {
 
 TEST_F(HubResumeTest, CorruptedFileIsRejectedAndNothingEntersTheCache) {
   hub.corrupt("model.safetensors", true);
-  const std::string message = message_of<meganeura::HubError>([&] { hub::download(kRepo, "model.safetensors", kNoRetry); });
+  const std::string message =
+      message_of<meganeura::HubError>([&] { hub::download(kRepo, "model.safetensors", kNoRetry); });
   std::string bad = weights;
   bad[bad.size() / 2] ^= 0x5a;
-  EXPECT_THAT(message, AllOf(HasSubstr("model.safetensors of org/tiny"), HasSubstr("corrupt"), HasSubstr("its sha256 is " + sha256_of(bad)),
-                             HasSubstr("the Hub's is " + sha)));
+  EXPECT_THAT(message, AllOf(HasSubstr("model.safetensors of org/tiny"), HasSubstr("corrupt"),
+                             HasSubstr("its sha256 is " + sha256_of(bad)), HasSubstr("the Hub's is " + sha)));
   EXPECT_FALSE(fs::exists(blobs / sha));
   EXPECT_FALSE(fs::exists(part()));
   EXPECT_FALSE(fs::exists(pointer()));
@@ -133,8 +134,7 @@ TEST_F(HubResumeTest, DownloadKilledMidFileResumesToTheExactFile) {
     if (child == 0) {  // only the download: no gtest, no exit handlers
       try {
         hub::download(kRepo, "model.safetensors", {.progress = false, .retries = 0, .stall_timeout_s = 60});
-      } catch (...) {
-      }
+      } catch (...) {}
       std::_Exit(0);
     }
     std::error_code ec;
@@ -160,8 +160,9 @@ TEST_F(HubResumeTest, DownloadKilledMidFileResumesToTheExactFile) {
 // filling the disk), and nothing enters the cache.
 TEST_F(HubResumeTest, ABodyLongerThanAnnouncedIsCutOffAndDeleted) {
   hub.oversend("model.safetensors", 8 << 20);
-  EXPECT_THAT(message_of<meganeura::HubError>([&] { hub::download(kRepo, "model.safetensors", kNoRetry); }),
-              AllOf(HasSubstr("model.safetensors of org/tiny"), HasSubstr("runs past the 300000 bytes the Hub announced")));
+  EXPECT_THAT(
+      message_of<meganeura::HubError>([&] { hub::download(kRepo, "model.safetensors", kNoRetry); }),
+      AllOf(HasSubstr("model.safetensors of org/tiny"), HasSubstr("runs past the 300000 bytes the Hub announced")));
   EXPECT_FALSE(fs::exists(blobs / sha));
   std::error_code ec;
   EXPECT_EQ(fs::file_size(part(), ec), 0u) << "the part holds what the server sent past the end";

@@ -2,6 +2,8 @@
 // layout huggingface_hub writes, what is and is not requested again, errors (404, 401),
 // tokens, offline mode, the network gone, and snapshots of a single-file and a sharded model.
 // Interrupted, corrupted and stalled transfers are in hub_resume_test.cpp.
+#include "meganeura/hub.hpp"
+
 #include <gmock/gmock.h>
 
 #include <cstdlib>
@@ -9,7 +11,6 @@
 
 #include "fake_hub.hpp"
 #include "hub/sha256.hpp"
-#include "meganeura/hub.hpp"
 #include "test_util.hpp"
 
 namespace mntest {
@@ -89,13 +90,15 @@ TEST_F(HubTest, MissingFileAndMissingRepositoryAreNamed) {
     hub::download("org/absent", "config.json");
   } catch (const meganeura::HubFileNotFoundError&) {
     ADD_FAILURE() << "a missing repository is not a missing file";
-  } catch (const meganeura::HubNotFoundError&) {
-  }
+  } catch (const meganeura::HubNotFoundError&) {}
 
-  const std::string rev = message_of<meganeura::HubNotFoundError>([&] { hub::download(kRepo, "config.json", {.revision = "v9"}); });
+  const std::string rev =
+      message_of<meganeura::HubNotFoundError>([&] { hub::download(kRepo, "config.json", {.revision = "v9"}); });
   EXPECT_THAT(rev, HasSubstr("revision v9 not found"));
-  EXPECT_THAT(message_of<meganeura::HubError>([&] { hub::download("../evil", "config.json"); }), HasSubstr("not a repository id"));
-  EXPECT_THAT(message_of<meganeura::HubError>([&] { hub::download(kRepo, "../../etc/passwd"); }), HasSubstr("not a file name"));
+  EXPECT_THAT(message_of<meganeura::HubError>([&] { hub::download("../evil", "config.json"); }),
+              HasSubstr("not a repository id"));
+  EXPECT_THAT(message_of<meganeura::HubError>([&] { hub::download(kRepo, "../../etc/passwd"); }),
+              HasSubstr("not a file name"));
 }
 
 TEST_F(HubTest, GatedRepositoryNeedsHfToken) {
@@ -106,7 +109,8 @@ TEST_F(HubTest, GatedRepositoryNeedsHfToken) {
   EXPECT_EQ(hub.requests().back().authorization, "");
 
   set_env("HF_TOKEN", "hf_wrong");
-  EXPECT_THAT(message_of<meganeura::HubAuthError>([&] { hub::download("org/gated", "config.json"); }), HasSubstr("has no access"));
+  EXPECT_THAT(message_of<meganeura::HubAuthError>([&] { hub::download("org/gated", "config.json"); }),
+              HasSubstr("has no access"));
 
   set_env("HF_TOKEN", "hf_secret");
   hub.clear_requests();
@@ -133,8 +137,10 @@ TEST_F(HubTest, OfflineServesFromTheCacheAlone) {
 
   hub.put(kRepo, "tokenizer.json", "{}");
   const std::string miss = message_of<meganeura::HubError>([&] { hub::download(kRepo, "tokenizer.json"); });
-  EXPECT_THAT(miss, AllOf(HasSubstr("offline"), HasSubstr("tokenizer.json"), HasSubstr("snapshots/" + hub.commit(kRepo))));
-  const std::string no_ref = message_of<meganeura::HubError>([&] { hub::download(kRepo, "config.json", {.revision = "dev"}); });
+  EXPECT_THAT(miss,
+              AllOf(HasSubstr("offline"), HasSubstr("tokenizer.json"), HasSubstr("snapshots/" + hub.commit(kRepo))));
+  const std::string no_ref =
+      message_of<meganeura::HubError>([&] { hub::download(kRepo, "config.json", {.revision = "dev"}); });
   EXPECT_THAT(no_ref, AllOf(HasSubstr("no revision dev"), HasSubstr("refs/dev")));
   EXPECT_TRUE(hub.requests().empty());
 }
@@ -145,7 +151,8 @@ TEST_F(HubTest, UnreachableHubFallsBackToTheCache) {
   set_env("HF_ENDPOINT", "http://127.0.0.1:1");  // nothing listens on port 1
   EXPECT_EQ(hub::download(kRepo, "config.json"), online);
   const std::string down = message_of<meganeura::HubError>([&] { hub::download(kRepo, "tokenizer.json"); });
-  EXPECT_THAT(down, AllOf(HasSubstr("cannot reach the Hub"), HasSubstr("http://127.0.0.1:1/org/tiny/resolve/main/tokenizer.json"),
+  EXPECT_THAT(down, AllOf(HasSubstr("cannot reach the Hub"),
+                          HasSubstr("http://127.0.0.1:1/org/tiny/resolve/main/tokenizer.json"),
                           HasSubstr("127.0.0.1 port 1")));  // curl's message
 }
 
@@ -154,7 +161,8 @@ TEST_F(HubTest, RenamedRepositoryIsFollowed) {
   hub.redirect_repo("org/old-name", "org/new-name");
   const fs::path p = hub::download("org/old-name", "config.json");
   EXPECT_EQ(read_file(p), kConfig);
-  EXPECT_EQ(p.parent_path().parent_path().parent_path(), cache / "models--org--old-name");  // cached under the id asked for
+  EXPECT_EQ(p.parent_path().parent_path().parent_path(),
+            cache / "models--org--old-name");  // cached under the id asked for
 }
 
 TEST_F(HubTest, SnapshotOfAShardedModel) {

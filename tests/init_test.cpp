@@ -3,11 +3,11 @@
 // refusing a weight whose fan-in it cannot tell, and set_parameter/load winning over defaults.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <unistd.h>
 
 #include "test_util.hpp"
 
@@ -32,7 +32,8 @@ using ::testing::HasSubstr;
   if (max_abs > bound * (1 + 1e-6))
     return ::testing::AssertionFailure() << "max |v| " << max_abs << " exceeds the bound " << bound;
   if (max_abs < bound * std::max(0.5, 1 - 8 / n))
-    return ::testing::AssertionFailure() << "max |v| " << max_abs << " of " << n << " values fills too little of ±" << bound;
+    return ::testing::AssertionFailure() << "max |v| " << max_abs << " of " << n << " values fills too little of ±"
+                                         << bound;
   if (n >= 256 && std::fabs(std - want_std) > 0.1 * want_std)
     return ::testing::AssertionFailure() << "std " << std << ", U(±" << bound << ") has " << want_std;
   return ::testing::AssertionSuccess();
@@ -69,7 +70,8 @@ struct NnMlp {
   }
 };
 
-const TrainConfig kReadmeConfig{.optimizer = AdamW{.lr = 2e-3f, .weight_decay = 1e-4f}, .schedule = Cosine{.warmup_steps = 100}};
+const TrainConfig kReadmeConfig{.optimizer = AdamW{.lr = 2e-3f, .weight_decay = 1e-4f},
+                                .schedule = Cosine{.warmup_steps = 100}};
 
 // torch.nn.Linear(in, out): weight and bias U(±1/sqrt(in)).
 void expect_linear(const Session& s, const std::string& layer, int64_t in) {
@@ -189,7 +191,8 @@ TEST(Init, LinearRefusesAWeightItCannotRead) {
   g.output("z", sum(odd) + sum(b5) + sum(cube));
   Session s = build_inference_session(g);
   const std::string msg = message_of<ShapeError>([&] { init::linear(s, "w", "", 1); });
-  EXPECT_THAT(msg, AllOf(HasSubstr("\"w\" [784,256]"), HasSubstr("WeightLayout::in_out"), HasSubstr("WeightLayout::out_in")));
+  EXPECT_THAT(
+      msg, AllOf(HasSubstr("\"w\" [784,256]"), HasSubstr("WeightLayout::in_out"), HasSubstr("WeightLayout::out_in")));
   init::linear(s, "w", "", 1, WeightLayout::in_out);
   EXPECT_TRUE(fills_uniform(values_of(s, "w"), 1 / 28.0));
   init::linear(s, "w", "", 1, WeightLayout::out_in);
@@ -198,7 +201,8 @@ TEST(Init, LinearRefusesAWeightItCannotRead) {
   EXPECT_TRUE(fills_uniform(values_of(s, "sq"), 1 / 16.0));
   init::linear(s, "w", "b", 1);  // the bias [256] says w is [in, out]
   EXPECT_TRUE(fills_uniform(values_of(s, "w"), 1 / 28.0));
-  EXPECT_THAT(message_of<ShapeError>([&] { init::linear(s, "odd", "b5", 1); }), HasSubstr("neither of the weight's dims"));
+  EXPECT_THAT(message_of<ShapeError>([&] { init::linear(s, "odd", "b5", 1); }),
+              HasSubstr("neither of the weight's dims"));
   EXPECT_THAT(message_of<ShapeError>([&] { init::linear(s, "w", "b", 1, WeightLayout::out_in); }),
               HasSubstr("output dim is 784"));
   EXPECT_THAT(message_of<ShapeError>([&] { init::linear(s, "cube", "", 1); }), HasSubstr("not a matrix"));
@@ -212,7 +216,8 @@ TEST(Init, SetParameterAndLoadWinOverDefaults) {
   EXPECT_EQ(values_of(s, "fc1.weight"), twos);
   expect_linear(s, "fc2", 256);  // the others still get their defaults
 
-  const std::string path = (std::filesystem::temp_directory_path() / ("init_test_" + std::to_string(::getpid()) + ".safetensors")).string();
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("init_test_" + std::to_string(::getpid()) + ".safetensors")).string();
   init::defaults(s, 11);
   s.save(path);
   Session t = build_session(m.g, m.loss, kReadmeConfig);

@@ -31,14 +31,17 @@ struct Caller {
   std::set<size_t> optional = {};
 };
 
-Caller unary_caller(std::string name, Tensor (*f)(Tensor)) { return {name, {"1 (x)"}, [f](const Args& a) { return f(a[0]); }}; }
+Caller unary_caller(std::string name, Tensor (*f)(Tensor)) {
+  return {name, {"1 (x)"}, [f](const Args& a) { return f(a[0]); }};
+}
 Caller binary_caller(std::string name, Tensor (*f)(Tensor, Tensor)) {
   return {name, {"1 (a)", "2 (b)"}, [f](const Args& a) { return f(a[0], a[1]); }};
 }
 // The operator forms of an arithmetic op: tensor ∘ tensor, tensor ∘ float, float ∘ tensor.
 std::vector<Caller> operator_callers(const char* name, Tensor (*f)(Tensor, Tensor), Tensor (*tf)(Tensor, float),
                                      Tensor (*ft)(float, Tensor)) {
-  return {binary_caller(name, f), {name, {"1 (a)"}, [tf](const Args& a) { return tf(a[0], 2.0f); }},
+  return {binary_caller(name, f),
+          {name, {"1 (a)"}, [tf](const Args& a) { return tf(a[0], 2.0f); }},
           {name, {"2 (b)"}, [ft](const Args& a) { return ft(2.0f, a[0]); }}};
 }
 
@@ -47,10 +50,22 @@ const std::multimap<Op, Caller>& public_callers() {
   static const std::multimap<Op, Caller> callers = [] {
     std::multimap<Op, Caller> m;
     auto put = [&](Op op, Caller c) { m.emplace(op, std::move(c)); };
-    const std::pair<Op, Tensor (*)(Tensor)> unary[] = {
-        {Op::Neg, neg},   {Op::Abs, abs},   {Op::Exp, exp},        {Op::Log, log},   {Op::Sqrt, sqrt},
-        {Op::Rsqrt, rsqrt}, {Op::Reciprocal, reciprocal}, {Op::Relu, relu}, {Op::Gelu, gelu}, {Op::GeluTanh, gelu_tanh},
-        {Op::Silu, silu}, {Op::Sigmoid, sigmoid}, {Op::Tanh, tanh}, {Op::Erf, erf}, {Op::Sin, sin}, {Op::Cos, cos}};
+    const std::pair<Op, Tensor (*)(Tensor)> unary[] = {{Op::Neg, neg},
+                                                       {Op::Abs, abs},
+                                                       {Op::Exp, exp},
+                                                       {Op::Log, log},
+                                                       {Op::Sqrt, sqrt},
+                                                       {Op::Rsqrt, rsqrt},
+                                                       {Op::Reciprocal, reciprocal},
+                                                       {Op::Relu, relu},
+                                                       {Op::Gelu, gelu},
+                                                       {Op::GeluTanh, gelu_tanh},
+                                                       {Op::Silu, silu},
+                                                       {Op::Sigmoid, sigmoid},
+                                                       {Op::Tanh, tanh},
+                                                       {Op::Erf, erf},
+                                                       {Op::Sin, sin},
+                                                       {Op::Cos, cos}};
     for (auto [op, f] : unary) put(op, unary_caller(std::string(op_name(op)), f));
     put(Op::Neg, {"neg", {"1 (x)"}, [](const Args& a) { return -a[0]; }});
     put(Op::PowScalar, {"pow", {"1 (x)"}, [](const Args& a) { return pow(a[0], 2.0f); }});
@@ -63,7 +78,7 @@ const std::multimap<Op, Caller>& public_callers() {
     put(Op::Mul, binary_caller("mul", operator*));
     put(Op::Div, binary_caller("div", operator/));
     const std::pair<Op, Tensor (*)(Tensor, Tensor)> binary[] = {
-        {Op::Maximum, maximum}, {Op::Minimum, minimum}, {Op::Equal, eq}, {Op::NotEqual, ne},
+        {Op::Maximum, maximum}, {Op::Minimum, minimum}, {Op::Equal, eq},   {Op::NotEqual, ne},
         {Op::Less, lt},         {Op::LessEqual, le},    {Op::Greater, gt}, {Op::GreaterEqual, ge}};
     for (auto [op, f] : binary) put(op, binary_caller(std::string(op_name(op)), f));
     put(Op::SwiGlu, {"swiglu", {"1 (g)", "2 (u)"}, [](const Args& a) { return swiglu(a[0], a[1]); }});
@@ -71,12 +86,16 @@ const std::multimap<Op, Caller>& public_callers() {
     put(Op::Cast, {"cast", {"1 (x)"}, [](const Args& a) { return cast(a[0], i32); }});
     put(Op::MatMul, {"matmul", {"1 (a)", "2 (b)"}, [](const Args& a) { return matmul(a[0], a[1]); }});
     put(Op::Linear, {"linear", {"1 (a)", "2 (b)", "3 (bias)"}, [](const Args& a) { return linear(a[0], a[1], a[2]); }});
-    put(Op::Linear, {"linear", {"1 (a)", "2 (b)", "3 (bias)", "4 (residual)"},
-                     [](const Args& a) { return linear(a[0], a[1], a[2], a[3]); }});
-    put(Op::MatMulAdd, {"matmul_add", {"1 (a)", "2 (b)", "3 (residual)"}, [](const Args& a) { return matmul_add(a[0], a[1], a[2]); }});
-    put(Op::Attention, {"attention", {"1 (q)", "2 (k)", "3 (v)"}, [](const Args& a) { return attention(a[0], a[1], a[2]); }});
-    put(Op::Attention, {"attention", {"1 (q)", "2 (k)", "3 (v)", "4 (position)"},
-                        [](const Args& a) { return attention(a[0], a[1], a[2], a[3]); }});
+    put(Op::Linear, {"linear", {"1 (a)", "2 (b)", "3 (bias)", "4 (residual)"}, [](const Args& a) {
+                       return linear(a[0], a[1], a[2], a[3]);
+                     }});
+    put(Op::MatMulAdd,
+        {"matmul_add", {"1 (a)", "2 (b)", "3 (residual)"}, [](const Args& a) { return matmul_add(a[0], a[1], a[2]); }});
+    put(Op::Attention,
+        {"attention", {"1 (q)", "2 (k)", "3 (v)"}, [](const Args& a) { return attention(a[0], a[1], a[2]); }});
+    put(Op::Attention, {"attention", {"1 (q)", "2 (k)", "3 (v)", "4 (position)"}, [](const Args& a) {
+                          return attention(a[0], a[1], a[2], a[3]);
+                        }});
     put(Op::Sum, {"sum", {"1 (x)"}, [](const Args& a) { return sum(a[0]); }});
     put(Op::Mean, {"mean", {"1 (x)"}, [](const Args& a) { return mean(a[0]); }});
     put(Op::Max, {"max", {"1 (x)"}, [](const Args& a) { return max(a[0]); }});
@@ -84,9 +103,12 @@ const std::multimap<Op, Caller>& public_callers() {
     put(Op::Softmax, {"softmax", {"1 (x)"}, [](const Args& a) { return softmax(a[0]); }});
     put(Op::LogSoftmax, {"log_softmax", {"1 (x)"}, [](const Args& a) { return log_softmax(a[0]); }});
     put(Op::RmsNorm, {"rms_norm", {"1 (x)", "2 (weight)"}, [](const Args& a) { return rms_norm(a[0], a[1]); }, {1}});
-    put(Op::LayerNorm, {"layer_norm", {"1 (x)", "2 (weight)", "3 (bias)"},
-                        [](const Args& a) { return layer_norm(a[0], a[1], a[2]); }, {1, 2}});
-    put(Op::Rotary, {"rotary", {"1 (x)", "2 (cos)", "3 (sin)"}, [](const Args& a) { return rotary(a[0], a[1], a[2]); }});
+    put(Op::LayerNorm, {"layer_norm",
+                        {"1 (x)", "2 (weight)", "3 (bias)"},
+                        [](const Args& a) { return layer_norm(a[0], a[1], a[2]); },
+                        {1, 2}});
+    put(Op::Rotary,
+        {"rotary", {"1 (x)", "2 (cos)", "3 (sin)"}, [](const Args& a) { return rotary(a[0], a[1], a[2]); }});
     put(Op::Reshape, {"reshape", {"1 (x)"}, [](const Args& a) { return reshape(a[0], {4}); }});
     put(Op::Permute, {"permute", {"1 (x)"}, [](const Args& a) { return permute(a[0], {1, 0}); }});
     put(Op::Permute, {"transpose", {"1 (x)"}, [](const Args& a) { return transpose(a[0]); }});
@@ -96,16 +118,22 @@ const std::multimap<Op, Caller>& public_callers() {
     put(Op::BroadcastTo, {"broadcast_to", {"1 (x)"}, [](const Args& a) { return broadcast_to(a[0], {3, 2, 2}); }});
     put(Op::Gather, {"gather", {"1 (x)", "2 (indices)"}, [](const Args& a) { return gather(a[0], a[1]); }});
     put(Op::Gather, {"embedding", {"1 (table)", "2 (ids)"}, [](const Args& a) { return embedding(a[0], a[1]); }});
-    put(Op::ScatterAdd, {"scatter_add", {"1 (base)", "2 (indices)", "3 (updates)"},
-                         [](const Args& a) { return scatter_add(a[0], a[1], a[2]); }});
+    put(Op::ScatterAdd, {"scatter_add", {"1 (base)", "2 (indices)", "3 (updates)"}, [](const Args& a) {
+                           return scatter_add(a[0], a[1], a[2]);
+                         }});
     put(Op::OneHot, {"one_hot", {"1 (indices)"}, [](const Args& a) { return one_hot(a[0], 3); }});
-    put(Op::CacheWrite, {"cache_write", {"1 (state)", "2 (rows)", "3 (position)"},
-                         [](const Args& a) { return cache_write(a[0], a[1], a[2]); }});
-    put(Op::CrossEntropy, {"cross_entropy", {"1 (logits)", "2 (labels)"}, [](const Args& a) { return cross_entropy(a[0], a[1]); }});
-    put(Op::MseLoss, {"mse_loss", {"1 (prediction)", "2 (target)"}, [](const Args& a) { return mse_loss(a[0], a[1]); }});
-    put(Op::BinaryCrossEntropy, {"binary_cross_entropy", {"1 (probability)", "2 (target)"},
-                                 [](const Args& a) { return binary_cross_entropy(a[0], a[1]); }});
-    put(Op::BinaryCrossEntropyWithLogits, {"binary_cross_entropy_with_logits", {"1 (logits)", "2 (target)"},
+    put(Op::CacheWrite, {"cache_write", {"1 (state)", "2 (rows)", "3 (position)"}, [](const Args& a) {
+                           return cache_write(a[0], a[1], a[2]);
+                         }});
+    put(Op::CrossEntropy,
+        {"cross_entropy", {"1 (logits)", "2 (labels)"}, [](const Args& a) { return cross_entropy(a[0], a[1]); }});
+    put(Op::MseLoss,
+        {"mse_loss", {"1 (prediction)", "2 (target)"}, [](const Args& a) { return mse_loss(a[0], a[1]); }});
+    put(Op::BinaryCrossEntropy, {"binary_cross_entropy", {"1 (probability)", "2 (target)"}, [](const Args& a) {
+                                   return binary_cross_entropy(a[0], a[1]);
+                                 }});
+    put(Op::BinaryCrossEntropyWithLogits, {"binary_cross_entropy_with_logits",
+                                           {"1 (logits)", "2 (target)"},
                                            [](const Args& a) { return binary_cross_entropy_with_logits(a[0], a[1]); }});
     return m;
   }();
@@ -114,9 +142,9 @@ const std::multimap<Op, Caller>& public_callers() {
 
 // Ops only autodiff makes (through Graph::add): they have no public function.
 bool made_by_autodiff(Op op) {
-  static const std::set<Op> ops = {Op::GeluBackward,        Op::GeluTanhBackward,    Op::SiluBackward,
-                                   Op::SoftmaxBackward,     Op::LogSoftmaxBackward,  Op::RmsNormBackward,
-                                   Op::LayerNormBackward,   Op::RmsNormWeightGrad,   Op::LayerNormWeightGrad,
+  static const std::set<Op> ops = {Op::GeluBackward,         Op::GeluTanhBackward,   Op::SiluBackward,
+                                   Op::SoftmaxBackward,      Op::LogSoftmaxBackward, Op::RmsNormBackward,
+                                   Op::LayerNormBackward,    Op::RmsNormWeightGrad,  Op::LayerNormWeightGrad,
                                    Op::CrossEntropyBackward, Op::SliceBackward,      Op::AttentionBackward};
   return ops.count(op) > 0 || op_kind(op) == OpKind::Train;  // training ops: build_session's update graph
 }
@@ -203,7 +231,9 @@ TEST_P(OpTable, PublicFunctionsRefuseTensorsOfTwoGraphs) {
 }
 
 INSTANTIATE_TEST_SUITE_P(InvalidTensor, OpTable, ::testing::Range(0, op_count()),
-                         [](const ::testing::TestParamInfo<int>& i) { return test_name(std::string(op_name(op_at(i.param)))); });
+                         [](const ::testing::TestParamInfo<int>& i) {
+                           return test_name(std::string(op_name(op_at(i.param))));
+                         });
 
 TEST(InvalidTensor, OptionalArgumentsStillTakeTensorNone) {
   Graph g;

@@ -1,5 +1,7 @@
 // safetensors read/write (round trip, a file written by hand to the spec, every malformed-file
 // class, atomic save under a kill), and the training-curve and progress-line writers.
+#include "meganeura/io.hpp"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -11,7 +13,6 @@
 #include <functional>
 
 #include "file_fixtures.hpp"
-#include "meganeura/io.hpp"
 #include "train/curves.hpp"
 #include "util/progress.hpp"
 
@@ -57,7 +58,7 @@ void expect_same(const TensorFile& a, const TensorFile& b) {
 TensorFile sample_file() {
   TensorFile f;
   f.tensors["w.f32"] = tensor<float>({2, 3}, f32, {1, -2, 3.5f, 0, 1e-30f, -7});
-  f.tensors["w.f16"] = tensor<uint16_t>({3}, f16, {0x3c00, 0xc000, 0x7bff});       // 1, -2, 65504
+  f.tensors["w.f16"] = tensor<uint16_t>({3}, f16, {0x3c00, 0xc000, 0x7bff});          // 1, -2, 65504
   f.tensors["w.bf16"] = tensor<uint16_t>({1, 1, 3}, bf16, {0x3f80, 0x4049, 0xff80});  // 1, 3.14, -inf
   f.tensors["idx.i32"] = tensor<int32_t>({4}, i32, {0, -1, 2147483647, -100});
   f.tensors["mask.u32"] = tensor<uint32_t>({2}, u32, {0xffffffffu, 7});
@@ -85,14 +86,17 @@ TEST(Checkpoint, ShardedWriteAndMappedRead) {
   const std::string dir = ::testing::TempDir() + "meganeura_ckpt_" + std::to_string(::getpid());
   std::filesystem::remove_all(dir);
   TensorFile f;
-  for (int i = 0; i < 7; ++i) f.tensors["layer." + std::to_string(i)] = HostTensor::f32s({3, 100}, std::vector<float>(300, 0.5f * i));
-  f.tensors["half"] = HostTensor{{2}, bf16, {std::byte{0x80}, std::byte{0x3f}, std::byte{0x00}, std::byte{0xc0}}};  // 1, -2
+  for (int i = 0; i < 7; ++i)
+    f.tensors["layer." + std::to_string(i)] = HostTensor::f32s({3, 100}, std::vector<float>(300, 0.5f * i));
+  f.tensors["half"] =
+      HostTensor{{2}, bf16, {std::byte{0x80}, std::byte{0x3f}, std::byte{0x00}, std::byte{0xc0}}};  // 1, -2
   write_checkpoint(dir, f, 2500);  // 1200 bytes a tensor: two per shard
   EXPECT_TRUE(std::filesystem::exists(dir + "/model.safetensors.index.json"));
   EXPECT_TRUE(std::filesystem::exists(dir + "/model-00004-of-00004.safetensors"));
   const Checkpoint c = Checkpoint::open(dir);
   EXPECT_EQ(c.names().size(), 8u);
-  for (int i = 0; i < 7; ++i) EXPECT_EQ(c.read("layer." + std::to_string(i), f32).bytes, f.tensors["layer." + std::to_string(i)].bytes);
+  for (int i = 0; i < 7; ++i)
+    EXPECT_EQ(c.read("layer." + std::to_string(i), f32).bytes, f.tensors["layer." + std::to_string(i)].bytes);
   EXPECT_EQ(c.read("half", f32).to_f32(), (std::vector<float>{1.0f, -2.0f}));
   EXPECT_EQ(c.info("half").dtype, bf16);
   EXPECT_THAT(c.info("layer.6").file, HasSubstr("model-00004-of-00004"));
@@ -117,8 +121,9 @@ TEST(Safetensors, WrittenLayoutFollowsTheSpec) {
   EXPECT_EQ((8 + n) % 8, 0u) << "the data buffer starts 8-byte aligned";
   const std::string header = bytes.substr(8, n);
   // Sorted keys, f32 data before f16 (natural alignment, no holes), padded with spaces.
-  EXPECT_EQ(header.substr(0, header.find_last_not_of(' ') + 1),
-            R"({"a":{"data_offsets":[0,8],"dtype":"F32","shape":[2]},"b":{"data_offsets":[8,10],"dtype":"F16","shape":[1]}})");
+  EXPECT_EQ(
+      header.substr(0, header.find_last_not_of(' ') + 1),
+      R"({"a":{"data_offsets":[0,8],"dtype":"F32","shape":[2]},"b":{"data_offsets":[8,10],"dtype":"F16","shape":[1]}})");
   EXPECT_EQ(bytes.substr(8 + n), std::string("\x00\x00\x80\x3f\x00\x00\x00\x40\x00\x3c", 10));
 }
 
@@ -128,10 +133,10 @@ TEST(Safetensors, ReadsAFileWrittenByHandToTheSpec) {
       R"({"weight":{"dtype":"F32","shape":[2,2],"data_offsets":[4,20]},)"
       R"("__metadata__":{"format":"pt"},"bias":{"shape":[2],"dtype":"BF16","data_offsets":[0,4]},)"
       R"("labels":{"dtype":"I32","shape":[1],"data_offsets":[20,24]}})";
-  const std::string data = std::string("\x80\x3f\x00\xc0", 4) +                       // bias bf16: 1, -2
-                           std::string("\x00\x00\xc0\x3f\x00\x00\x80\xbf", 8) +       // 1.5, -1
-                           std::string("\x00\x00\x00\x00\x00\x00\x20\x41", 8) +       // 0, 10
-                           std::string("\xfd\xff\xff\xff", 4);                        // -3
+  const std::string data = std::string("\x80\x3f\x00\xc0", 4) +                  // bias bf16: 1, -2
+                           std::string("\x00\x00\xc0\x3f\x00\x00\x80\xbf", 8) +  // 1.5, -1
+                           std::string("\x00\x00\x00\x00\x00\x00\x20\x41", 8) +  // 0, 10
+                           std::string("\xfd\xff\xff\xff", 4);                   // -3
   TempDir dir;
   write_bytes(dir / "hand.safetensors", safetensors_bytes(header, data));
   TensorFile f = read_safetensors(dir / "hand.safetensors");
@@ -164,9 +169,9 @@ TEST(SafetensorsErrors, TruncatedData) {
   const uint64_t start = bytes.size() - 1024;
   write_bytes(path, bytes.substr(0, start + 512));
   EXPECT_EQ(error_of([&] { read_safetensors(path); }),
-            "meganeura: " + path + ": tensor \"model.layers.0.mlp.up_proj.weight\" claims bytes [" + std::to_string(start) +
-                ", " + std::to_string(start + 1024) + ") but the file is " + std::to_string(start + 512) +
-                " bytes long (truncated download?)");
+            "meganeura: " + path + ": tensor \"model.layers.0.mlp.up_proj.weight\" claims bytes [" +
+                std::to_string(start) + ", " + std::to_string(start + 1024) + ") but the file is " +
+                std::to_string(start + 512) + " bytes long (truncated download?)");
 }
 
 TEST(SafetensorsErrors, BadHeaderLength) {
@@ -190,9 +195,12 @@ TEST(SafetensorsErrors, BadJson) {
 
 TEST(SafetensorsErrors, MissingFields) {
   TempDir dir;
-  EXPECT_THAT(read_error(dir, R"({"t":{"shape":[1],"data_offsets":[0,4]}})"), HasSubstr("tensor \"t\" has no \"dtype\""));
-  EXPECT_THAT(read_error(dir, R"({"t":{"dtype":"F32","data_offsets":[0,4]}})"), HasSubstr("tensor \"t\" has no \"shape\""));
-  EXPECT_THAT(read_error(dir, R"({"t":{"dtype":"F32","shape":[1]}})"), HasSubstr("tensor \"t\" has no \"data_offsets\""));
+  EXPECT_THAT(read_error(dir, R"({"t":{"shape":[1],"data_offsets":[0,4]}})"),
+              HasSubstr("tensor \"t\" has no \"dtype\""));
+  EXPECT_THAT(read_error(dir, R"({"t":{"dtype":"F32","data_offsets":[0,4]}})"),
+              HasSubstr("tensor \"t\" has no \"shape\""));
+  EXPECT_THAT(read_error(dir, R"({"t":{"dtype":"F32","shape":[1]}})"),
+              HasSubstr("tensor \"t\" has no \"data_offsets\""));
   EXPECT_THAT(read_error(dir, R"({"t":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})"),
               HasSubstr("tensor \"t\" has a shape entry that is not a non-negative integer: -1"));
   EXPECT_THAT(read_error(dir, R"({"t":{"dtype":"F32","shape":[1],"data_offsets":[8,4]}})"),
@@ -204,13 +212,15 @@ TEST(SafetensorsErrors, UnknownDtype) {
   TempDir dir;
   for (const char* dt : {"F64", "I64", "U8", "BOOL", "F8_E4M3"})
     EXPECT_THAT(read_error(dir, std::string(R"({"emb":{"dtype":")") + dt + R"(","shape":[1],"data_offsets":[0,8]}})"),
-                HasSubstr(std::string("tensor \"emb\" has dtype ") + dt + ", which meganeura does not read (supported: F32, F16, BF16, I32, U32)"));
+                HasSubstr(std::string("tensor \"emb\" has dtype ") + dt +
+                          ", which meganeura does not read (supported: F32, F16, BF16, I32, U32)"));
 }
 
 TEST(SafetensorsErrors, ShapeSizeMismatch) {
   TempDir dir;
-  EXPECT_THAT(read_error(dir, R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})"),
-              HasSubstr("tensor \"w\" has shape [3] and dtype F32, which take 12 bytes, but its data_offsets [0, 8) hold 8"));
+  EXPECT_THAT(
+      read_error(dir, R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})"),
+      HasSubstr("tensor \"w\" has shape [3] and dtype F32, which take 12 bytes, but its data_offsets [0, 8) hold 8"));
   EXPECT_THAT(read_error(dir, R"({"w":{"dtype":"F16","shape":[4294967296,4294967296],"data_offsets":[0,8]}})"),
               HasSubstr("more than 2^64"));
 }
@@ -221,11 +231,11 @@ TEST(SafetensorsErrors, OverlappingOffsets) {
                               R"("b":{"dtype":"I32","shape":[2],"data_offsets":[4,12]}})"),
               HasSubstr("tensor \"b\" has data_offsets [4, 12) that overlap those of tensor \"a\" [0, 8)"));
   // Empty tensors take no bytes, so they overlap nothing.
-  TensorFile f = read_safetensors((write_bytes(dir / "ok.safetensors",
-                                               safetensors_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-                                                                 R"("e":{"dtype":"F32","shape":[0],"data_offsets":[4,4]}})",
-                                                                 std::string(8, '\0'))),
-                                   dir / "ok.safetensors"));
+  TensorFile f = read_safetensors(
+      (write_bytes(dir / "ok.safetensors", safetensors_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                                                             R"("e":{"dtype":"F32","shape":[0],"data_offsets":[4,4]}})",
+                                                             std::string(8, '\0'))),
+       dir / "ok.safetensors"));
   EXPECT_EQ(f.tensors.size(), 2u);
 }
 
@@ -237,16 +247,19 @@ TEST(SafetensorsErrors, DeepNestingIsRefusedNamingTheKey) {
   TempDir dir;
   const std::string deep = std::string(200'000, '[') + std::string(200'000, ']');
   const std::string header = R"({"t":{"dtype":"F32","shape":)" + deep + R"(,"data_offsets":[0,4]}})";
-  EXPECT_THAT(read_error(dir, header), AllOf(HasSubstr("the safetensors header nests arrays and objects more than 64 levels deep"),
-                                             HasSubstr("(at \"t\".\"shape\")")));
+  EXPECT_THAT(read_error(dir, header),
+              AllOf(HasSubstr("the safetensors header nests arrays and objects more than 64 levels deep"),
+                    HasSubstr("(at \"t\".\"shape\")")));
   const std::string path = dir / "deep.safetensors";
   write_bytes(path, safetensors_bytes(header, std::string(8, '\0')));
-  EXPECT_THAT(error_of([&] { Checkpoint::open(path); }), AllOf(StartsWith("meganeura: " + path + ": "), HasSubstr("64 levels deep")));
+  EXPECT_THAT(error_of([&] { Checkpoint::open(path); }),
+              AllOf(StartsWith("meganeura: " + path + ": "), HasSubstr("64 levels deep")));
   // Objects too, and in __metadata__.
   std::string objects;
   for (int i = 0; i < 100'000; ++i) objects += R"({"a":)";
   objects += "1" + std::string(100'000, '}');
-  EXPECT_THAT(read_error(dir, R"({"__metadata__":{"m":)" + objects + "}}"), AllOf(HasSubstr("64 levels deep"), HasSubstr("\"__metadata__\".\"m\"")));
+  EXPECT_THAT(read_error(dir, R"({"__metadata__":{"m":)" + objects + "}}"),
+              AllOf(HasSubstr("64 levels deep"), HasSubstr("\"__metadata__\".\"m\"")));
   // Within the limit, a wrongly nested value is described, never dump()ed.
   EXPECT_THAT(read_error(dir, R"({"t":{"dtype":"F32","shape":[[[[[1]]]]],"data_offsets":[0,4]}})"),
               HasSubstr("tensor \"t\" has a shape entry that is not a non-negative integer: an array of 1 elements"));
@@ -254,8 +267,9 @@ TEST(SafetensorsErrors, DeepNestingIsRefusedNamingTheKey) {
               HasSubstr("tensor \"t\" has a dtype that is not a string: an object of 1 keys"));
   EXPECT_THAT(read_error(dir, R"({"__metadata__":{"m":[[1],[2]]}})"),
               HasSubstr("__metadata__ entry \"m\" is not a string: an array of 2 elements"));
-  EXPECT_THAT(read_error(dir, R"({"t":{"dtype":")" + std::string(100'000, 'x') + R"(","shape":[1],"data_offsets":[0,4]}})"),
-              AllOf(HasSubstr("tensor \"t\" has dtype xxxxxxxxxx"), HasSubstr("... (100000 bytes)")));
+  EXPECT_THAT(
+      read_error(dir, R"({"t":{"dtype":")" + std::string(100'000, 'x') + R"(","shape":[1],"data_offsets":[0,4]}})"),
+      AllOf(HasSubstr("tensor \"t\" has dtype xxxxxxxxxx"), HasSubstr("... (100000 bytes)")));
 }
 
 // F10a: 1e400 in a header made nlohmann::json::out_of_range escape from read_safetensors and
@@ -265,8 +279,10 @@ TEST(SafetensorsErrors, NumberOutOfRangeIsAnErrorNamingTheKey) {
   const std::string path = dir / "F10a.safetensors";
   // The fuzzer's input, byte for byte (a 58-byte header, 4 bytes of data).
   write_bytes(path, le64(58) + R"({"t":{"dtype":"F32","shape":[1e400],"data_offsets":[0,4]}})" + std::string(4, '\0'));
-  for (auto open : {std::function<void()>([&] { read_safetensors(path); }), std::function<void()>([&] { Checkpoint::open(path); })})
-    EXPECT_THAT(error_of(open), AllOf(StartsWith("meganeura: " + path + ": the safetensors header is not valid JSON (at \"t\".\"shape\")"),
+  for (auto open :
+       {std::function<void()>([&] { read_safetensors(path); }), std::function<void()>([&] { Checkpoint::open(path); })})
+    EXPECT_THAT(error_of(open), AllOf(StartsWith("meganeura: " + path +
+                                                 ": the safetensors header is not valid JSON (at \"t\".\"shape\")"),
                                       HasSubstr("1e400")));
   // Other numbers nlohmann cannot hold, and numbers of the wrong kind, anywhere in the header.
   EXPECT_THAT(read_error(dir, R"({"t":{"dtype":"F32","shape":[1],"data_offsets":[0,-1e999]}})"),
@@ -289,15 +305,18 @@ TEST(CheckpointErrors, MalformedIndexIsAnErrorNamingTheKey) {
     return msg;
   };
   EXPECT_THAT(open_error(R"({"weight_map":{"w":)" + std::string(200'000, '[') + std::string(200'000, ']') + "}}"),
-              AllOf(HasSubstr("the safetensors index nests arrays and objects more than 64 levels deep"), HasSubstr("\"weight_map\".\"w\"")));
+              AllOf(HasSubstr("the safetensors index nests arrays and objects more than 64 levels deep"),
+                    HasSubstr("\"weight_map\".\"w\"")));
   EXPECT_THAT(open_error(R"({"metadata":{"total_size":1e400},"weight_map":{}})"),
               AllOf(HasSubstr("not valid JSON (at \"metadata\".\"total_size\")"), HasSubstr("1e400")));
-  EXPECT_THAT(open_error(R"({"weight_map":{"w":[["a"]]}})"), HasSubstr("weight_map entry \"w\" is not a file name but an array of 1 elements"));
+  EXPECT_THAT(open_error(R"({"weight_map":{"w":[["a"]]}})"),
+              HasSubstr("weight_map entry \"w\" is not a file name but an array of 1 elements"));
   EXPECT_THAT(open_error(R"({"weight_map":[1]})"), HasSubstr("has no \"weight_map\" object"));
   // Shards must sit beside the index: a name can neither climb out nor be absolute.
   for (const char* shard : {"../outside.safetensors", "sub/../../x.safetensors", "/etc/passwd", ""})
     EXPECT_THAT(open_error(std::string(R"({"weight_map":{"w":")") + shard + "\"}}"),
-                HasSubstr(std::string("weight_map entry \"w\" names shard \"") + shard + "\", which is not a file beside the index"));
+                HasSubstr(std::string("weight_map entry \"w\" names shard \"") + shard +
+                          "\", which is not a file beside the index"));
   // A shard that is a FIFO: refused at once instead of waiting for a writer forever.
   ASSERT_EQ(::mkfifo((dir / "fifo.safetensors").c_str(), 0600), 0);
   EXPECT_THAT(error_of([&] { Checkpoint::open(dir / "fifo.safetensors"); }),
@@ -314,9 +333,11 @@ TEST(CheckpointErrors, ShardNameTooLongIsAnErrorNamingTheIndex) {
   write_bytes(index, R"({"weight_map":{"model.norm.weight":")" + shard + R"("}})");
   for (const std::string& open : {index, dir.path().string()})
     EXPECT_THAT(error_of([&] { Checkpoint::open(open); }),
-                AllOf(StartsWith("meganeura: " + index + ": cannot look for "), HasSubstr(shard), HasSubstr("File name too long")));
+                AllOf(StartsWith("meganeura: " + index + ": cannot look for "), HasSubstr(shard),
+                      HasSubstr("File name too long")));
   // The same name as the checkpoint's own path: the error of reading it as a file.
-  EXPECT_THAT(error_of([&] { Checkpoint::open(dir / shard); }), AllOf(HasSubstr(shard), HasSubstr("File name too long")));
+  EXPECT_THAT(error_of([&] { Checkpoint::open(dir / shard); }),
+              AllOf(HasSubstr(shard), HasSubstr("File name too long")));
 }
 
 // write_checkpoint's folder cannot be made (a file stands in its way): an Error naming it, not a
@@ -362,8 +383,7 @@ TEST(SafetensorsWrite, KillMidSaveLeavesThePreviousFileIntact) {
     ::setenv("MEGANEURA_TEST_INTERRUPT_SAVE", "1", 1);
     try {
       write_safetensors(path, big);
-    } catch (...) {
-    }
+    } catch (...) {}
     std::_Exit(1);  // not reached when the hook fires
   }
   int status = 0;
@@ -427,7 +447,8 @@ TEST(Progress, PlainLinesAtQuartersAndTheEnd) {
   const std::string out = drain(f);
   std::fclose(f);
   std::vector<std::string> lines;
-  for (size_t at = 0, nl; (nl = out.find('\n', at)) != std::string::npos; at = nl + 1) lines.push_back(out.substr(at, nl - at));
+  for (size_t at = 0, nl; (nl = out.find('\n', at)) != std::string::npos; at = nl + 1)
+    lines.push_back(out.substr(at, nl - at));
   ASSERT_EQ(lines.size(), 5u) << out;
   EXPECT_THAT(lines[0], StartsWith("epoch 1/2 0% 0/8 | "));
   EXPECT_THAT(lines[1], StartsWith("epoch 1/2 25% 2/8 loss 0.5 | "));
@@ -449,7 +470,7 @@ TEST(Progress, TerminalRedrawsOneLineAtMostTenTimesASecond) {
   std::fclose(f);
   EXPECT_LE(std::count(out.begin(), out.end(), '\r'), 3) << "updates within 100 ms are not drawn";
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1);
-  EXPECT_THAT(out, HasSubstr("\repoch 2/5 [..........") );
+  EXPECT_THAT(out, HasSubstr("\repoch 2/5 [.........."));
   EXPECT_THAT(out, HasSubstr("\repoch 2/5 [##########..........] 234/468 done | "));
 }
 

@@ -3,11 +3,10 @@
 // recompiled and rewritten; an unwritable directory costs a warning, never a failure. And the
 // driver's pipeline cache file, used only for the device that wrote it.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <vulkan/vulkan.h>
-
-#include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -40,7 +39,8 @@ kernels::GeneratedKernel kernel_with_exponent(float e) {
   using V = kernels::PointwiseValue;
   kernels::PointwiseExpr x;
   x.inputs = 2;
-  x.values = {V{.kind = V::Load, .input = 0}, V{.kind = V::Load, .input = 1},
+  x.values = {V{.kind = V::Load, .input = 0},
+              V{.kind = V::Load, .input = 1},
               V{.kind = V::Unary, .op = kernels::EW_EXP, .args = {0, -1, -1}, .what = "exp"},
               V{.kind = V::Binary, .op = kernels::EW_MUL, .args = {2, 1, -1}, .what = "mul"},
               V{.kind = V::Unary, .op = kernels::EW_POW, .args = {0, -1, -1}, .scalar = e, .what = "pow"},
@@ -133,7 +133,8 @@ TEST(KernelCache, CompileErrorShowsTheSource) {
 
 TEST(KernelCache, IncludeFilesAreEmbeddedVerbatim) {
   for (const char* name : {"common.glsl", "math.glsl", "elementwise_ops.glsl"})
-    EXPECT_EQ(kernels::glsl_include(name), read_bytes(std::string(MEGANEURA_SOURCE_DIR "/src/kernels/") + name)) << name;
+    EXPECT_EQ(kernels::glsl_include(name), read_bytes(std::string(MEGANEURA_SOURCE_DIR "/src/kernels/") + name))
+        << name;
   EXPECT_TRUE(kernels::glsl_include("nonexistent.glsl").empty());
 }
 

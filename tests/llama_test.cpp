@@ -10,8 +10,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "meganeura/meganeura.hpp"
 #include "llama_util.hpp"
+#include "meganeura/meganeura.hpp"
 #include "test_util.hpp"
 
 namespace {
@@ -45,8 +45,8 @@ void set_weights(Session& s, const json& f) {
   for (const json& r : f["recipe"]) {
     Shape shape = r["shape"].get<Shape>();
     s.set_parameter(r["name"].get<std::string>(),
-                    HostTensor::f32s(shape, recipe_values(r["index"].get<uint64_t>(), numel(shape), r["scale"].get<double>(),
-                                                          r["offset"].get<double>())));
+                    HostTensor::f32s(shape, recipe_values(r["index"].get<uint64_t>(), numel(shape),
+                                                          r["scale"].get<double>(), r["offset"].get<double>())));
   }
 }
 
@@ -72,7 +72,8 @@ struct Model {
 // A training session (SGD, lr 0: the weights stay) over the fixture's batch.
 Model training_model(const json& f) {
   models::LlamaConfig c = models::LlamaConfig::parse(f["config"].dump(), "fixture config");
-  const int64_t batch = static_cast<int64_t>(f["input_ids"].size()), seq = static_cast<int64_t>(f["input_ids"][0].size());
+  const int64_t batch = static_cast<int64_t>(f["input_ids"].size()),
+                seq = static_cast<int64_t>(f["input_ids"][0].size());
   models::LlamaGraph lg = models::llama_graph(c, batch, seq, /*training=*/true);
   TrainConfig cfg;
   cfg.optimizer = SGD{.lr = 0.0f};
@@ -119,7 +120,8 @@ TEST(LlamaVsTransformers, TinyLogitsLossAndEveryGradient) {
 TEST(LlamaVsTransformers, TinyLogitsWithParametersInManyBuffers) {
   const json f = fixture("tiny");
   models::LlamaConfig c = models::LlamaConfig::parse(f["config"].dump(), "fixture config");
-  const int64_t batch = static_cast<int64_t>(f["input_ids"].size()), seq = static_cast<int64_t>(f["input_ids"][0].size());
+  const int64_t batch = static_cast<int64_t>(f["input_ids"].size()),
+                seq = static_cast<int64_t>(f["input_ids"][0].size());
   models::LlamaGraph lg = models::llama_graph(c, batch, seq);
   Session s = build_inference_session(*lg.graph, {.max_buffer_bytes = 16384});
   EXPECT_GE(s.memory().parameter_buffers, 3u) << "the 70 KB of weights span several 16 KiB buffers";
@@ -170,8 +172,8 @@ TEST(LlamaVsTransformers, SmolLM2ShapedLogitsLossAndGradients) {
     const double rms = ref_norm / std::sqrt(static_cast<double>(got.size()));
     for (size_t k = 0; k < g["index"].size(); ++k) {
       const double want = g["value"][k].get<double>(), have = got[g["index"][k].get<size_t>()];
-      ASSERT_NEAR(have, want, 1e-3 * std::max(std::abs(want), rms)) << "gradient of " << name << " element "
-                                                                     << g["index"][k];
+      ASSERT_NEAR(have, want, 1e-3 * std::max(std::abs(want), rms))
+          << "gradient of " << name << " element " << g["index"][k];
     }
   }
 }
@@ -180,8 +182,8 @@ TEST(LlamaVsTransformers, TinyGreedyTokensWithoutCache) {
   const json f = fixture("tiny");
   const std::vector<int32_t> prompt = f["generate"]["prompt"].get<std::vector<int32_t>>();
   const std::vector<int32_t> ids = mntest::greedy_uncached(
-      models::LlamaConfig::parse(f["config"].dump(), "fixture config"), prompt, static_cast<int64_t>(prompt.size()) + 32,
-      [&](Session& s, const Graph&) { set_weights(s, f); });
+      models::LlamaConfig::parse(f["config"].dump(), "fixture config"), prompt,
+      static_cast<int64_t>(prompt.size()) + 32, [&](Session& s, const Graph&) { set_weights(s, f); });
   EXPECT_EQ(ids, f["generate"]["no_cache"].get<std::vector<int32_t>>());
 }
 
@@ -248,10 +250,12 @@ TEST(LlamaConfig, ErrorsNameTheField) {
   const std::string base = R"("vocab_size": 10, "hidden_size": 8, "intermediate_size": 16, "num_hidden_layers": 1,
                                "num_attention_heads": 2)";
   EXPECT_NE(error_of("{" + base + ", \"num_key_value_heads\": 3}").find("does not divide"), std::string::npos);
-  EXPECT_NE(error_of("{" + base + ", \"rope_scaling\": {\"rope_type\": \"llama3\"}}").find("llama3"), std::string::npos);
+  EXPECT_NE(error_of("{" + base + ", \"rope_scaling\": {\"rope_type\": \"llama3\"}}").find("llama3"),
+            std::string::npos);
   EXPECT_NE(error_of("{" + base + ", \"hidden_act\": \"gelu\"}").find("hidden_act"), std::string::npos);
   EXPECT_NE(error_of("{oops").find("not valid JSON"), std::string::npos);
-  const models::LlamaConfig c = models::LlamaConfig::parse("{" + base + ", \"rope_parameters\": {\"rope_theta\": 5e5, \"rope_type\": \"default\"}}");
+  const models::LlamaConfig c = models::LlamaConfig::parse(
+      "{" + base + ", \"rope_parameters\": {\"rope_theta\": 5e5, \"rope_type\": \"default\"}}");
   EXPECT_EQ(c.rope_theta, 5e5);
   EXPECT_EQ(c.num_key_value_heads, 2);
   EXPECT_EQ(c.head_dim, 4);
@@ -299,8 +303,9 @@ TEST(LlamaConfig, SizesAreBoundedAndEveryJsonProblemIsAnError) {
     return j.dump();
   };
   // Every integer the model is sized by: too large (2^40), beyond int64 (read as unsigned), negative.
-  for (const char* field : {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
-                            "num_key_value_heads", "head_dim", "max_position_embeddings", "sliding_window", "bos_token_id"}) {
+  for (const char* field :
+       {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+        "num_key_value_heads", "head_dim", "max_position_embeddings", "sliding_window", "bos_token_id"}) {
     SCOPED_TRACE(field);
     const std::string named = std::string("config.json: \"") + field + "\"";
     EXPECT_NE(error_of(with(field, int64_t{1} << 40)).find(named + " is 1099511627776, not in ["), std::string::npos)
@@ -320,12 +325,16 @@ TEST(LlamaConfig, SizesAreBoundedAndEveryJsonProblemIsAnError) {
   EXPECT_NE(error_of(with("eos_token_id", json::array({1, "x"}))).find("\"eos_token_id[1]\" is not an integer: \"x\""),
             std::string::npos);
   EXPECT_NE(error_of(with("eos_token_id", 2.5)).find("\"eos_token_id\" is not an integer: 2.5"), std::string::npos);
-  EXPECT_NE(error_of(with("rope_parameters", json::parse(R"({"type": ["default"]})"))).find("\"rope_parameters.type\" is not a string: an array"),
+  EXPECT_NE(error_of(with("rope_parameters", json::parse(R"({"type": ["default"]})")))
+                .find("\"rope_parameters.type\" is not a string: an array"),
             std::string::npos);
-  EXPECT_NE(error_of(with("hidden_act", std::string(1000, 'x'))).find("... (1000 bytes); only silu"), std::string::npos);
-  EXPECT_NE(error_of(with("rms_norm_eps", json::object())).find("\"rms_norm_eps\" is not a number: an object"), std::string::npos);
-  EXPECT_NE(error_of(R"({"vocab_size": 10, "rope_theta": -1e999})").find("config.json: \"rope_theta\" is not valid JSON"),
+  EXPECT_NE(error_of(with("hidden_act", std::string(1000, 'x'))).find("... (1000 bytes); only silu"),
             std::string::npos);
+  EXPECT_NE(error_of(with("rms_norm_eps", json::object())).find("\"rms_norm_eps\" is not a number: an object"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of(R"({"vocab_size": 10, "rope_theta": -1e999})").find("config.json: \"rope_theta\" is not valid JSON"),
+      std::string::npos);
   // A config that still parses: the bounds are far above real models'.
   json real = base;
   real["vocab_size"] = 128256;
@@ -341,12 +350,14 @@ TEST(LlamaConfig, SizesAreBoundedAndEveryJsonProblemIsAnError) {
 // level until the stack overflowed; nesting is now refused while parsing, by depth, naming the field.
 TEST(LlamaConfig, DeepNestingIsRefusedWithoutRecursion) {
   for (const char* field : {"vocab_size", "quantization_config"}) {
-    const std::string text = std::string("{\"") + field + "\":" + std::string(200000, '[') + std::string(200000, ']') + "}";
+    const std::string text =
+        std::string("{\"") + field + "\":" + std::string(200000, '[') + std::string(200000, ']') + "}";
     try {
       models::LlamaConfig::parse(text, "config.json");
       ADD_FAILURE() << "no error";
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(std::string("config.json: \"") + field + "\" nests arrays and objects deeper than 64 levels"),
+      EXPECT_NE(std::string(e.what()).find(std::string("config.json: \"") + field +
+                                           "\" nests arrays and objects deeper than 64 levels"),
                 std::string::npos)
           << e.what();
     }
@@ -360,7 +371,9 @@ TEST(LlamaConfig, LayerSizesAreOverflowChecked) {
     Graph g;
     EXPECT_THROW((void)nn::Rotary(g, {.head_dim = 2, .theta = 10000.0, .max_positions = int64_t{1} << 62}), SizeError);
     EXPECT_THROW((void)nn::Rotary(g, {.head_dim = 2, .theta = 10000.0, .max_positions = 4294967295}), SizeError);
-    EXPECT_THROW((void)nn::MultiHeadAttention(g, "attn", {.hidden = 2, .heads = INT64_MAX, .kv_heads = 1, .head_dim = 64}), SizeError);
+    EXPECT_THROW(
+        (void)nn::MultiHeadAttention(g, "attn", {.hidden = 2, .heads = INT64_MAX, .kv_heads = 1, .head_dim = 64}),
+        SizeError);
     EXPECT_THROW((void)nn::Linear(g, "fc", int64_t{1} << 40, int64_t{1} << 40), ShapeError);
     EXPECT_THROW(g.parameter("p", {INT64_MAX, 2, 1}), ShapeError);
     EXPECT_NO_THROW(g.parameter("empty", {INT64_MAX, INT64_MAX, 0}));

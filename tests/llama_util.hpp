@@ -12,8 +12,8 @@ namespace mntest {
 // Extends `prompt` to `total` tokens greedily with the model of `lg`, whose weights `set_weights`
 // puts into the session (causal: the unfilled tail does not change earlier logits).
 template <class SetWeights>
-std::vector<int32_t> greedy_uncached(const meganeura::models::LlamaConfig& c, const std::vector<int32_t>& prompt, int64_t total,
-                                     SetWeights&& set_weights) {
+std::vector<int32_t> greedy_uncached(const meganeura::models::LlamaConfig& c, const std::vector<int32_t>& prompt,
+                                     int64_t total, SetWeights&& set_weights) {
   using namespace meganeura;
   models::LlamaGraph lg = models::llama_graph(c, 1, total);
   Session s = build_inference_session(*lg.graph);

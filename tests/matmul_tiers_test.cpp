@@ -174,43 +174,46 @@ INSTANTIATE_TEST_SUITE_P(Blocks, AttentionBlocks, ::testing::Range<size_t>(0, at
 TEST(MatMulSplitK, RepeatedStepsAreExact) {
   constexpr int64_t M = 70, K = 2100, N = 70;  // 2 x 2 tiles of 64 x 64, partial at both edges
   for (const char* tier : {"tiled", "coopmat"})
-  for (const char* sum : {"kernel", "pass"}) {
-    SCOPED_TRACE(std::string(tier) + ", MEGANEURA_SPLIT_K_SUM=" + sum);
-    ScopedEnv force("MEGANEURA_MATMUL", tier), split("MEGANEURA_SPLIT_K", "4"), precision("MEGANEURA_MATMUL_PRECISION",
-                                                                                        std::string(tier) == "tiled" ? "highest" : "high");
-    ScopedEnv split_sum("MEGANEURA_SPLIT_K_SUM", sum);
-    Graph g;
-    Tensor a = g.input("a", {M, K}), b = g.input("b", {K, N}), r = g.input("r", {M, N});
-    g.output("y", matmul_add(a, b, r));
-    std::optional<Session> s;
-    try {
-      s.emplace(build_inference_session(g));
-    } catch (const Error& e) {
-      if (std::string(e.what()).find("tensor-core") == std::string::npos) throw;
-      std::printf("  %s: skipped (%s)\n", tier, e.what());  // no tensor cores here
-      continue;
+    for (const char* sum : {"kernel", "pass"}) {
+      SCOPED_TRACE(std::string(tier) + ", MEGANEURA_SPLIT_K_SUM=" + sum);
+      ScopedEnv force("MEGANEURA_MATMUL", tier), split("MEGANEURA_SPLIT_K", "4"),
+          precision("MEGANEURA_MATMUL_PRECISION", std::string(tier) == "tiled" ? "highest" : "high");
+      ScopedEnv split_sum("MEGANEURA_SPLIT_K_SUM", sum);
+      Graph g;
+      Tensor a = g.input("a", {M, K}), b = g.input("b", {K, N}), r = g.input("r", {M, N});
+      g.output("y", matmul_add(a, b, r));
+      std::optional<Session> s;
+      try {
+        s.emplace(build_inference_session(g));
+      } catch (const Error& e) {
+        if (std::string(e.what()).find("tensor-core") == std::string::npos) throw;
+        std::printf("  %s: skipped (%s)\n", tier, e.what());  // no tensor cores here
+        continue;
+      }
+      ASSERT_NE(s->listing().find("split-K x4"), std::string::npos) << s->listing();
+      const bool in_kernel = std::string(sum) == "kernel";
+      EXPECT_EQ(s->listing().find("summed in-kernel") != std::string::npos, in_kernel) << s->listing();
+      EXPECT_EQ(s->listing().find("split-K sum") != std::string::npos, !in_kernel) << s->listing();
+      Rng rng;
+      for (int step = 0; step < 3; ++step) {
+        const std::vector<float> av = rng.floats(M * K, -1, 1), bv = rng.floats(K * N, -1, 1),
+                                 rv = rng.floats(M * N, -1, 1);
+        s->set_input("a", host_f32({M, K}, av));
+        s->set_input("b", host_f32({K, N}, bv));
+        s->set_input("r", host_f32({M, N}, rv));
+        s->step();
+        const std::vector<float> y = s->read_output("y").to_f32();
+        const double tol = std::string(tier) == "tiled" ? 1e-4 : 0.5;  // f16 operands: K = 2100 terms of 1e-3 error
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t n = 0; n < N; ++n) {
+            double want = rv[static_cast<size_t>(m * N + n)];
+            for (int64_t k = 0; k < K; ++k)
+              want += double(av[static_cast<size_t>(m * K + k)]) * bv[static_cast<size_t>(k * N + n)];
+            ASSERT_NEAR(y[static_cast<size_t>(m * N + n)], want, tol)
+                << "step " << step << " (" << m << ", " << n << ")";
+          }
+      }
     }
-    ASSERT_NE(s->listing().find("split-K x4"), std::string::npos) << s->listing();
-    const bool in_kernel = std::string(sum) == "kernel";
-    EXPECT_EQ(s->listing().find("summed in-kernel") != std::string::npos, in_kernel) << s->listing();
-    EXPECT_EQ(s->listing().find("split-K sum") != std::string::npos, !in_kernel) << s->listing();
-    Rng rng;
-    for (int step = 0; step < 3; ++step) {
-      const std::vector<float> av = rng.floats(M * K, -1, 1), bv = rng.floats(K * N, -1, 1), rv = rng.floats(M * N, -1, 1);
-      s->set_input("a", host_f32({M, K}, av));
-      s->set_input("b", host_f32({K, N}, bv));
-      s->set_input("r", host_f32({M, N}, rv));
-      s->step();
-      const std::vector<float> y = s->read_output("y").to_f32();
-      const double tol = std::string(tier) == "tiled" ? 1e-4 : 0.5;  // f16 operands: K = 2100 terms of 1e-3 error
-      for (int64_t m = 0; m < M; ++m)
-        for (int64_t n = 0; n < N; ++n) {
-          double want = rv[static_cast<size_t>(m * N + n)];
-          for (int64_t k = 0; k < K; ++k) want += double(av[static_cast<size_t>(m * K + k)]) * bv[static_cast<size_t>(k * N + n)];
-          ASSERT_NEAR(y[static_cast<size_t>(m * N + n)], want, tol) << "step " << step << " (" << m << ", " << n << ")";
-        }
-    }
-  }
 }
 
 // A sum of products whose weights share storage (a backward's d x = d1·W1 + d2·W2 + d3·W3 + r,
@@ -219,62 +222,61 @@ TEST(MatMulSplitK, RepeatedStepsAreExact) {
 TEST(MatMulProductSums, ThreeProductsAndAResidualInOneDispatch) {
   constexpr int64_t M = 70, N = 36, K[3] = {64, 32, 96};
   for (const char* tier : {"tiled", "coopmat"})
-  for (const char* split : {"3", "0"}) {
-    SCOPED_TRACE(std::string(tier) + ", MEGANEURA_SPLIT_K=" + split);
-    const bool f32 = std::string(tier) == "tiled";
-    ScopedEnv force("MEGANEURA_MATMUL", tier), splits("MEGANEURA_SPLIT_K", split),
-        precision("MEGANEURA_MATMUL_PRECISION", f32 ? "highest" : "high");
-    Graph g;
-    Tensor x = g.input("x", {M, N}), r = g.input("r", {M, N});
-    Tensor sum = r;
-    for (int j = 0; j < 3; ++j) {
-      Tensor w = g.parameter("w" + std::to_string(j), {K[j], N});
-      Tensor y = matmul(x, w, {.transpose_b = true});  // [M, K_j]: the three share x, so their weights pack
-      g.output("y" + std::to_string(j), y);
-      sum = sum + matmul(y * y, w);
+    for (const char* split : {"3", "0"}) {
+      SCOPED_TRACE(std::string(tier) + ", MEGANEURA_SPLIT_K=" + split);
+      const bool f32 = std::string(tier) == "tiled";
+      ScopedEnv force("MEGANEURA_MATMUL", tier), splits("MEGANEURA_SPLIT_K", split),
+          precision("MEGANEURA_MATMUL_PRECISION", f32 ? "highest" : "high");
+      Graph g;
+      Tensor x = g.input("x", {M, N}), r = g.input("r", {M, N});
+      Tensor sum = r;
+      for (int j = 0; j < 3; ++j) {
+        Tensor w = g.parameter("w" + std::to_string(j), {K[j], N});
+        Tensor y = matmul(x, w, {.transpose_b = true});  // [M, K_j]: the three share x, so their weights pack
+        g.output("y" + std::to_string(j), y);
+        sum = sum + matmul(y * y, w);
+      }
+      g.output("sum", sum);
+      std::optional<Session> s;
+      try {
+        s.emplace(build_inference_session(g));
+      } catch (const Error& e) {
+        if (std::string(e.what()).find("tensor-core") == std::string::npos) throw;
+        std::printf("  %s: skipped (%s)\n", tier, e.what());
+        continue;
+      }
+      const std::string listing = s->listing();
+      ASSERT_NE(listing.find("sum of %"), std::string::npos) << listing;
+      // Dispatches of a matmul kernel: the grouped forward and the sum.
+      EXPECT_EQ(count_lines(listing, "dispatch matmul"), 2) << listing;
+      EXPECT_EQ(listing.find(" add %"), std::string::npos) << "no add is left: " << listing;
+      Rng rng;
+      SCOPED_TRACE(seed_note(rng.seed()));
+      const std::vector<float> xv = rng.floats(M * N, -1, 1), rv = rng.floats(M * N, -1, 1);
+      std::vector<float> wv[3];
+      s->set_input("x", host_f32({M, N}, xv));
+      s->set_input("r", host_f32({M, N}, rv));
+      for (int j = 0; j < 3; ++j) {
+        wv[j] = rng.floats(K[j] * N, -0.3f, 0.3f);
+        s->set_parameter("w" + std::to_string(j), host_f32({K[j], N}, wv[j]));
+      }
+      s->step();
+      const std::vector<float> got = s->read_output("sum").to_f32();
+      std::vector<double> want(rv.begin(), rv.end()), mag(M * N, 1.0);
+      for (int j = 0; j < 3; ++j) {
+        std::vector<float> d = s->read_output("y" + std::to_string(j)).to_f32();  // its own tier's y, squared
+        for (float& v : d) v *= v;
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t k = 0; k < K[j]; ++k)
+            for (int64_t n = 0; n < N; ++n) {
+              const double t = double(d[static_cast<size_t>(m * K[j] + k)]) * wv[j][static_cast<size_t>(k * N + n)];
+              want[static_cast<size_t>(m * N + n)] += t;
+              mag[static_cast<size_t>(m * N + n)] += std::abs(t);
+            }
+      }
+      const double rtol = f32 ? 1e-5 : 3e-3;  // f16 staging: relative to the sum of |terms|
+      for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], rtol * mag[i]) << "element " << i;
     }
-    g.output("sum", sum);
-    std::optional<Session> s;
-    try {
-      s.emplace(build_inference_session(g));
-    } catch (const Error& e) {
-      if (std::string(e.what()).find("tensor-core") == std::string::npos) throw;
-      std::printf("  %s: skipped (%s)\n", tier, e.what());
-      continue;
-    }
-    const std::string listing = s->listing();
-    ASSERT_NE(listing.find("sum of %"), std::string::npos) << listing;
-    // Dispatches of a matmul kernel: the grouped forward and the sum.
-    EXPECT_EQ(count_lines(listing, "dispatch matmul"), 2) << listing;
-    EXPECT_EQ(listing.find(" add %"), std::string::npos) << "no add is left: " << listing;
-    Rng rng;
-    SCOPED_TRACE(seed_note(rng.seed()));
-    const std::vector<float> xv = rng.floats(M * N, -1, 1), rv = rng.floats(M * N, -1, 1);
-    std::vector<float> wv[3];
-    s->set_input("x", host_f32({M, N}, xv));
-    s->set_input("r", host_f32({M, N}, rv));
-    for (int j = 0; j < 3; ++j) {
-      wv[j] = rng.floats(K[j] * N, -0.3f, 0.3f);
-      s->set_parameter("w" + std::to_string(j), host_f32({K[j], N}, wv[j]));
-    }
-    s->step();
-    const std::vector<float> got = s->read_output("sum").to_f32();
-    std::vector<double> want(rv.begin(), rv.end()), mag(M * N, 1.0);
-    for (int j = 0; j < 3; ++j) {
-      std::vector<float> d = s->read_output("y" + std::to_string(j)).to_f32();  // its own tier's y, squared
-      for (float& v : d) v *= v;
-      for (int64_t m = 0; m < M; ++m)
-        for (int64_t k = 0; k < K[j]; ++k)
-          for (int64_t n = 0; n < N; ++n) {
-            const double t = double(d[static_cast<size_t>(m * K[j] + k)]) * wv[j][static_cast<size_t>(k * N + n)];
-            want[static_cast<size_t>(m * N + n)] += t;
-            mag[static_cast<size_t>(m * N + n)] += std::abs(t);
-          }
-    }
-    const double rtol = f32 ? 1e-5 : 3e-3;  // f16 staging: relative to the sum of |terms|
-    for (size_t i = 0; i < got.size(); ++i)
-      ASSERT_NEAR(got[i], want[i], rtol * mag[i]) << "element " << i;
-  }
 }
 
 // Steps a fused session and the same graph unfused on the same random inputs; the named outputs
@@ -452,16 +454,22 @@ TEST(MatMulGlu, SwigluRunsInTheTensorCoreEpilogue) {
   EXPECT_NEAR(train.read_loss(), train_plain.read_loss(), 1e-4 * std::abs(train_plain.read_loss()));
   for (const char* w : {"gate", "up"}) {
     const std::vector<float> gg = train.read_grad(w).to_f32(), gw = train_plain.read_grad(w).to_f32();
-    for (size_t i = 0; i < gg.size(); ++i) ASSERT_NEAR(gg[i], gw[i], 1e-4 * (1e-3 + std::abs(gw[i]))) << w << " grad " << i;
+    for (size_t i = 0; i < gg.size(); ++i)
+      ASSERT_NEAR(gg[i], gw[i], 1e-4 * (1e-3 + std::abs(gw[i]))) << w << " grad " << i;
   }
 }
 
 TEST(MatMulTierSwitches, BadValuesNameTheVariable) {
-  for (auto [name, value] : {std::pair{"MEGANEURA_MATMUL", "fast"}, {"MEGANEURA_MATMUL_PRECISION", "tf32"},
-                             {"MEGANEURA_SPLIT_K", "many"}, {"MEGANEURA_FLASH_ATTENTION", "yes"},
-                             {"MEGANEURA_SPLIT_K_SUM", "later"}, {"MEGANEURA_SCHEDULE", "fast"},
-                             {"MEGANEURA_SPLIT_K", "-1"}, {"MEGANEURA_SPLIT_K", "65"},
-                             {"MEGANEURA_ATTENTION_BLOCKS", "yes"}, {"MEGANEURA_COOP_K_STEP", "48"}}) {
+  for (auto [name, value] : {std::pair{"MEGANEURA_MATMUL", "fast"},
+                             {"MEGANEURA_MATMUL_PRECISION", "tf32"},
+                             {"MEGANEURA_SPLIT_K", "many"},
+                             {"MEGANEURA_FLASH_ATTENTION", "yes"},
+                             {"MEGANEURA_SPLIT_K_SUM", "later"},
+                             {"MEGANEURA_SCHEDULE", "fast"},
+                             {"MEGANEURA_SPLIT_K", "-1"},
+                             {"MEGANEURA_SPLIT_K", "65"},
+                             {"MEGANEURA_ATTENTION_BLOCKS", "yes"},
+                             {"MEGANEURA_COOP_K_STEP", "48"}}) {
     ScopedEnv env(name, value);
     Graph g;
     g.output("y", matmul(g.input("a", {2, 3}), g.input("b", {3, 2})));

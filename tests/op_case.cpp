@@ -18,8 +18,7 @@ Tensor CaseBuilder::input_small_ints(const std::string& name, const Shape& s, in
   return input_host(name, host_f32(s, rng.small_ints(meganeura::numel(s), lo, hi)));
 }
 
-Tensor CaseBuilder::input_ints(const std::string& name, const Shape& s, int64_t lo, int64_t hi,
-                               meganeura::DType t) {
+Tensor CaseBuilder::input_ints(const std::string& name, const Shape& s, int64_t lo, int64_t hi, meganeura::DType t) {
   const int64_t n = meganeura::numel(s);
   return input_host(name, t == meganeura::u32 ? host_u32(s, rng.uints(n, lo, hi)) : host_i32(s, rng.ints(n, lo, hi)));
 }
@@ -52,8 +51,10 @@ void feed(meganeura::Session& s, const CaseBuilder& b) {
   for (const auto& n : b.g.nodes()) {
     if (n.op != meganeura::Op::Input && n.op != meganeura::Op::Parameter) continue;
     const HostTensor& h = b.feeds.at(n.name);
-    if (n.op == meganeura::Op::Input) s.set_input(n.name, h);
-    else s.set_parameter(n.name, h);
+    if (n.op == meganeura::Op::Input)
+      s.set_input(n.name, h);
+    else
+      s.set_parameter(n.name, h);
   }
 }
 

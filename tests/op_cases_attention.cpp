@@ -12,9 +12,9 @@ struct Geometry {
   const char* name;
   Shape q, k, v;
   bool causal;
-  float scale = 0;      // 0: 1/sqrt(D)
-  int64_t window = 0;   // sliding window
-  int32_t position = -1;  // >= 0: the position input (query 0's place among the keys)
+  float scale = 0;         // 0: 1/sqrt(D)
+  int64_t window = 0;      // sliding window
+  int32_t position = -1;   // >= 0: the position input (query 0's place among the keys)
   bool seq_major = false;  // shapes given as [..., S, H, D]
 };
 
@@ -97,25 +97,31 @@ std::vector<OpCase> rotary_cases() {
     return x.graph().add(Op::Rotary, {x, c, s}, a);
   };
   return {
-      {Op::Rotary, "rank4_tables", [](CaseBuilder& b) {
+      {Op::Rotary, "rank4_tables",
+       [](CaseBuilder& b) {
          b.output("y", rotary(b.input("x", {2, 3, 5, 8}), b.input("cos", {5, 8}), b.input("sin", {5, 8})));
        }},
-      {Op::Rotary, "broadcast_cos_over_heads_sin_row", [](CaseBuilder& b) {
+      {Op::Rotary, "broadcast_cos_over_heads_sin_row",
+       [](CaseBuilder& b) {
          b.output("y", rotary(b.input("x", {3, 7, 6}), b.input("cos", {1, 7, 6}), b.input("sin", {6})));
        }},
-      {Op::Rotary, "transposed_rank4", [transposed](CaseBuilder& b) {
+      {Op::Rotary, "transposed_rank4",
+       [transposed](CaseBuilder& b) {
          b.output("y", transposed(b.input("x", {2, 3, 5, 8}), b.input("cos", {5, 8}), b.input("sin", {5, 8})));
        }},
-      {Op::Rotary, "head_dim_2_full_shape", [](CaseBuilder& b) {
+      {Op::Rotary, "head_dim_2_full_shape",
+       [](CaseBuilder& b) {
          b.output("y", rotary(b.input("x", {9, 2}), b.input("cos", {9, 2}), b.input("sin", {9, 2})));
        }},
       // Two rotaries on one cos/sin pair (a layer's q and k, seq-major): one dispatch for both.
-      {Op::Rotary, "q_and_k_share_tables_seq_major", [](CaseBuilder& b) {
+      {Op::Rotary, "q_and_k_share_tables_seq_major",
+       [](CaseBuilder& b) {
          Tensor c = b.input("cos", {5, 1, 8}), s = b.input("sin", {5, 1, 8});
          b.output("q", rotary(b.input("xq", {2, 5, 6, 8}), c, s));
          b.output("k", rotary(b.input("xk", {2, 5, 2, 8}), c, s));
        }},
-      {Op::Rotary, "transposed_pair", [transposed](CaseBuilder& b) {
+      {Op::Rotary, "transposed_pair",
+       [transposed](CaseBuilder& b) {
          Tensor c = b.input("cos", {7, 4}), s = b.input("sin", {1, 4});
          b.output("a", transposed(b.input("xa", {3, 7, 4}), c, s));
          b.output("b", transposed(b.input("xb", {7, 4}), c, s));

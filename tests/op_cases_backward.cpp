@@ -25,7 +25,10 @@ Attrs with_eps(double eps) {
 std::vector<OpCase> activation_cases() {
   std::vector<OpCase> cases;
   for (Op op : {Op::GeluBackward, Op::GeluTanhBackward, Op::SiluBackward}) {
-    const struct { const char* name; Shape x, dy; } shapes[] = {
+    const struct {
+      const char* name;
+      Shape x, dy;
+    } shapes[] = {
         {"n1", {1}, {1}},
         {"n1001", {1001}, {1001}},
         {"rank4_2x3x5x7", {2, 3, 5, 7}, {2, 3, 5, 7}},
@@ -58,11 +61,13 @@ Tensor row_y(CaseBuilder& b, Op op, const Shape& s) {
 std::vector<OpCase> softmax_backward_cases() {
   std::vector<OpCase> cases;
   for (Op op : {Op::SoftmaxBackward, Op::LogSoftmaxBackward}) {
-    const struct { const char* name; Shape s; int64_t axis; } rows[] = {
-        {"last_axis_7x33", {7, 33}, -1},
-        {"rank4_axis1_2x3x5x7", {2, 3, 5, 7}, 1},
-        {"one_row_1001", {1001}, 0},
-        {"long_middle_axis_5x257x3", {5, 257, 3}, 1},
+    const struct {
+      const char* name;
+      Shape s;
+      int64_t axis;
+    } rows[] = {
+        {"last_axis_7x33", {7, 33}, -1}, {"rank4_axis1_2x3x5x7", {2, 3, 5, 7}, 1},
+        {"one_row_1001", {1001}, 0},     {"long_middle_axis_5x257x3", {5, 257, 3}, 1},
         {"axis0_67x2", {67, 2}, 0},
     };
     for (const auto& r : rows)
@@ -82,7 +87,12 @@ std::vector<OpCase> softmax_backward_cases() {
 std::vector<OpCase> norm_backward_cases() {
   std::vector<OpCase> cases;
   for (Op op : {Op::RmsNormBackward, Op::LayerNormBackward}) {
-    const struct { const char* name; Shape s; bool weight; double eps; } rows[] = {
+    const struct {
+      const char* name;
+      Shape s;
+      bool weight;
+      double eps;
+    } rows[] = {
         {"7x33_weight", {7, 33}, true, 1e-5},
         {"rank4_2x3x5x67_no_weight", {2, 3, 5, 67}, false, 1e-6},
         {"3x1001_weight", {3, 1001}, true, 1e-5},
@@ -96,13 +106,20 @@ std::vector<OpCase> norm_backward_cases() {
                        }});
   }
   for (Op op : {Op::RmsNormWeightGrad, Op::LayerNormWeightGrad}) {
-    const struct { const char* name; Shape s; } rows[] = {
-        {"7x33", {7, 33}}, {"rank4_2x3x5x67", {2, 3, 5, 67}}, {"many_rows_300x5", {300, 5}}, {"one_row_1x1001", {1, 1001}},
+    const struct {
+      const char* name;
+      Shape s;
+    } rows[] = {
+        {"7x33", {7, 33}},
+        {"rank4_2x3x5x67", {2, 3, 5, 67}},
+        {"many_rows_300x5", {300, 5}},
+        {"one_row_1x1001", {1, 1001}},
     };
     for (const auto& r : rows)
-      cases.push_back({op, r.name, [op, r](CaseBuilder& b) {
-                         b.output("dw", add_op(op, {b.input("x", r.s, -3, 3), b.input("dy", r.s, -2, 2)}, with_eps(1e-5)));
-                       }});
+      cases.push_back(
+          {op, r.name, [op, r](CaseBuilder& b) {
+             b.output("dw", add_op(op, {b.input("x", r.s, -3, 3), b.input("dy", r.s, -2, 2)}, with_eps(1e-5)));
+           }});
   }
   return cases;
 }
@@ -116,7 +133,13 @@ HostTensor labels(Rng& rng, const Shape& s, int64_t C, int32_t ignore, double ig
 }
 
 std::vector<OpCase> cross_entropy_backward_cases() {
-  struct Row { const char* name; Shape s; double lo, hi; int32_t ignore; double frac; };
+  struct Row {
+    const char* name;
+    Shape s;
+    double lo, hi;
+    int32_t ignore;
+    double frac;
+  };
   const Row rows[] = {
       {"rows7_c33_some_ignored", {7, 33}, -3, 3, -100, 0.3},
       {"batch_2x3_c67_ignore_minus1", {2, 3, 67}, -3, 3, -1, 0.25},
@@ -138,9 +161,10 @@ std::vector<OpCase> cross_entropy_backward_cases() {
                      }});
   // A confident row: p(label) ~ 1 - 1e-6, the gradient at the label is -(1 - p), not 0.
   cases.push_back({Op::CrossEntropyBackward, "confident_label", [](CaseBuilder& b) {
-                     b.output("dx", add_op(Op::CrossEntropyBackward,
-                                           {b.input_host("x", host_f32({2, 3}, {20.0f, 5.0f, 6.0f, -3.0f, 1.0f, 16.0f})),
-                                            b.input_host("y", host_i32({2}, {0, 2})), b.input("dloss", {}, 0.5, 2)}));
+                     b.output("dx",
+                              add_op(Op::CrossEntropyBackward,
+                                     {b.input_host("x", host_f32({2, 3}, {20.0f, 5.0f, 6.0f, -3.0f, 1.0f, 16.0f})),
+                                      b.input_host("y", host_i32({2}, {0, 2})), b.input("dloss", {}, 0.5, 2)}));
                    }});
   return cases;
 }
@@ -158,24 +182,30 @@ Attrs slice_attrs(int64_t axis, int64_t start, int64_t end, int64_t step, int64_
 std::vector<OpCase> slice_backward_cases() {
   auto len = [](int64_t start, int64_t end, int64_t step) { return (end - start + step - 1) / step; };
   return {
-      {Op::SliceBackward, "7x33_axis1_step4", [len](CaseBuilder& b) {
+      {Op::SliceBackward, "7x33_axis1_step4",
+       [len](CaseBuilder& b) {
          b.rtol = 0;
          b.output("dx", add_op(Op::SliceBackward, {b.input("dy", {7, len(3, 30, 4)})}, slice_attrs(1, 3, 30, 4, 33)));
        }},
-      {Op::SliceBackward, "rank4_axis2", [len](CaseBuilder& b) {
+      {Op::SliceBackward, "rank4_axis2",
+       [len](CaseBuilder& b) {
          b.rtol = 0;
-         b.output("dx", add_op(Op::SliceBackward, {b.input("dy", {2, 3, len(1, 4, 1), 7})}, slice_attrs(2, 1, 4, 1, 5)));
+         b.output("dx",
+                  add_op(Op::SliceBackward, {b.input("dy", {2, 3, len(1, 4, 1), 7})}, slice_attrs(2, 1, 4, 1, 5)));
        }},
-      {Op::SliceBackward, "full_window_no_fill", [](CaseBuilder& b) {
+      {Op::SliceBackward, "full_window_no_fill",
+       [](CaseBuilder& b) {
          b.rtol = 0;
          b.output("dx", add_op(Op::SliceBackward, {b.input("dy", {5, 7})}, slice_attrs(0, 0, 5, 1, 5)));
        }},
-      {Op::SliceBackward, "axis0_step3_negative_axis_i32", [len](CaseBuilder& b) {
+      {Op::SliceBackward, "axis0_step3_negative_axis_i32",
+       [len](CaseBuilder& b) {
          b.rtol = 0;
          b.output("dx", add_op(Op::SliceBackward, {b.input_ints("dy", {len(2, 67, 3), 3}, -50, 50)},
                                slice_attrs(-2, 2, 67, 3, 67)));
        }},
-      {Op::SliceBackward, "of_intermediate_then_added", [len](CaseBuilder& b) {
+      {Op::SliceBackward, "of_intermediate_then_added",
+       [len](CaseBuilder& b) {
          Tensor dy = b.input("dy", {len(0, 1001, 2)}) * 2.0f;
          b.output("dx", add_op(Op::SliceBackward, {dy}, slice_attrs(0, 0, 1001, 2, 1001)) + 1.0f);
        }},

@@ -23,9 +23,8 @@ Tensor rhs(CaseBuilder& b, Op op, const std::string& name, const Shape& s) {
 }
 
 std::vector<OpCase> binary_cases() {
-  const BinaryOp ops[] = {{Op::Add, add_fn},         {Op::Sub, sub_fn},         {Op::Mul, mul_fn},
-                          {Op::Div, div_fn},         {Op::Maximum, maximum},    {Op::Minimum, minimum},
-                          {Op::SwiGlu, swiglu}};
+  const BinaryOp ops[] = {{Op::Add, add_fn},      {Op::Sub, sub_fn},      {Op::Mul, mul_fn},   {Op::Div, div_fn},
+                          {Op::Maximum, maximum}, {Op::Minimum, minimum}, {Op::SwiGlu, swiglu}};
   std::vector<OpCase> cases;
   for (const BinaryOp& o : ops) {
     cases.push_back({o.op, "same_shape_1001", [o](CaseBuilder& b) {
@@ -40,12 +39,10 @@ std::vector<OpCase> binary_cases() {
     cases.push_back({o.op, "rank0_rhs_33x67", [o](CaseBuilder& b) {
                        b.output("y", o.fn(b.input("a", {33, 67}, -4, 4), rhs(b, o.op, "b", {})));
                      }});
-    cases.push_back({o.op, "rank0_lhs_const_7", [o](CaseBuilder& b) {
-                       b.output("y", o.fn(b.g.scalar(1.75f), rhs(b, o.op, "b", {7})));
-                     }});
-    cases.push_back({o.op, "one_element_1", [o](CaseBuilder& b) {
-                       b.output("y", o.fn(b.input("a", {1}, -4, 4), rhs(b, o.op, "b", {1})));
-                     }});
+    cases.push_back({o.op, "rank0_lhs_const_7",
+                     [o](CaseBuilder& b) { b.output("y", o.fn(b.g.scalar(1.75f), rhs(b, o.op, "b", {7}))); }});
+    cases.push_back({o.op, "one_element_1",
+                     [o](CaseBuilder& b) { b.output("y", o.fn(b.input("a", {1}, -4, 4), rhs(b, o.op, "b", {1}))); }});
   }
   // maximum/minimum on ties and on operands where both sides win somewhere.
   cases.push_back({Op::Maximum, "ties_small_ints", [](CaseBuilder& b) {
@@ -69,17 +66,18 @@ struct CompareOp {
 };
 
 std::vector<OpCase> compare_cases() {
-  const CompareOp ops[] = {{Op::Equal, eq}, {Op::NotEqual, ne},     {Op::Less, lt},
-                           {Op::LessEqual, le}, {Op::Greater, gt}, {Op::GreaterEqual, ge}};
+  const CompareOp ops[] = {{Op::Equal, eq},     {Op::NotEqual, ne}, {Op::Less, lt},
+                           {Op::LessEqual, le}, {Op::Greater, gt},  {Op::GreaterEqual, ge}};
   std::vector<OpCase> cases;
   for (const CompareOp& o : ops) {
     cases.push_back({o.op, "f32_ties_1001", [o](CaseBuilder& b) {
-                       b.output("m", o.fn(b.input_small_ints("a", {1001}, -2, 2), b.input_small_ints("b", {1001}, -2, 2)));
+                       b.output("m",
+                                o.fn(b.input_small_ints("a", {1001}, -2, 2), b.input_small_ints("b", {1001}, -2, 2)));
                      }});
-    cases.push_back({o.op, "f32_broadcast_2x1x5x7_3x1x7", [o](CaseBuilder& b) {
-                       b.output("m", o.fn(b.input_small_ints("a", {2, 1, 5, 7}, -2, 2),
-                                          b.input_small_ints("b", {3, 1, 7}, -2, 2)));
-                     }});
+    cases.push_back(
+        {o.op, "f32_broadcast_2x1x5x7_3x1x7", [o](CaseBuilder& b) {
+           b.output("m", o.fn(b.input_small_ints("a", {2, 1, 5, 7}, -2, 2), b.input_small_ints("b", {3, 1, 7}, -2, 2)));
+         }});
     cases.push_back({o.op, "i32_257", [o](CaseBuilder& b) {
                        b.output("m", o.fn(b.input_ints("a", {257}, -3, 3), b.input_ints("b", {257}, -3, 3)));
                      }});

@@ -24,7 +24,8 @@ std::vector<OpCase> cache_cases() {
   };
   // state alone: zeros when the session is built
   for (const Shape& s : {Shape{3}, Shape{2, 5}, Shape{1, 2, 3, 4}})
-    cases.push_back({Op::State, "zeros_" + shape_str(s), [s](CaseBuilder& b) { b.output("s", b.g.state("s", s) * 1.0f); }});
+    cases.push_back(
+        {Op::State, "zeros_" + shape_str(s), [s](CaseBuilder& b) { b.output("s", b.g.state("s", s) * 1.0f); }});
   return cases;
 }
 
@@ -48,7 +49,9 @@ TEST(CacheWrite, PersistsAcrossSteps) {
   for (int o = 0; o < 2; ++o)
     for (int slot = 0; slot < 6; ++slot)
       for (int i = 0; i < 3; ++i)
-        EXPECT_EQ(c[static_cast<size_t>((o * 6 + slot) * 3 + i)], slot < 2 ? 1.0f : (slot == 3 || slot == 4) ? 2.0f : 0.0f)
+        EXPECT_EQ(c[static_cast<size_t>((o * 6 + slot) * 3 + i)], slot < 2                   ? 1.0f
+                                                                  : (slot == 3 || slot == 4) ? 2.0f
+                                                                                             : 0.0f)
             << "slot " << slot;
 }
 

@@ -12,23 +12,33 @@ using namespace meganeura;
 
 // Values that probe rounding: ties to even, subnormals, overflow, NaN, signed zero.
 std::vector<float> f16_probes() {
-  return {1.0f + 0x1p-11f,        // tie between 1 and 1+2^-10: stays 1 (even)
-          1.0f + 3 * 0x1p-11f,    // tie: rounds up to 1+2^-9 (even)
+  return {1.0f + 0x1p-11f,             // tie between 1 and 1+2^-10: stays 1 (even)
+          1.0f + 3 * 0x1p-11f,         // tie: rounds up to 1+2^-9 (even)
           1.0f + 0x1p-11f + 0x1p-20f,  // just above a tie: up
-          -(2.0f + 0x1p-10f),     // tie at 2: stays -2
-          65504.0f, 65519.0f,     // max half; rounds down to max
-          65520.0f, -1e6f,        // overflow to +-inf
-          0x1p-24f, 0x1p-25f,     // smallest subnormal; half of it rounds to 0 (even)
-          3 * 0x1p-25f,           // tie between 2^-24 and 2^-23: 2^-23
-          1e-3f, 6.1e-5f, -0.0f, 0.0f, 3.14159265f};
+          -(2.0f + 0x1p-10f),          // tie at 2: stays -2
+          65504.0f,
+          65519.0f,  // max half; rounds down to max
+          65520.0f,
+          -1e6f,  // overflow to +-inf
+          0x1p-24f,
+          0x1p-25f,      // smallest subnormal; half of it rounds to 0 (even)
+          3 * 0x1p-25f,  // tie between 2^-24 and 2^-23: 2^-23
+          1e-3f,
+          6.1e-5f,
+          -0.0f,
+          0.0f,
+          3.14159265f};
 }
 
 std::vector<float> bf16_probes() {
   return {1.0f + 0x1p-8f,      // tie: stays 1
           1.0f + 3 * 0x1p-8f,  // tie: up to 1+2^-6
           1.0f + 0x1p-8f + 0x1p-20f,
-          3.4e38f,             // rounds to inf in bf16
-          -0.0f, 0.0f, 3.14159265f, -123456.789f};
+          3.4e38f,  // rounds to inf in bf16
+          -0.0f,
+          0.0f,
+          3.14159265f,
+          -123456.789f};
 }
 
 std::vector<float> with_random(Rng& rng, std::vector<float> v, int64_t n, double lo, double hi) {
@@ -44,7 +54,7 @@ std::vector<OpCase> cast_cases() {
                      auto v = with_random(b.rng, f16_probes(), 241, -100, 100);  // 257 elements
                      Tensor x = b.input_host("x", host_f32({257}, v));
                      Tensor h = cast(x, f16);
-                     b.output("h", h);              // raw f16 words
+                     b.output("h", h);  // raw f16 words
                      b.output("back", cast(h, f32));
                    }});
   cases.push_back({Op::Cast, "f32_bf16_f32_probes_and_random", [](CaseBuilder& b) {

@@ -17,30 +17,36 @@ HostTensor labels(Rng& rng, const Shape& s, int64_t C, int32_t ignore, double ig
 
 std::vector<OpCase> cross_entropy_cases() {
   return {
-      {Op::CrossEntropy, "rows7_c33_some_ignored", [](CaseBuilder& b) {
-         b.output("loss", cross_entropy(b.input("x", {7, 33}, -3, 3),
-                                        b.input_host("y", labels(b.rng, {7}, 33, -100, 0.3))));
+      {Op::CrossEntropy, "rows7_c33_some_ignored",
+       [](CaseBuilder& b) {
+         b.output("loss",
+                  cross_entropy(b.input("x", {7, 33}, -3, 3), b.input_host("y", labels(b.rng, {7}, 33, -100, 0.3))));
        }},
-      {Op::CrossEntropy, "batch_2x3_c67_ignore_index_minus1", [](CaseBuilder& b) {
+      {Op::CrossEntropy, "batch_2x3_c67_ignore_index_minus1",
+       [](CaseBuilder& b) {
          b.output("loss", cross_entropy(b.input("x", {2, 3, 67}, -3, 3),
                                         b.input_host("y", labels(b.rng, {2, 3}, 67, -1, 0.25)), -1));
        }},
-      {Op::CrossEntropy, "ignore_index_is_a_class", [](CaseBuilder& b) {
+      {Op::CrossEntropy, "ignore_index_is_a_class",
+       [](CaseBuilder& b) {
          // ignore_index 0 (a padding id inside [0, C)): rows labelled 0 drop out.
-         b.output("loss", cross_entropy(b.input("x", {33, 10}, -3, 3),
-                                        b.input_host("y", labels(b.rng, {33}, 10, 0, 0.2)), 0));
+         b.output("loss",
+                  cross_entropy(b.input("x", {33, 10}, -3, 3), b.input_host("y", labels(b.rng, {33}, 10, 0, 0.2)), 0));
        }},
-      {Op::CrossEntropy, "one_row_c1001_wide", [](CaseBuilder& b) {
+      {Op::CrossEntropy, "one_row_c1001_wide",
+       [](CaseBuilder& b) {
          b.output("loss", cross_entropy(b.input("x", {1, 1001}, -10, 10),
                                         b.input_host("y", labels(b.rng, {1}, 1001, -100, 0))));
        }},
-      {Op::CrossEntropy, "rows257_c5_large_logits", [](CaseBuilder& b) {
+      {Op::CrossEntropy, "rows257_c5_large_logits",
+       [](CaseBuilder& b) {
          b.output("loss", cross_entropy(b.input("x", {257, 5}, 50, 100),
                                         b.input_host("y", labels(b.rng, {257}, 5, -100, 0.1))));
        }},
-      {Op::CrossEntropy, "all_rows_ignored_is_nan", [](CaseBuilder& b) {
-         b.output("loss", cross_entropy(b.input("x", {4, 7}),
-                                        b.input_host("y", host_i32({4}, {-100, -100, -100, -100}))));
+      {Op::CrossEntropy, "all_rows_ignored_is_nan",
+       [](CaseBuilder& b) {
+         b.output("loss",
+                  cross_entropy(b.input("x", {4, 7}), b.input_host("y", host_i32({4}, {-100, -100, -100, -100}))));
        }},
   };
 }
@@ -57,7 +63,8 @@ std::vector<OpCase> pair_loss_cases() {
                        b.output("loss", binary_cross_entropy(b.input("p", s, 0.01, 0.99), b.input("t", s, 0, 1)));
                      }});
     cases.push_back({Op::BinaryCrossEntropyWithLogits, "shape" + tag, [s](CaseBuilder& b) {
-                       b.output("loss", binary_cross_entropy_with_logits(b.input("x", s, -10, 10), b.input("t", s, 0, 1)));
+                       b.output("loss",
+                                binary_cross_entropy_with_logits(b.input("x", s, -10, 10), b.input("t", s, 0, 1)));
                      }});
   }
   cases.push_back({Op::BinaryCrossEntropy, "log_clamped_at_minus_100", [](CaseBuilder& b) {
@@ -67,9 +74,10 @@ std::vector<OpCase> pair_loss_cases() {
                                           b.input_host("t", host_f32({6}, {1.0f, 0.0f, 0.0f, 1.0f, 0.25f, 0.5f}))));
                    }});
   cases.push_back({Op::BinaryCrossEntropy, "log_clamped_at_minus_100_vec4", [](CaseBuilder& b) {  // 8: 16-byte path
-                     b.output("loss", binary_cross_entropy(
-                                          b.input_host("p", host_f32({8}, {0.0f, 1.0f, 0.0f, 1.0f, 0.5f, 1e-30f, 1.0f, 0.0f})),
-                                          b.input_host("t", host_f32({8}, {1.0f, 0.0f, 0.0f, 1.0f, 0.25f, 0.5f, 0.0f, 1.0f}))));
+                     b.output("loss",
+                              binary_cross_entropy(
+                                  b.input_host("p", host_f32({8}, {0.0f, 1.0f, 0.0f, 1.0f, 0.5f, 1e-30f, 1.0f, 0.0f})),
+                                  b.input_host("t", host_f32({8}, {1.0f, 0.0f, 0.0f, 1.0f, 0.25f, 0.5f, 0.0f, 1.0f}))));
                    }});
   cases.push_back({Op::BinaryCrossEntropyWithLogits, "large_logits_stable", [](CaseBuilder& b) {
                      b.output("loss", binary_cross_entropy_with_logits(

@@ -1,5 +1,6 @@
 // Forward cases for matmul: M, N, K around tile edges (1, 63, 65, 130), broadcast batch dims,
-// transposed operands, shapes that pick split-K and many tiles; linear (matmul with a bias, activation and residual epilogue).
+// transposed operands, shapes that pick split-K and many tiles; linear (matmul with a bias, activation and residual
+// epilogue).
 #include "op_case.hpp"
 
 namespace mntest {
@@ -37,11 +38,13 @@ std::vector<OpCase> matmul_cases() {
       mm("m5_k2100_n70_split_k", {5, 2100}, {2100, 70}),
       // Many tiles over a broadcast batch (a row tile past a multiple of 128).
       mm("batch26_m129_k33_n513_many_tiles", {26, 129, 33}, {33, 513}),
-      {Op::MatMul, "chained_with_bias", [](CaseBuilder& c) {
+      {Op::MatMul, "chained_with_bias",
+       [](CaseBuilder& c) {
          Tensor h = matmul(c.input("x", {4, 33}), c.param("w1", {33, 65}, -0.3, 0.3)) + c.param("b1", {65});
          c.output("y", matmul(relu(h), c.param("w2", {63, 65}, -0.3, 0.3), {.transpose_b = true}));
        }},
-      {Op::MatMul, "permuted_operand", [](CaseBuilder& c) {
+      {Op::MatMul, "permuted_operand",
+       [](CaseBuilder& c) {
          // A permuted (strided) operand: q·kᵀ as attention computes it.
          Tensor q = permute(c.input("q", {2, 5, 3, 16}), {0, 2, 1, 3});  // [2,3,5,16]
          Tensor k = permute(c.input("k", {2, 7, 3, 16}), {0, 2, 1, 3});  // [2,3,7,16]
@@ -83,7 +86,8 @@ std::vector<OpCase> linear_cases() {
 std::vector<OpCase> matmul_add_cases() {
   auto mma = [](std::string name, Shape a, Shape b, Shape r, bool ta, bool tb) {
     return OpCase{Op::MatMulAdd, std::move(name), [a, b, r, ta, tb](CaseBuilder& c) {
-                    c.output("y", matmul_add(c.input("a", a), c.input("b", b), c.input("r", r), {.transpose_a = ta, .transpose_b = tb}));
+                    c.output("y", matmul_add(c.input("a", a), c.input("b", b), c.input("r", r),
+                                             {.transpose_a = ta, .transpose_b = tb}));
                     c.scale = 1;  // as for matmul: cancellation in the sum of products
                   }};
   };

@@ -10,7 +10,10 @@ using namespace meganeura;
 using ReduceFn = Tensor (*)(Tensor, std::vector<int64_t>, bool);
 
 std::vector<OpCase> reduce_cases() {
-  const struct { Op op; ReduceFn fn; } ops[] = {{Op::Sum, sum}, {Op::Mean, mean}, {Op::Max, max}};
+  const struct {
+    Op op;
+    ReduceFn fn;
+  } ops[] = {{Op::Sum, sum}, {Op::Mean, mean}, {Op::Max, max}};
   std::vector<OpCase> cases;
   for (const auto& o : ops) {
     auto fn = o.fn;
@@ -49,9 +52,8 @@ std::vector<OpCase> reduce_cases() {
     cases.push_back({o.op, "all_axes_rank4_vec4", [fn](CaseBuilder& b) {
                        b.output("y", fn(b.input("x", {2, 3, 4, 44}, -1, 2), {}, false));
                      }});
-    cases.push_back({o.op, "all_axes_1001", [fn](CaseBuilder& b) {
-                       b.output("y", fn(b.input("x", {1001}, -1, 2), {}, false));
-                     }});
+    cases.push_back(
+        {o.op, "all_axes_1001", [fn](CaseBuilder& b) { b.output("y", fn(b.input("x", {1001}, -1, 2), {}, false)); }});
     cases.push_back({o.op, "all_axes_keepdim_rank4_large", [fn](CaseBuilder& b) {
                        b.output("y", fn(b.input("x", {3, 5, 67, 33}, -1, 2), {}, true));
                      }});
@@ -83,13 +85,24 @@ using RowFn = Tensor (*)(Tensor, int64_t);
 
 std::vector<OpCase> softmax_cases() {
   std::vector<OpCase> cases;
-  const struct { Op op; RowFn fn; } ops[] = {{Op::Softmax, softmax}, {Op::LogSoftmax, log_softmax}};
+  const struct {
+    Op op;
+    RowFn fn;
+  } ops[] = {{Op::Softmax, softmax}, {Op::LogSoftmax, log_softmax}};
   for (const auto& o : ops) {
     auto fn = o.fn;
-    cases.push_back({o.op, "last_axis_33x67", [fn](CaseBuilder& b) { b.output("y", fn(b.input("x", {33, 67}, -3, 3), -1)); }});
-    cases.push_back({o.op, "first_axis_67x5", [fn](CaseBuilder& b) { b.output("y", fn(b.input("x", {67, 5}, -3, 3), 0)); }});
-    cases.push_back({o.op, "middle_axis_rank4", [fn](CaseBuilder& b) { b.output("y", fn(b.input("x", {2, 7, 3, 5}, -3, 3), 1)); }});
-    cases.push_back({o.op, "long_row_1001_wide", [fn](CaseBuilder& b) { b.output("y", fn(b.input("x", {3, 1001}, -10, 10), 1)); }});
+    cases.push_back({o.op, "last_axis_33x67", [fn](CaseBuilder& b) {
+                       b.output("y", fn(b.input("x", {33, 67}, -3, 3), -1));
+                     }});
+    cases.push_back({o.op, "first_axis_67x5", [fn](CaseBuilder& b) {
+                       b.output("y", fn(b.input("x", {67, 5}, -3, 3), 0));
+                     }});
+    cases.push_back({o.op, "middle_axis_rank4", [fn](CaseBuilder& b) {
+                       b.output("y", fn(b.input("x", {2, 7, 3, 5}, -3, 3), 1));
+                     }});
+    cases.push_back({o.op, "long_row_1001_wide", [fn](CaseBuilder& b) {
+                       b.output("y", fn(b.input("x", {3, 1001}, -10, 10), 1));
+                     }});
     cases.push_back({o.op, "large_logits_stable", [fn](CaseBuilder& b) {
                        // exp(100) overflows f32: only a max-subtracting kernel gets this right.
                        b.output("y", fn(b.input("x", {7, 257}, 50, 100), -1));
@@ -110,13 +123,13 @@ std::vector<OpCase> norm_cases() {
   cases.push_back({Op::RmsNorm, "eps_1e-2_long_row_1001", [](CaseBuilder& b) {
                      b.output("y", rms_norm(b.input("x", {3, 1001}, -0.2, 0.2), b.param("w", {1001}), 1e-2f));
                    }});
-  cases.push_back({Op::RmsNorm, "rank1_257", [](CaseBuilder& b) {
-                     b.output("y", rms_norm(b.input("x", {257}, -2, 2), b.param("w", {257})));
-                   }});
-  cases.push_back({Op::LayerNorm, "weight_bias_7x33_offset_mean", [](CaseBuilder& b) {
-                     // A mean far from 0 makes E[x^2]-E[x]^2 lose digits; a two-pass variance does not.
-                     b.output("y", layer_norm(b.input("x", {7, 33}, 3, 5), b.param("w", {33}, 0.5, 1.5), b.param("b", {33})));
-                   }});
+  cases.push_back({Op::RmsNorm, "rank1_257",
+                   [](CaseBuilder& b) { b.output("y", rms_norm(b.input("x", {257}, -2, 2), b.param("w", {257}))); }});
+  cases.push_back(
+      {Op::LayerNorm, "weight_bias_7x33_offset_mean", [](CaseBuilder& b) {
+         // A mean far from 0 makes E[x^2]-E[x]^2 lose digits; a two-pass variance does not.
+         b.output("y", layer_norm(b.input("x", {7, 33}, 3, 5), b.param("w", {33}, 0.5, 1.5), b.param("b", {33})));
+       }});
   cases.push_back({Op::LayerNorm, "no_affine_rank4", [](CaseBuilder& b) {
                      b.output("y", layer_norm(b.input("x", {2, 3, 5, 67}, -2, 2)));
                    }});

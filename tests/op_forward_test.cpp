@@ -71,17 +71,17 @@ TEST(OpChain, SeveralOpsTwoSteps) {
   auto x = b.input("x", {5, 33, 67});
   auto w = b.param("w", {67, 65}, -0.2, 0.2);
   auto gamma = b.param("gamma", {65}, 0.5, 1.5);
-  auto h = matmul(x, w);                     // [5,33,65]
-  auto a = gelu(h) + sigmoid(h) * 0.5f;      // branch and join
+  auto h = matmul(x, w);                 // [5,33,65]
+  auto a = gelu(h) + sigmoid(h) * 0.5f;  // branch and join
   auto n = layer_norm(a, gamma);
   auto p = softmax(n, -1);
-  auto s = sum(p * n, {1});                  // [5,65]
-  auto t = permute(n, {2, 0, 1});            // [65,5,33]
-  auto sl = slice(t, 0, 1, 64, 3);           // [21,5,33]
-  auto r = sl - max(sl, {2}, true);          // minus [21,5,1]
+  auto s = sum(p * n, {1});          // [5,65]
+  auto t = permute(n, {2, 0, 1});    // [65,5,33]
+  auto sl = slice(t, 0, 1, 64, 3);   // [21,5,33]
+  auto r = sl - max(sl, {2}, true);  // minus [21,5,1]
   b.output("s", s);
   b.output("r", relu(r) + exp(neg(abs(r))));
-  b.output("mean", mean(h * h));             // no cancellation: a mean near 0 has no relative accuracy
+  b.output("mean", mean(h * h));  // no cancellation: a mean near 0 has no relative accuracy
   Session sess = build_inference_session(b.g);
   feed(sess, b);
   sess.step();

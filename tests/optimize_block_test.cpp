@@ -26,7 +26,8 @@ Tensor rms_norm_primitives(Tensor x, Tensor w) { return x * rsqrt(mean(x * x, {-
 Tensor causal_mask(Graph& g) {
   std::vector<float> m(kSeq * kSeq, 0.0f);
   for (int64_t i = 0; i < kSeq; ++i)
-    for (int64_t j = i + 1; j < kSeq; ++j) m[static_cast<size_t>(i * kSeq + j)] = -std::numeric_limits<float>::infinity();
+    for (int64_t j = i + 1; j < kSeq; ++j)
+      m[static_cast<size_t>(i * kSeq + j)] = -std::numeric_limits<float>::infinity();
   return g.constant(m, {kSeq, kSeq});
 }
 
@@ -38,7 +39,8 @@ void build(Block& b, bool primitives) {
   Graph& g = b.g;
   Tensor x = g.input("x", {kBatch, kSeq, kDim});
   Tensor n1 = g.parameter("norm1", {kDim}), n2 = g.parameter("norm2", {kDim});
-  Tensor wq = g.parameter("wq", {kDim, kDim}), wk = g.parameter("wk", {kDim, kDim}), wv = g.parameter("wv", {kDim, kDim});
+  Tensor wq = g.parameter("wq", {kDim, kDim}), wk = g.parameter("wk", {kDim, kDim}),
+         wv = g.parameter("wv", {kDim, kDim});
   Tensor wo = g.parameter("wo", {kDim, kDim});
   Tensor wg = g.parameter("gate", {kHidden, kDim}), wu = g.parameter("up", {kHidden, kDim});
   Tensor wd = g.parameter("down", {kDim, kHidden});
@@ -63,8 +65,7 @@ void expect_close(const HostTensor& a, const HostTensor& b, const std::string& w
   ASSERT_EQ(x.size(), y.size()) << what;
   double scale = 1e-30;
   for (float v : x) scale = std::max(scale, static_cast<double>(std::abs(v)));
-  for (size_t i = 0; i < x.size(); ++i)
-    ASSERT_NEAR(x[i], y[i], 2e-5 * scale) << what << " element " << i;
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(x[i], y[i], 2e-5 * scale) << what << " element " << i;
 }
 
 TEST(TransformerBlock, PrimitivesCompileToTheFusedDispatchesForward) {
@@ -77,7 +78,8 @@ TEST(TransformerBlock, PrimitivesCompileToTheFusedDispatchesForward) {
   mntest::step_both(a, b, prim.g, rng, -0.5, 0.5);
   expect_close(a.read_output("y"), b.read_output("y"), "output y");
   // And the fused ops really are there: no softmax, sigmoid or rsqrt dispatch is left.
-  for (const char* gone : {"softmax ", "sigmoid ", "rsqrt "}) EXPECT_EQ(a.listing().find(gone), std::string::npos) << gone;
+  for (const char* gone : {"softmax ", "sigmoid ", "rsqrt "})
+    EXPECT_EQ(a.listing().find(gone), std::string::npos) << gone;
 }
 
 TEST(TransformerBlock, PrimitivesCompileToTheFusedDispatchesTraining) {

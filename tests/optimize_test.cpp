@@ -1,6 +1,8 @@
 // The optimizer's rules on real graphs: each before-graph is written from primitives; the
 // optimized graph must contain the expected fused op (and not the primitives it replaces), and
 // its session must give the unoptimized session's outputs on random inputs.
+#include "optimize/optimize.hpp"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -11,7 +13,6 @@
 #include <sstream>
 
 #include "meganeura/meganeura.hpp"
-#include "optimize/optimize.hpp"
 #include "test_util.hpp"
 
 namespace {
@@ -82,8 +83,18 @@ TEST_P(RuleTest, RewritesAndKeepsValues) {
 }
 
 const RuleCase kWritten[] = {
-    {"silu", [](Graph& g) { auto x = g.input("x", {7, 33}); g.output("y", x * sigmoid(x)); }, Op::Silu, Op::Sigmoid},
-    {"silu_swapped", [](Graph& g) { auto x = g.input("x", {2, 3, 5, 7}); g.output("y", sigmoid(x) * x); }, Op::Silu, Op::Sigmoid},
+    {"silu",
+     [](Graph& g) {
+       auto x = g.input("x", {7, 33});
+       g.output("y", x * sigmoid(x));
+     },
+     Op::Silu, Op::Sigmoid},
+    {"silu_swapped",
+     [](Graph& g) {
+       auto x = g.input("x", {2, 3, 5, 7});
+       g.output("y", sigmoid(x) * x);
+     },
+     Op::Silu, Op::Sigmoid},
     {"rotary",  // Hugging Face's rotate_half: x*cos + cat(-x2, x1)*sin, rank 4 against [seq, dim] tables
      [](Graph& g) {
        auto x = g.input("x", {2, 3, 5, 8}), cs = g.input("cos", {5, 8}), sn = g.input("sin", {5, 8});
@@ -165,7 +176,8 @@ const RuleCase kWritten[] = {
      Op::Linear, Op::Gelu},
     {"linear_residual_broadcast",
      [](Graph& g) {
-       auto x = g.input("x", {2, 3, 5, 9}), w = g.input("w", {9, 6}), b = g.input("b", {6}), r = g.input("r", {3, 1, 6});
+       auto x = g.input("x", {2, 3, 5, 9}), w = g.input("w", {9, 6}), b = g.input("b", {6}),
+            r = g.input("r", {3, 1, 6});
        g.output("y", (matmul(x, w) + b) + r);
      },
      Op::Linear, Op::Add},
@@ -275,14 +287,53 @@ const RuleCase kWritten[] = {
        g.output("y", x + matmul(h, w));
      },
      Op::MatMulAdd, Op::Add},
-    {"neg_neg", [](Graph& g) { auto x = g.input("x", {9}); g.output("y", exp(-(-x))); }, Op::Input, Op::Neg},
-    {"mul_one", [](Graph& g) { auto x = g.input("x", {4, 6}); g.output("y", exp(x * 1.0f)); }, Op::Input, Op::Mul},
-    {"zero_add", [](Graph& g) { auto x = g.input("x", {4, 6}); g.output("y", exp(0.0f + x)); }, Op::Input, Op::Add},
-    {"add_zero", [](Graph& g) { auto x = g.input("x", {3, 5}); g.output("y", exp(x + 0.0f)); }, Op::Input, Op::Add},
-    {"sub_zero", [](Graph& g) { auto x = g.input("x", {3, 5}); g.output("y", exp(x - 0.0f)); }, Op::Input, Op::Sub},
-    {"one_mul", [](Graph& g) { auto x = g.input("x", {2, 7}); g.output("y", exp(1.0f * x)); }, Op::Input, Op::Mul},
-    {"div_one", [](Graph& g) { auto x = g.input("x", {2, 7}); g.output("y", exp(x / 1.0f)); }, Op::Input, Op::Div},
-    {"transpose_twice", [](Graph& g) { auto x = g.input("x", {4, 6, 3}); g.output("y", exp(transpose(transpose(x, 0, 2), 0, 2))); },
+    {"neg_neg",
+     [](Graph& g) {
+       auto x = g.input("x", {9});
+       g.output("y", exp(-(-x)));
+     },
+     Op::Input, Op::Neg},
+    {"mul_one",
+     [](Graph& g) {
+       auto x = g.input("x", {4, 6});
+       g.output("y", exp(x * 1.0f));
+     },
+     Op::Input, Op::Mul},
+    {"zero_add",
+     [](Graph& g) {
+       auto x = g.input("x", {4, 6});
+       g.output("y", exp(0.0f + x));
+     },
+     Op::Input, Op::Add},
+    {"add_zero",
+     [](Graph& g) {
+       auto x = g.input("x", {3, 5});
+       g.output("y", exp(x + 0.0f));
+     },
+     Op::Input, Op::Add},
+    {"sub_zero",
+     [](Graph& g) {
+       auto x = g.input("x", {3, 5});
+       g.output("y", exp(x - 0.0f));
+     },
+     Op::Input, Op::Sub},
+    {"one_mul",
+     [](Graph& g) {
+       auto x = g.input("x", {2, 7});
+       g.output("y", exp(1.0f * x));
+     },
+     Op::Input, Op::Mul},
+    {"div_one",
+     [](Graph& g) {
+       auto x = g.input("x", {2, 7});
+       g.output("y", exp(x / 1.0f));
+     },
+     Op::Input, Op::Div},
+    {"transpose_twice",
+     [](Graph& g) {
+       auto x = g.input("x", {4, 6, 3});
+       g.output("y", exp(transpose(transpose(x, 0, 2), 0, 2)));
+     },
      Op::Input, Op::Permute},
     {"reshape_chain",
      [](Graph& g) {
@@ -297,12 +348,14 @@ const RuleCase kWritten[] = {
 std::vector<RuleCase> gelu_cases() {
   using Inner = Tensor (*)(Tensor);
   const std::pair<const char*, Inner> inners[] = {
-      {"tanh_pow", [](Tensor x) {  // PyTorch's reference formula
+      {"tanh_pow",
+       [](Tensor x) {  // PyTorch's reference formula
          const float k = static_cast<float>(std::sqrt(2.0 / 3.14159265358979323846));
          return 1.0f + tanh(k * (x + 0.044715f * pow(x, 3.0f)));
        }},
       {"tanh_cube", [](Tensor x) { return 1.0f + tanh(0.7978845608f * (x + 0.044715f * (x * x * x))); }},
-      {"tanh_chain", [](Tensor x) {  // sqrt(2/pi) as an expression the optimizer folds
+      {"tanh_chain",
+       [](Tensor x) {  // sqrt(2/pi) as an expression the optimizer folds
          Tensor k = sqrt(x.graph().scalar(static_cast<float>(2.0 / 3.14159265358979323846)));
          return 1.0f + tanh(k * (x + 0.044715f * x * x * x));
        }},
@@ -426,16 +479,26 @@ TEST(Optimize, EveryRuleHasACase) {
     for (const auto& [rule, unions] : report.run.applied)
       if (unions > 0) fired.insert(rule);
   }
-  for (const optimize::Rewrite& r : optimize::rules()) EXPECT_TRUE(fired.count(r.name)) << "no test fires rule " << r.name;
+  for (const optimize::Rewrite& r : optimize::rules())
+    EXPECT_TRUE(fired.count(r.name)) << "no test fires rule " << r.name;
 }
 
 // Halves swapped the other way (cat(x2, -x1): the transpose), a split off the middle, or a
 // rotation along another axis are not the rotary embedding and stay as written.
 TEST(Optimize, RotaryGuards) {
   const std::pair<const char*, std::function<Tensor(Tensor)>> cases[] = {
-      {"negated_lower_half", [](Tensor x) { return concat({slice(x, -1, 4, 8), -slice(x, -1, 0, 4)}, -1); }},
-      {"off_center_split", [](Tensor x) { return concat({-slice(x, -1, 3, 8), slice(x, -1, 0, 3)}, -1); }},
-      {"other_axis", [](Tensor x) { return concat({-slice(x, 0, 3, 6), slice(x, 0, 0, 3)}, 0); }},
+      {"negated_lower_half",
+       [](Tensor x) {
+         return concat({slice(x, -1, 4, 8), -slice(x, -1, 0, 4)}, -1);
+       }},
+      {"off_center_split",
+       [](Tensor x) {
+         return concat({-slice(x, -1, 3, 8), slice(x, -1, 0, 3)}, -1);
+       }},
+      {"other_axis",
+       [](Tensor x) {
+         return concat({-slice(x, 0, 3, 6), slice(x, 0, 0, 3)}, 0);
+       }},
   };
   for (const auto& [name, rotate] : cases) {
     Graph g;
@@ -450,22 +513,26 @@ TEST(Optimize, RotaryGuards) {
 // broadcast k are left to the primitives.
 TEST(Optimize, AttentionGuards) {
   const std::pair<const char*, std::function<void(Graph&)>> cases[] = {
-      {"random_mask", [](Graph& g) {
+      {"random_mask",
+       [](Graph& g) {
          auto q = g.input("q", {2, 5, 8}), k = g.input("k", {2, 5, 8}), v = g.input("v", {2, 5, 8});
          std::vector<float> m(25, 0.0f);
          m[3] = -1e9f;   // (0, 3): above the diagonal, as causal masks are
          m[10] = -1e9f;  // (2, 0): below it, as they are not
          g.output("y", matmul(softmax(matmul(q, k, {.transpose_b = true}) + g.constant(m, {5, 5}), -1), v));
        }},
-      {"more_queries_than_keys", [](Graph& g) {
+      {"more_queries_than_keys",
+       [](Graph& g) {
          auto q = g.input("q", {1, 6, 4}), k = g.input("k", {1, 3, 4}), v = g.input("v", {1, 3, 4});
          g.output("y", matmul(softmax(matmul(q, k, {.transpose_b = true}) + causal_mask(g, 6, 3, -1e9f), -1), v));
        }},
-      {"softmax_over_queries", [](Graph& g) {
+      {"softmax_over_queries",
+       [](Graph& g) {
          auto q = g.input("q", {2, 5, 8}), k = g.input("k", {2, 5, 8}), v = g.input("v", {2, 5, 8});
          g.output("y", matmul(softmax(matmul(q, k, {.transpose_b = true}), 1), v));
        }},
-      {"broadcast_k", [](Graph& g) {
+      {"broadcast_k",
+       [](Graph& g) {
          auto q = g.input("q", {2, 5, 8}), k = g.input("k", {1, 5, 8}), v = g.input("v", {2, 5, 8});
          g.output("y", matmul(softmax(matmul(q, k, {.transpose_b = true}), -1), v));
        }},
@@ -531,8 +598,8 @@ TEST(Optimize, LinearEpilogueGuards) {
   Graph g;
   auto x = g.input("x", {5, 9}), w = g.input("w", {9, 6}), b = g.input("b", {6});
   auto full = g.input("full", {5, 6}), r = g.input("r", {5, 6}), big = g.input("big", {3, 5, 6});
-  g.output("no_bias", matmul(x, w) + full);                // [5,6] addend: matmul_add
-  g.output("act_after_res", relu(matmul(x, w) + b + r));   // linear with residual, then relu
+  g.output("no_bias", matmul(x, w) + full);                 // [5,6] addend: matmul_add
+  g.output("act_after_res", relu(matmul(x, w) + b + r));    // linear with residual, then relu
   g.output("res_broadcasts_up", (matmul(x, w) + b) + big);  // [3,5,6]: larger than the linear
   auto opt = optimize::optimize(g);
   SCOPED_TRACE(opt->to_string());
@@ -584,7 +651,8 @@ TEST(Optimize, ScatterIntoADyingTensorRunsInPlace) {
         for (size_t k = 0; k < idx.size(); ++k)
           if (idx[k] == r) want += uv[k * 6 + c];
         if (base_read_again) want *= b;
-        ASSERT_NEAR(got[r * 6 + c], want, 1e-5 * (1 + std::abs(want))) << r << "," << c << " " << mntest::seed_note(rng.seed());
+        ASSERT_NEAR(got[r * 6 + c], want, 1e-5 * (1 + std::abs(want)))
+            << r << "," << c << " " << mntest::seed_note(rng.seed());
       }
   }
 }
@@ -611,7 +679,9 @@ TEST(Optimize, NormBackwardJoinsTheResidualGradient) {
     EXPECT_LT(fused.stats().dispatches, plain.stats().dispatches);
     Rng rng;
     for (const char* name : {"x", "w", "v"}) {
-      const Shape shape = std::string(name) == "x" ? Shape{3, 7, 300} : std::string(name) == "w" ? Shape{300} : Shape{300, 300};
+      const Shape shape = std::string(name) == "x"   ? Shape{3, 7, 300}
+                          : std::string(name) == "w" ? Shape{300}
+                                                     : Shape{300, 300};
       HostTensor t = mntest::host_f32(shape, rng.floats(numel(shape), -1, 1));
       fused.set_parameter(name, t);
       plain.set_parameter(name, t);
@@ -621,7 +691,8 @@ TEST(Optimize, NormBackwardJoinsTheResidualGradient) {
     const std::vector<float> a = fused.read_grad("x").to_f32(), b = plain.read_grad("x").to_f32();
     double scale = 1e-30;
     for (float e : b) scale = std::max(scale, static_cast<double>(std::abs(e)));
-    for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-4 * scale) << "d x " << i << " " << mntest::seed_note(rng.seed());
+    for (size_t i = 0; i < a.size(); ++i)
+      ASSERT_NEAR(a[i], b[i], 1e-4 * scale) << "d x " << i << " " << mntest::seed_note(rng.seed());
   }
 }
 
@@ -630,7 +701,8 @@ TEST(Optimize, NormBackwardJoinsTheResidualGradient) {
 // elsewhere, which stays a dispatch of its own.
 TEST(Optimize, ReductionOfAProductMapsIt) {
   Graph g;
-  Tensor a = g.input("a", {3, 37, 301}), b = g.input("b", {3, 37, 301}), c = g.input("c", {5, 8}), d = g.input("d", {5, 8});
+  Tensor a = g.input("a", {3, 37, 301}), b = g.input("b", {3, 37, 301}), c = g.input("c", {5, 8}),
+         d = g.input("d", {5, 8});
   g.output("rows", sum(a * b, {2}));
   g.output("cols", mean(g.input("e", {4, 6, 9}) * g.input("f", {4, 6, 9}), {0, 2}));
   Tensor cd = c * d;
@@ -638,7 +710,8 @@ TEST(Optimize, ReductionOfAProductMapsIt) {
   Session fused = build_inference_session(g), plain = build_inference_session(g, {.optimize = false});
   int muls = 0;
   std::istringstream lines(fused.listing());
-  for (std::string line; std::getline(lines, line);) muls += line.rfind("dispatch", 0) == 0 && line.find(" mul %") != std::string::npos;
+  for (std::string line; std::getline(lines, line);)
+    muls += line.rfind("dispatch", 0) == 0 && line.find(" mul %") != std::string::npos;
   EXPECT_EQ(muls, 1) << fused.listing();  // only c * d, which the add reads too
   Rng rng;
   mntest::step_both(fused, plain, g, rng, -1, 1);

@@ -14,7 +14,7 @@ namespace {
 struct Field {
   uint32_t number = 0;
   int wire = 0;
-  uint64_t value = 0;     // wire 0, 1, 5
+  uint64_t value = 0;      // wire 0, 1, 5
   std::string_view bytes;  // wire 2
 };
 
@@ -195,7 +195,8 @@ DecodedTrace decode_trace(const std::string& bytes) {
     ADD_FAILURE() << "malformed trace: " << e.what();
   }
   for (auto& [uuid, stack] : open)
-    for (int i : stack) ADD_FAILURE() << "slice \"" << out.tracks[uuid].slices[static_cast<size_t>(i)].name << "\" never ends";
+    for (int i : stack)
+      ADD_FAILURE() << "slice \"" << out.tracks[uuid].slices[static_cast<size_t>(i)].name << "\" never ends";
   return out;
 }
 

@@ -1,13 +1,14 @@
 // The reference evaluator: one plain loop nest per op, in double, PyTorch semantics.
 #include "reference.hpp"
-#include "reference_attention.hpp"
-#include "reference_index.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <numeric>
+
+#include "reference_attention.hpp"
+#include "reference_index.hpp"
 
 namespace mntest {
 
@@ -29,7 +30,7 @@ uint16_t f32_to_f16_bits(float f) {
     float af;
     std::memcpy(&af, &a, 4);
     const double scaled = static_cast<double>(af) * 16777216.0;  // exact
-    const double r = std::nearbyint(scaled);                      // ties to even (default mode)
+    const double r = std::nearbyint(scaled);                     // ties to even (default mode)
     return static_cast<uint16_t>(sign | static_cast<uint32_t>(r));
   }
   const uint32_t e = ((a >> 23) - 127u + 15u);
@@ -45,8 +46,9 @@ float f16_bits_to_f32(uint16_t h) {
   const int e = (h >> 10) & 0x1f;
   const int m = h & 0x3ff;
   if (e == 0) return static_cast<float>(sign * std::ldexp(static_cast<double>(m), -24));
-  if (e == 31) return m ? std::numeric_limits<float>::quiet_NaN()
-                        : static_cast<float>(sign * std::numeric_limits<double>::infinity());
+  if (e == 31)
+    return m ? std::numeric_limits<float>::quiet_NaN()
+             : static_cast<float>(sign * std::numeric_limits<double>::infinity());
   return static_cast<float>(sign * std::ldexp(1.0 + m / 1024.0, e - 15));
 }
 
@@ -71,11 +73,6 @@ float bf16_bits_to_f32(uint16_t h) {
 namespace {
 
 using namespace index;
-
-
-
-
-
 
 double round_to(DType t, double v) {
   switch (t) {
@@ -163,8 +160,6 @@ int64_t wrap_index(double raw, int64_t dim, const std::string& what) {
   return i;
 }
 
-
-
 // rms_norm (layer = false: mean 0) / layer_norm statistics of a row: mean and 1/sqrt(var + eps).
 void norm_stats(const double* row, int64_t D, bool layer, double eps, double& mean, double& inv) {
   mean = 0;
@@ -216,7 +211,7 @@ RefTensor eval_node(const meganeura::Graph& g, const Node& n, const std::vector<
     case Op::ClipGradNorm:
     case Op::OptimizerUpdate:  // training sessions have their own host reference (train_util.hpp)
       throw ReferenceError("reference: " + std::string(op_name(n.op)) + " is a training op");
-    case Op::CacheWrite: {       // the state with rows [position, position + S) replaced
+    case Op::CacheWrite: {  // the state with rows [position, position + S) replaced
       out = in(0);
       const auto& rows = in(1);
       const size_t r = rows.shape.size();
@@ -237,15 +232,39 @@ RefTensor eval_node(const meganeura::Graph& g, const Node& n, const std::vector<
       t.shape = n.shape;
       return t;
     }
-    case Op::Neg: case Op::Abs: case Op::Exp: case Op::Log: case Op::Sqrt: case Op::Rsqrt:
-    case Op::Reciprocal: case Op::Relu: case Op::Gelu: case Op::GeluTanh: case Op::Silu:
-    case Op::Sigmoid: case Op::Tanh: case Op::Erf: case Op::Sin: case Op::Cos: case Op::PowScalar: {
+    case Op::Neg:
+    case Op::Abs:
+    case Op::Exp:
+    case Op::Log:
+    case Op::Sqrt:
+    case Op::Rsqrt:
+    case Op::Reciprocal:
+    case Op::Relu:
+    case Op::Gelu:
+    case Op::GeluTanh:
+    case Op::Silu:
+    case Op::Sigmoid:
+    case Op::Tanh:
+    case Op::Erf:
+    case Op::Sin:
+    case Op::Cos:
+    case Op::PowScalar: {
       const auto& x = in(0);
       for (size_t i = 0; i < out.v.size(); ++i) out.v[i] = unary(n.op, x.v[i], A.scalar);
       return out;
     }
-    case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Maximum: case Op::Minimum:
-    case Op::SwiGlu: case Op::Equal: case Op::NotEqual: case Op::Less: case Op::LessEqual: case Op::Greater:
+    case Op::Add:
+    case Op::Sub:
+    case Op::Mul:
+    case Op::Div:
+    case Op::Maximum:
+    case Op::Minimum:
+    case Op::SwiGlu:
+    case Op::Equal:
+    case Op::NotEqual:
+    case Op::Less:
+    case Op::LessEqual:
+    case Op::Greater:
     case Op::GreaterEqual: {
       const auto& a = in(0);
       const auto& b = in(1);
@@ -276,7 +295,9 @@ RefTensor eval_node(const meganeura::Graph& g, const Node& n, const std::vector<
       }
       return out;
     }
-    case Op::MatMul: case Op::Linear: case Op::MatMulAdd: {
+    case Op::MatMul:
+    case Op::Linear:
+    case Op::MatMulAdd: {
       const auto& a = in(0);
       const auto& b = in(1);
       const size_t ra = a.shape.size(), rb = b.shape.size(), R = n.shape.size();
@@ -325,12 +346,14 @@ RefTensor eval_node(const meganeura::Graph& g, const Node& n, const std::vector<
     case Op::Attention: return attention_reference(n, in(0), in(1), in(2), n.inputs.size() > 3 ? &in(3) : nullptr);
     case Op::AttentionBackward: {  // (q, k, v, o, dout, delta) -> the gradient of input attrs.axis
       RefTensor grads[3];
-      attention_reference_vjp(n, in(0), in(1), in(2), in(4), &in(5), n.inputs.size() > 6 ? &in(6) : nullptr, grads[0], grads[1],
-                              grads[2]);
+      attention_reference_vjp(n, in(0), in(1), in(2), in(4), &in(5), n.inputs.size() > 6 ? &in(6) : nullptr, grads[0],
+                              grads[1], grads[2]);
       if (A.axis < 0 || A.axis > 2) throw ReferenceError("reference: attention_backward input index out of range");
       return grads[A.axis];
     }
-    case Op::Sum: case Op::Mean: case Op::Max: {
+    case Op::Sum:
+    case Op::Mean:
+    case Op::Max: {
       const auto& x = in(0);
       const size_t r = x.shape.size();
       std::vector<bool> red(r, A.axes.empty());
@@ -338,7 +361,10 @@ RefTensor eval_node(const meganeura::Graph& g, const Node& n, const std::vector<
       Shape kept = x.shape;
       int64_t cnt = 1;
       for (size_t d = 0; d < r; ++d)
-        if (red[d]) { cnt *= kept[d]; kept[d] = 1; }
+        if (red[d]) {
+          cnt *= kept[d];
+          kept[d] = 1;
+        }
       auto ks = contiguous_strides(kept);
       for (size_t d = 0; d < r; ++d)
         if (red[d]) ks[d] = 0;
@@ -347,8 +373,10 @@ RefTensor eval_node(const meganeura::Graph& g, const Node& n, const std::vector<
       if (n.op == Op::Max) std::fill(out.v.begin(), out.v.end(), -std::numeric_limits<double>::infinity());
       for_each_index(x.shape, [&](int64_t i, const std::vector<int64_t>& idx) {
         double& o = out.v[dot(idx, ks)];
-        if (n.op == Op::Max) o = std::max(o, x.v[i]);
-        else o += x.v[i];
+        if (n.op == Op::Max)
+          o = std::max(o, x.v[i]);
+        else
+          o += x.v[i];
       });
       if (n.op == Op::Mean)
         for (auto& v : out.v) v /= static_cast<double>(cnt);
@@ -364,13 +392,17 @@ RefTensor eval_node(const meganeura::Graph& g, const Node& n, const std::vector<
           double bv = x.v[o * len * inner + i];
           for (int64_t k = 1; k < len; ++k) {
             const double v = x.v[(o * len + k) * inner + i];
-            if (v > bv) { bv = v; best = k; }
+            if (v > bv) {
+              bv = v;
+              best = k;
+            }
           }
           out.v[o * inner + i] = static_cast<double>(best);
         }
       return out;
     }
-    case Op::Softmax: case Op::LogSoftmax: {
+    case Op::Softmax:
+    case Op::LogSoftmax: {
       const auto& x = in(0);
       int64_t outer, len, inner;
       split_axis(x.shape, norm_axis(A.axis, x.shape.size()), outer, len, inner);
@@ -382,12 +414,12 @@ RefTensor eval_node(const meganeura::Graph& g, const Node& n, const std::vector<
           double s = 0;
           for (int64_t k = 0; k < len; ++k) s += std::exp(x.v[at(k)] - mx);
           for (int64_t k = 0; k < len; ++k)
-            out.v[at(k)] = n.op == Op::Softmax ? std::exp(x.v[at(k)] - mx) / s
-                                               : x.v[at(k)] - mx - std::log(s);
+            out.v[at(k)] = n.op == Op::Softmax ? std::exp(x.v[at(k)] - mx) / s : x.v[at(k)] - mx - std::log(s);
         }
       return out;
     }
-    case Op::RmsNorm: case Op::LayerNorm: {
+    case Op::RmsNorm:
+    case Op::LayerNorm: {
       const auto& x = in(0);
       const int64_t D = x.shape.back();
       const int64_t rows = count(x.shape) / D;
@@ -417,8 +449,10 @@ RefTensor eval_node(const meganeura::Graph& g, const Node& n, const std::vector<
         std::vector<int64_t> pidx = idx;
         pidx.back() = j < h ? j + h : j - h;
         double rot;
-        if (A.count == 0) rot = (j < h ? -x.v[partner] : x.v[partner]) * s.v[dot(idx, ss)];
-        else rot = (j < h ? 1.0 : -1.0) * x.v[partner] * s.v[dot(pidx, ss)];
+        if (A.count == 0)
+          rot = (j < h ? -x.v[partner] : x.v[partner]) * s.v[dot(idx, ss)];
+        else
+          rot = (j < h ? 1.0 : -1.0) * x.v[partner] * s.v[dot(pidx, ss)];
         out.v[i] = x.v[i] * c.v[dot(idx, sc)] + rot;
       });
       return out;
@@ -454,8 +488,7 @@ RefTensor eval_node(const meganeura::Graph& g, const Node& n, const std::vector<
         const auto& x = in(k);
         const int64_t len = x.shape[ax];
         for (int64_t o = 0; o < outer; ++o)
-          for (int64_t j = 0; j < len * inner; ++j)
-            out.v[(o * total + off) * inner + j] = x.v[o * len * inner + j];
+          for (int64_t j = 0; j < len * inner; ++j) out.v[(o * total + off) * inner + j] = x.v[o * len * inner + j];
         off += len;
       }
       return out;
@@ -475,8 +508,7 @@ RefTensor eval_node(const meganeura::Graph& g, const Node& n, const std::vector<
       for (int64_t o = 0; o < outer; ++o)
         for (int64_t j = 0; j < ni; ++j) {
           const int64_t src = wrap_index(idx.v[j], dim, "gather");
-          for (int64_t i = 0; i < inner; ++i)
-            out.v[(o * ni + j) * inner + i] = x.v[(o * dim + src) * inner + i];
+          for (int64_t i = 0; i < inner; ++i) out.v[(o * ni + j) * inner + i] = x.v[(o * dim + src) * inner + i];
         }
       return out;
     }
@@ -493,8 +525,7 @@ RefTensor eval_node(const meganeura::Graph& g, const Node& n, const std::vector<
       for (int64_t o = 0; o < outer; ++o)
         for (int64_t j = 0; j < ni; ++j) {
           const int64_t dst = wrap_index(idx.v[j], dim, "scatter_add");
-          for (int64_t i = 0; i < inner; ++i)
-            out.v[(o * dim + dst) * inner + i] += upd.v[(o * ni + j) * inner + i];
+          for (int64_t i = 0; i < inner; ++i) out.v[(o * dim + dst) * inner + i] += upd.v[(o * ni + j) * inner + i];
         }
       return out;
     }
@@ -529,23 +560,29 @@ RefTensor eval_node(const meganeura::Graph& g, const Node& n, const std::vector<
       out.v[0] = valid ? total / static_cast<double>(valid) : std::numeric_limits<double>::quiet_NaN();
       return out;
     }
-    case Op::MseLoss: case Op::BinaryCrossEntropy: case Op::BinaryCrossEntropyWithLogits: {
+    case Op::MseLoss:
+    case Op::BinaryCrossEntropy:
+    case Op::BinaryCrossEntropyWithLogits: {
       const auto& p = in(0);
       const auto& t = in(1);
       if (p.v.size() != t.v.size()) throw ReferenceError("reference: loss operands differ in size");
       double s = 0;
       for (size_t i = 0; i < p.v.size(); ++i) {
         const double x = p.v[i], y = t.v[i];
-        if (n.op == Op::MseLoss) s += (x - y) * (x - y);
+        if (n.op == Op::MseLoss)
+          s += (x - y) * (x - y);
         else if (n.op == Op::BinaryCrossEntropy)
           s += -(y * std::max(std::log(x), -100.0) + (1 - y) * std::max(std::log(1 - x), -100.0));
-        else s += std::max(x, 0.0) - x * y + std::log1p(std::exp(-std::fabs(x)));
+        else
+          s += std::max(x, 0.0) - x * y + std::log1p(std::exp(-std::fabs(x)));
       }
       out.v[0] = s / static_cast<double>(p.v.size());
       return out;
     }
     // ---- backward ops (made by autodiff) ----
-    case Op::GeluBackward: case Op::GeluTanhBackward: case Op::SiluBackward: {  // (x, dy) -> dy * f'(x)
+    case Op::GeluBackward:
+    case Op::GeluTanhBackward:
+    case Op::SiluBackward: {  // (x, dy) -> dy * f'(x)
       const auto& x = in(0);
       const auto& dy = in(1);
       const auto sx = broadcast_strides(x.shape, n.shape), sd = broadcast_strides(dy.shape, n.shape);
@@ -554,7 +591,8 @@ RefTensor eval_node(const meganeura::Graph& g, const Node& n, const std::vector<
       });
       return out;
     }
-    case Op::SoftmaxBackward: case Op::LogSoftmaxBackward: {  // (y, dy), y the forward output
+    case Op::SoftmaxBackward:
+    case Op::LogSoftmaxBackward: {  // (y, dy), y the forward output
       const auto& y = in(0);
       const auto& dy = in(1);
       int64_t outer, len, inner;
@@ -565,12 +603,13 @@ RefTensor eval_node(const meganeura::Graph& g, const Node& n, const std::vector<
           double s = 0;
           for (int64_t k = 0; k < len; ++k) s += n.op == Op::SoftmaxBackward ? dy.v[at(k)] * y.v[at(k)] : dy.v[at(k)];
           for (int64_t k = 0; k < len; ++k)
-            out.v[at(k)] = n.op == Op::SoftmaxBackward ? y.v[at(k)] * (dy.v[at(k)] - s)
-                                                       : dy.v[at(k)] - std::exp(y.v[at(k)]) * s;
+            out.v[at(k)] =
+                n.op == Op::SoftmaxBackward ? y.v[at(k)] * (dy.v[at(k)] - s) : dy.v[at(k)] - std::exp(y.v[at(k)]) * s;
         }
       return out;
     }
-    case Op::RmsNormBackward: case Op::LayerNormBackward: {  // (x, dy[, w]) -> dx
+    case Op::RmsNormBackward:
+    case Op::LayerNormBackward: {  // (x, dy[, w]) -> dx
       const auto& x = in(0);
       const auto& dy = in(1);
       const RefTensor* w = n.inputs.size() > 2 ? &in(2) : nullptr;
@@ -596,7 +635,8 @@ RefTensor eval_node(const meganeura::Graph& g, const Node& n, const std::vector<
       }
       return out;
     }
-    case Op::RmsNormWeightGrad: case Op::LayerNormWeightGrad: {  // (x, dy) -> sum over rows of dy * xhat
+    case Op::RmsNormWeightGrad:
+    case Op::LayerNormWeightGrad: {  // (x, dy) -> sum over rows of dy * xhat
       const auto& x = in(0);
       const auto& dy = in(1);
       const int64_t D = x.shape.back();
@@ -621,7 +661,8 @@ RefTensor eval_node(const meganeura::Graph& g, const Node& n, const std::vector<
         if (l == A.ignore_index) continue;  // zeros
         if (l < 0 || l >= C) throw ReferenceError("reference: cross_entropy label out of range");
         const auto p = softmax_row(&x.v[r * C], C);
-        for (int64_t k = 0; k < C; ++k) out.v[r * C + k] = (p[k] - (k == l ? 1.0 : 0.0)) * dloss / static_cast<double>(valid);
+        for (int64_t k = 0; k < C; ++k)
+          out.v[r * C + k] = (p[k] - (k == l ? 1.0 : 0.0)) * dloss / static_cast<double>(valid);
       }
       return out;
     }
@@ -631,7 +672,8 @@ RefTensor eval_node(const meganeura::Graph& g, const Node& n, const std::vector<
       const int64_t ax = norm_axis(A.axis, n.shape.size());
       const int64_t base = A.start * st[ax];
       st[ax] *= A.step;
-      for_each_index(dy.shape, [&](int64_t i, const std::vector<int64_t>& idx) { out.v[base + dot(idx, st)] = dy.v[i]; });
+      for_each_index(dy.shape,
+                     [&](int64_t i, const std::vector<int64_t>& idx) { out.v[base + dot(idx, st)] = dy.v[i]; });
       return out;
     }
   }
@@ -654,18 +696,42 @@ RefTensor from_host(const meganeura::HostTensor& t) {
   const std::byte* p = t.bytes.data();
   for (size_t i = 0; i < n; ++i) {
     switch (t.dtype) {
-      case DType::f32: { float f; std::memcpy(&f, p + 4 * i, 4); r.v[i] = f; break; }
-      case DType::i32: { int32_t v; std::memcpy(&v, p + 4 * i, 4); r.v[i] = v; break; }
-      case DType::u32: { uint32_t v; std::memcpy(&v, p + 4 * i, 4); r.v[i] = v; break; }
-      case DType::f16: { uint16_t h; std::memcpy(&h, p + 2 * i, 2); r.v[i] = f16_bits_to_f32(h); break; }
-      case DType::bf16: { uint16_t h; std::memcpy(&h, p + 2 * i, 2); r.v[i] = bf16_bits_to_f32(h); break; }
+      case DType::f32: {
+        float f;
+        std::memcpy(&f, p + 4 * i, 4);
+        r.v[i] = f;
+        break;
+      }
+      case DType::i32: {
+        int32_t v;
+        std::memcpy(&v, p + 4 * i, 4);
+        r.v[i] = v;
+        break;
+      }
+      case DType::u32: {
+        uint32_t v;
+        std::memcpy(&v, p + 4 * i, 4);
+        r.v[i] = v;
+        break;
+      }
+      case DType::f16: {
+        uint16_t h;
+        std::memcpy(&h, p + 2 * i, 2);
+        r.v[i] = f16_bits_to_f32(h);
+        break;
+      }
+      case DType::bf16: {
+        uint16_t h;
+        std::memcpy(&h, p + 2 * i, 2);
+        r.v[i] = bf16_bits_to_f32(h);
+        break;
+      }
     }
   }
   return r;
 }
 
-std::vector<RefTensor> evaluate(const meganeura::Graph& g,
-                                const std::map<std::string, meganeura::HostTensor>& feeds) {
+std::vector<RefTensor> evaluate(const meganeura::Graph& g, const std::map<std::string, meganeura::HostTensor>& feeds) {
   std::vector<RefTensor> vals;
   vals.reserve(g.nodes().size());
   for (const Node& n : g.nodes()) vals.push_back(eval_node(g, n, vals, feeds));

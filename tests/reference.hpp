@@ -36,7 +36,6 @@ RefTensor from_host(const meganeura::HostTensor& t);
 
 // Evaluates every node of `g` in order. `feeds` holds the values of every input and parameter
 // by name. Returns one RefTensor per node id.
-std::vector<RefTensor> evaluate(const meganeura::Graph& g,
-                                const std::map<std::string, meganeura::HostTensor>& feeds);
+std::vector<RefTensor> evaluate(const meganeura::Graph& g, const std::map<std::string, meganeura::HostTensor>& feeds);
 
 }  // namespace mntest

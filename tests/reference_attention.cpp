@@ -36,7 +36,8 @@ struct Geometry {
 
 Geometry geometry(const Node& n, const Shape& q, const Shape& k, const Shape& v, const RefTensor* position) {
   const size_t r = q.size();
-  if (r < 2 || k.size() != r || v.size() != r) throw ReferenceError("reference: attention needs q, k, v of one rank >= 2");
+  if (r < 2 || k.size() != r || v.size() != r)
+    throw ReferenceError("reference: attention needs q, k, v of one rank >= 2");
   Geometry g;
   g.seq_major = n.attrs.seq_major;
   const size_t seq = g.seq_major ? r - 3 : r - 2, heads = g.seq_major ? r - 2 : r - 3;
@@ -58,7 +59,8 @@ Geometry geometry(const Node& n, const Shape& q, const Shape& k, const Shape& v,
 }
 
 // Probabilities of query row (bh, i): p[j] (0 where masked); false if the row sees no key.
-bool probabilities(const Geometry& g, const RefTensor& q, const RefTensor& k, int64_t bh, int64_t i, std::vector<double>& p) {
+bool probabilities(const Geometry& g, const RefTensor& q, const RefTensor& k, int64_t bh, int64_t i,
+                   std::vector<double>& p) {
   const int64_t kv = g.kv_of(bh);
   p.assign(static_cast<size_t>(g.sk), 0.0);
   double m = -std::numeric_limits<double>::infinity();
@@ -88,13 +90,15 @@ RefTensor attention_reference(const Node& n, const RefTensor& q, const RefTensor
     for (int64_t i = 0; i < g.sq; ++i) {
       if (!probabilities(g, q, k, bh, i, p)) continue;  // sees no key: zeros
       for (int64_t j = 0; j < g.sk; ++j)
-        for (int64_t x = 0; x < g.dv; ++x) out.v[g.q_at(bh, i, g.dv) + x] += p[j] * v.v[g.kv_at(g.kv_of(bh), j, g.dv) + x];
+        for (int64_t x = 0; x < g.dv; ++x)
+          out.v[g.q_at(bh, i, g.dv) + x] += p[j] * v.v[g.kv_at(g.kv_of(bh), j, g.dv) + x];
     }
   return out;
 }
 
-void attention_reference_vjp(const Node& n, const RefTensor& q, const RefTensor& k, const RefTensor& v, const RefTensor& dout,
-                             const RefTensor* delta, const RefTensor* position, RefTensor& dq, RefTensor& dk, RefTensor& dv) {
+void attention_reference_vjp(const Node& n, const RefTensor& q, const RefTensor& k, const RefTensor& v,
+                             const RefTensor& dout, const RefTensor* delta, const RefTensor* position, RefTensor& dq,
+                             RefTensor& dk, RefTensor& dv) {
   const Geometry g = geometry(n, q.shape, k.shape, v.shape, position);
   dq = {q.shape, meganeura::f32, std::vector<double>(q.v.size(), 0.0)};
   dk = {k.shape, meganeura::f32, std::vector<double>(k.v.size(), 0.0)};

@@ -1,8 +1,6 @@
 // The reference gradients: one loop nest per op, in double, PyTorch semantics. Shares nothing
 // with src/autodiff; the forward values come from the forward reference (reference.cpp).
 #include "reference_grad.hpp"
-#include "reference_attention.hpp"
-#include "reference_index.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -10,6 +8,9 @@
 #include <limits>
 #include <random>
 #include <sstream>
+
+#include "reference_attention.hpp"
+#include "reference_index.hpp"
 
 namespace mntest {
 
@@ -21,13 +22,6 @@ using meganeura::Shape;
 namespace {
 
 using namespace index;
-
-
-
-
-
-
-
 
 int64_t wrap_index(double raw, int64_t dim) {
   int64_t i = static_cast<int64_t>(raw);
@@ -114,8 +108,14 @@ struct MatMulShape {
 
 MatMulShape matmul_shape(const Shape& a, const Shape& b, const Shape& y, bool ta, bool tb) {
   const size_t ra = a.size(), rb = b.size();
-  MatMulShape s{ta ? a[ra - 1] : a[ra - 2], ta ? a[ra - 2] : a[ra - 1], tb ? b[rb - 2] : b[rb - 1],
-                Shape(y.begin(), y.end() - 2), {}, {}, ta, tb};
+  MatMulShape s{ta ? a[ra - 1] : a[ra - 2],
+                ta ? a[ra - 2] : a[ra - 1],
+                tb ? b[rb - 2] : b[rb - 1],
+                Shape(y.begin(), y.end() - 2),
+                {},
+                {},
+                ta,
+                tb};
   s.sa = broadcast_strides(Shape(a.begin(), a.end() - 2), s.batch);
   s.sb = broadcast_strides(Shape(b.begin(), b.end() - 2), s.batch);
   return s;
@@ -151,16 +151,35 @@ std::vector<std::optional<RefTensor>> reference_vjp(const Node& n, const std::ve
   if (g.v.size() != y.v.size()) throw ReferenceError("reference_grad: cotangent size differs from the output's");
 
   switch (n.op) {
-    case Op::Neg: case Op::Abs: case Op::Exp: case Op::Log: case Op::Sqrt: case Op::Rsqrt:
-    case Op::Reciprocal: case Op::Relu: case Op::Gelu: case Op::GeluTanh: case Op::Silu:
-    case Op::Sigmoid: case Op::Tanh: case Op::Erf: case Op::Sin: case Op::Cos: case Op::PowScalar: {
+    case Op::Neg:
+    case Op::Abs:
+    case Op::Exp:
+    case Op::Log:
+    case Op::Sqrt:
+    case Op::Rsqrt:
+    case Op::Reciprocal:
+    case Op::Relu:
+    case Op::Gelu:
+    case Op::GeluTanh:
+    case Op::Silu:
+    case Op::Sigmoid:
+    case Op::Tanh:
+    case Op::Erf:
+    case Op::Sin:
+    case Op::Cos:
+    case Op::PowScalar: {
       const auto& x = in(0);
       RefTensor d = zeros(x.shape);
       for (size_t i = 0; i < d.v.size(); ++i) d.v[i] = g.v[i] * unary_derivative(n.op, x.v[i], y.v[i], A.scalar);
       r[0] = std::move(d);
       return r;
     }
-    case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Maximum: case Op::Minimum:
+    case Op::Add:
+    case Op::Sub:
+    case Op::Mul:
+    case Op::Div:
+    case Op::Maximum:
+    case Op::Minimum:
     case Op::SwiGlu: {
       const Bcast a(in(0), y.shape), b(in(1), y.shape);
       RefTensor ga = zeros(y.shape), gb = zeros(y.shape);
@@ -168,21 +187,38 @@ std::vector<std::optional<RefTensor>> reference_vjp(const Node& n, const std::ve
         const double av = a.at(idx), bv = b.at(idx), gi = g.v[i];
         double da = 0, db = 0;
         switch (n.op) {
-          case Op::Add: da = gi; db = gi; break;
-          case Op::Sub: da = gi; db = -gi; break;
-          case Op::Mul: da = gi * bv; db = gi * av; break;
-          case Op::Div: da = gi / bv; db = -gi * av / (bv * bv); break;
+          case Op::Add:
+            da = gi;
+            db = gi;
+            break;
+          case Op::Sub:
+            da = gi;
+            db = -gi;
+            break;
+          case Op::Mul:
+            da = gi * bv;
+            db = gi * av;
+            break;
+          case Op::Div:
+            da = gi / bv;
+            db = -gi * av / (bv * bv);
+            break;
           case Op::SwiGlu: {  // silu(g) * u: d g = gi u sigma(g) (1 + g (1 - sigma(g))), d u = gi silu(g)
             const double s = 1.0 / (1.0 + std::exp(-av));
             da = gi * bv * s * (1.0 + av * (1.0 - s));
             db = gi * av * s;
             break;
           }
-          case Op::Maximum: case Op::Minimum: {
+          case Op::Maximum:
+          case Op::Minimum: {
             const bool a_wins = n.op == Op::Maximum ? av > bv : av < bv;
-            if (av == bv) { da = 0.5 * gi; db = 0.5 * gi; }
-            else if (a_wins) da = gi;
-            else db = gi;
+            if (av == bv) {
+              da = 0.5 * gi;
+              db = 0.5 * gi;
+            } else if (a_wins)
+              da = gi;
+            else
+              db = gi;
             break;
           }
           default: break;
@@ -216,9 +252,8 @@ std::vector<std::optional<RefTensor>> reference_vjp(const Node& n, const std::ve
     case Op::Where: {
       const Bcast c(in(0), y.shape);
       RefTensor ga = zeros(y.shape), gb = zeros(y.shape);
-      for_each_index(y.shape, [&](int64_t i, const std::vector<int64_t>& idx) {
-        (c.at(idx) != 0.0 ? ga : gb).v[i] = g.v[i];
-      });
+      for_each_index(y.shape,
+                     [&](int64_t i, const std::vector<int64_t>& idx) { (c.at(idx) != 0.0 ? ga : gb).v[i] = g.v[i]; });
       if (carries_gradient(in(1).dtype)) r[1] = unbroadcast(ga, in(1).shape);
       if (carries_gradient(in(2).dtype)) r[2] = unbroadcast(gb, in(2).shape);
       return r;
@@ -232,7 +267,8 @@ std::vector<std::optional<RefTensor>> reference_vjp(const Node& n, const std::ve
       }
       return r;
     }
-    case Op::MatMul: case Op::MatMulAdd: {
+    case Op::MatMul:
+    case Op::MatMulAdd: {
       if (n.op == Op::MatMulAdd) r[2] = unbroadcast(g, in(2).shape);
       const MatMulShape ms = matmul_shape(in(0).shape, in(1).shape, y.shape, A.transpose_a, A.transpose_b);
       RefTensor ga, gb;
@@ -275,7 +311,9 @@ std::vector<std::optional<RefTensor>> reference_vjp(const Node& n, const std::ve
       r[2] = std::move(dv);
       return r;
     }
-    case Op::Sum: case Op::Mean: case Op::Max: {
+    case Op::Sum:
+    case Op::Mean:
+    case Op::Max: {
       const auto& x = in(0);
       const size_t rk = x.shape.size();
       std::vector<bool> red(rk, A.axes.empty());
@@ -283,7 +321,10 @@ std::vector<std::optional<RefTensor>> reference_vjp(const Node& n, const std::ve
       Shape kept = x.shape;
       int64_t cnt = 1;
       for (size_t d = 0; d < rk; ++d)
-        if (red[d]) { cnt *= kept[d]; kept[d] = 1; }
+        if (red[d]) {
+          cnt *= kept[d];
+          kept[d] = 1;
+        }
       auto ks = contiguous_strides(kept);
       for (size_t d = 0; d < rk; ++d)
         if (red[d]) ks[d] = 0;
@@ -296,14 +337,18 @@ std::vector<std::optional<RefTensor>> reference_vjp(const Node& n, const std::ve
         });
       for_each_index(x.shape, [&](int64_t i, const std::vector<int64_t>& idx) {
         const int64_t o = dot(idx, ks);
-        if (n.op == Op::Sum) d.v[i] = g.v[o];
-        else if (n.op == Op::Mean) d.v[i] = g.v[o] / static_cast<double>(cnt);
-        else d.v[i] = x.v[i] == y.v[o] ? g.v[o] / ties[o] : 0.0;
+        if (n.op == Op::Sum)
+          d.v[i] = g.v[o];
+        else if (n.op == Op::Mean)
+          d.v[i] = g.v[o] / static_cast<double>(cnt);
+        else
+          d.v[i] = x.v[i] == y.v[o] ? g.v[o] / ties[o] : 0.0;
       });
       r[0] = std::move(d);
       return r;
     }
-    case Op::Softmax: case Op::LogSoftmax: {
+    case Op::Softmax:
+    case Op::LogSoftmax: {
       const auto& x = in(0);
       int64_t outer, len, inner;
       split_axis(x.shape, norm_axis(A.axis, x.shape.size()), outer, len, inner);
@@ -324,7 +369,8 @@ std::vector<std::optional<RefTensor>> reference_vjp(const Node& n, const std::ve
       r[0] = std::move(d);
       return r;
     }
-    case Op::RmsNorm: case Op::LayerNorm: {
+    case Op::RmsNorm:
+    case Op::LayerNorm: {
       const auto& x = in(0);
       const int64_t D = x.shape.back();
       const int64_t rows = count(x.shape) / D;
@@ -351,12 +397,15 @@ std::vector<std::optional<RefTensor>> reference_vjp(const Node& n, const std::ve
           db.v[k] += gr[k];
         }
         double mg = 0, mgx = 0;  // mean(gy), mean(gy * xhat)
-        for (int64_t k = 0; k < D; ++k) { mg += gy[k]; mgx += gy[k] * xhat[k]; }
+        for (int64_t k = 0; k < D; ++k) {
+          mg += gy[k];
+          mgx += gy[k] * xhat[k];
+        }
         mg /= D;
         mgx /= D;
         for (int64_t k = 0; k < D; ++k)
-          dx.v[row * D + k] = n.op == Op::LayerNorm ? inv * (gy[k] - mg - xhat[k] * mgx)
-                                                    : inv * (gy[k] - xhat[k] * mgx);
+          dx.v[row * D + k] =
+              n.op == Op::LayerNorm ? inv * (gy[k] - mg - xhat[k] * mgx) : inv * (gy[k] - xhat[k] * mgx);
       }
       r[0] = std::move(dx);
       if (w) r[1] = std::move(dw);
@@ -473,7 +522,9 @@ std::vector<std::optional<RefTensor>> reference_vjp(const Node& n, const std::ve
       r[0] = std::move(d);
       return r;
     }
-    case Op::MseLoss: case Op::BinaryCrossEntropy: case Op::BinaryCrossEntropyWithLogits: {
+    case Op::MseLoss:
+    case Op::BinaryCrossEntropy:
+    case Op::BinaryCrossEntropyWithLogits: {
       const auto& p = in(0);
       const auto& t = in(1);
       const double nn = static_cast<double>(p.v.size());
@@ -517,7 +568,8 @@ std::vector<RefTensor> reference_backward(const meganeura::Graph& g, const std::
     for (size_t k = 0; k < grads.size(); ++k) {
       if (!grads[k] || !carries_gradient(g.node(n.inputs[k]).dtype)) continue;
       auto& dst = cot[static_cast<size_t>(n.inputs[k])];
-      if (!dst) dst = std::move(*grads[k]);
+      if (!dst)
+        dst = std::move(*grads[k]);
       else
         for (size_t i = 0; i < dst->v.size(); ++i) dst->v[i] += grads[k]->v[i];
     }

@@ -22,7 +22,8 @@ namespace mntest {
 // the input's shape. PyTorch conventions at kinks: relu'(0) = abs'(0) = 0; max splits the gradient
 // evenly among tied maxima; maximum/minimum give half to each side of a tie. Throws
 // ReferenceError for ops without a gradient rule.
-std::vector<std::optional<RefTensor>> reference_vjp(const meganeura::Node& n, const std::vector<const RefTensor*>& inputs,
+std::vector<std::optional<RefTensor>> reference_vjp(const meganeura::Node& n,
+                                                    const std::vector<const RefTensor*>& inputs,
                                                     const RefTensor& output, const RefTensor& cotangent);
 
 // Propagates `cotangent` (the shape of node `output`) back through every node up to `output`,
@@ -44,9 +45,9 @@ struct FiniteDifferenceOptions {
 
 // Checks `grads` (reference gradients of the leaves `wrt`, named by node id) against central
 // differences of L = sum(output * cotangent) (the forward reference; L(x+h) - L(x-h) is summed
-// from per-element output differences to avoid cancellation): each sampled element of each leaf is nudged up and down in
-// its feed (an f32 copy of it, so f16/bf16 leaves are nudged finely). Samples are drawn from
-// `rng`. Fails naming the leaf, the element, the difference quotient and the gradient.
+// from per-element output differences to avoid cancellation): each sampled element of each leaf is nudged up and down
+// in its feed (an f32 copy of it, so f16/bf16 leaves are nudged finely). Samples are drawn from `rng`. Fails naming the
+// leaf, the element, the difference quotient and the gradient.
 ::testing::AssertionResult check_finite_differences(const meganeura::Graph& g,
                                                     const std::map<std::string, meganeura::HostTensor>& feeds,
                                                     int output, const RefTensor& cotangent, const std::vector<int>& wrt,

@@ -26,15 +26,16 @@ inline std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out)
   const auto cs = contiguous_strides(in);
   const size_t R = out.size(), r = in.size();
   std::vector<int64_t> st(R, 0);
-  if (r > R) throw ReferenceError("cannot broadcast " + meganeura::shape_str(in) +
-                                  " to " + meganeura::shape_str(out));
+  if (r > R) throw ReferenceError("cannot broadcast " + meganeura::shape_str(in) + " to " + meganeura::shape_str(out));
   for (size_t d = 0; d < R; ++d) {
     if (d < R - r) continue;
     const size_t j = d - (R - r);
-    if (in[j] == out[d]) st[d] = cs[j];
-    else if (in[j] == 1) st[d] = 0;
-    else throw ReferenceError("cannot broadcast " + meganeura::shape_str(in) +
-                              " to " + meganeura::shape_str(out));
+    if (in[j] == out[d])
+      st[d] = cs[j];
+    else if (in[j] == 1)
+      st[d] = 0;
+    else
+      throw ReferenceError("cannot broadcast " + meganeura::shape_str(in) + " to " + meganeura::shape_str(out));
   }
   return st;
 }

@@ -82,8 +82,7 @@ TEST(Reference, RowOpsKnownValues) {
   Graph g;
   Tensor x = g.input("x", {2, 3});
   Tensor lab = g.input("lab", {2}, i32);
-  std::map<std::string, HostTensor> f{{"x", host_f32({2, 3}, {1, 2, 3, 1, 1, 1})},
-                                      {"lab", host_i32({2}, {2, -100})}};
+  std::map<std::string, HostTensor> f{{"x", host_f32({2, 3}, {1, 2, 3, 1, 1, 1})}, {"lab", host_i32({2}, {2, -100})}};
   auto sm = run1(g, softmax(x, -1), f);
   EXPECT_NEAR(sm[0], 0.09003057317038046, 1e-15);
   EXPECT_NEAR(sm[2], 0.6652409557748219, 1e-15);
@@ -112,7 +111,8 @@ TEST(Reference, LossesKnownValues) {
   // -log clamped at 100, 0, log 2, 0.
   EXPECT_NEAR(run1(g, binary_cross_entropy(p, t), f)[0], (100 + 0 + std::log(2.0) + 0) / 4, 1e-12);
   // logits 0,1,0.5,0 against targets 1,1,0,0.
-  const double e = (std::log(2.0) + std::log1p(std::exp(-1.0)) + (0.5 + std::log1p(std::exp(-0.5))) + std::log(2.0)) / 4;
+  const double e =
+      (std::log(2.0) + std::log1p(std::exp(-1.0)) + (0.5 + std::log1p(std::exp(-0.5))) + std::log(2.0)) / 4;
   EXPECT_NEAR(run1(g, binary_cross_entropy_with_logits(p, t), f)[0], e, 1e-12);
   EXPECT_NEAR(run1(g, mse_loss(p, t), f)[0], (1 + 0 + 0.25 + 0) / 4, 1e-15);
 }
@@ -145,8 +145,7 @@ TEST(Reference, MovementAndIndexKnownValues) {
   f["a"] = host_f32({1, 2, 2}, {1, 2, 3, 4});
   EXPECT_EQ(run1(g, matmul(a, x), f), (std::vector<double>{6, 9, 12, 12, 19, 26}));
   EXPECT_EQ(run1(g, matmul(x, x, {.transpose_b = true}), f), (std::vector<double>{5, 14, 14, 50}));
-  EXPECT_EQ(run1(g, matmul(x, x, {.transpose_a = true}), f),
-            (std::vector<double>{9, 12, 15, 12, 17, 22, 15, 22, 29}));
+  EXPECT_EQ(run1(g, matmul(x, x, {.transpose_a = true}), f), (std::vector<double>{9, 12, 15, 12, 17, 22, 15, 22, 29}));
 }
 
 // The comparison must fail when one element is off by more than the tolerance, and report it.
@@ -161,7 +160,7 @@ TEST(Compare, CatchesOneBadElementAndNamesIt) {
   EXPECT_NE(std::string(r.message()).find("[3]"), std::string::npos) << r.message();
   v[3] = static_cast<float>(0.001 + 0.5e-5 * mean_abs);  // half the bound passes
   EXPECT_TRUE(compare(ref, host_f32({5}, v), 1e-5, "y"));
-  EXPECT_FALSE(compare(ref, host_f32({5, 1}, v), 1e-5, "y"));  // shape
+  EXPECT_FALSE(compare(ref, host_f32({5, 1}, v), 1e-5, "y"));                            // shape
   EXPECT_FALSE(compare(RefTensor{{2}, i32, {1, 2}}, host_i32({2}, {1, 3}), 1e-5, "i"));  // ints exact
   EXPECT_FALSE(compare(RefTensor{{1}, f32, {NAN}}, host_f32({1}, {0}), 1e-5, "nan"));
   EXPECT_TRUE(compare(RefTensor{{1}, f32, {NAN}}, host_f32({1}, {NAN}), 1e-5, "nan"));

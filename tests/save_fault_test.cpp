@@ -36,7 +36,8 @@ namespace fs = std::filesystem;
 // Generation g of a checkpoint: four tensors of 64 Ki floats (1 MiB in all), every value g.
 TensorFile generation(int g) {
   TensorFile f;
-  for (const char* name : {"a", "b", "c", "d"}) f.tensors[name] = HostTensor::f32s({1 << 16}, std::vector<float>(1 << 16, float(g)));
+  for (const char* name : {"a", "b", "c", "d"})
+    f.tensors[name] = HostTensor::f32s({1 << 16}, std::vector<float>(1 << 16, float(g)));
   f.metadata["generation"] = std::to_string(g);
   return f;
 }
@@ -160,7 +161,8 @@ TEST(KilledSave, WriteSafetensors) {
 
 TEST(KilledSave, ShardedWriteCheckpoint) {
   TempDir dir;
-  kill_during_saves([&](int g) { write_checkpoint(dir.path(), generation(g), 600'000); }, dir / "model.safetensors.index.json", 30);
+  kill_during_saves([&](int g) { write_checkpoint(dir.path(), generation(g), 600'000); },
+                    dir / "model.safetensors.index.json", 30);
 }
 
 // A training session (Fashion-MNIST-shaped MLP, AdamW) with a batch set.
@@ -233,10 +235,11 @@ TEST(KilledSave, SessionSave) {
   int intact = 0, newer = 0;
   for (int i = 0; i < 6; ++i) {
     fs::remove(path + ".ready");
-    const int child = mntest::spawn_self_child("KilledSave.DISABLED_SessionSaveLoopChild", {kChildPath}, {std::string(kChildPath) + "=" + path},
-                                               dir / "child.log");
+    const int child = mntest::spawn_self_child("KilledSave.DISABLED_SessionSaveLoopChild", {kChildPath},
+                                               {std::string(kChildPath) + "=" + path}, dir / "child.log");
     ASSERT_GT(child, 0);
-    for (int wait = 0; !fs::exists(path + ".ready") && wait < 3000; ++wait) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    for (int wait = 0; !fs::exists(path + ".ready") && wait < 3000; ++wait)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     ASSERT_TRUE(fs::exists(path + ".ready")) << read_bytes(dir / "child.log");
     std::this_thread::sleep_for(std::chrono::microseconds(rng.integer(0, 400'000)));
     ::kill(child, SIGKILL);
@@ -245,7 +248,7 @@ TEST(KilledSave, SessionSave) {
     ASSERT_TRUE(WIFSIGNALED(status)) << read_bytes(dir / "child.log");
     const std::string now = read_bytes(path);
     now == first ? ++intact : ++newer;
-    EXPECT_NO_THROW(s.load(path)) << "kill " << i;  // whole, whichever it is
+    EXPECT_NO_THROW(s.load(path)) << "kill " << i;                     // whole, whichever it is
     std::ofstream(path, std::ios::binary | std::ios::trunc) << first;  // back to the first for the next kill
   }
   std::printf("6 kills during Session::save: %d left the previous checkpoint, %d a newer whole one\n", intact, newer);

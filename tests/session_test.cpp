@@ -99,7 +99,8 @@ TEST(Session, IndependentDispatchesShareLevels) {
   const std::string listing = level.listing();
   const size_t first_compute_barrier = listing.find("barrier  compute -> compute");
   EXPECT_LT(listing.find("[33,65]"), first_compute_barrier) << listing;
-  EXPECT_GT(program->listing().find("[33,65]"), program->listing().find("barrier  compute -> compute")) << program->listing();
+  EXPECT_GT(program->listing().find("[33,65]"), program->listing().find("barrier  compute -> compute"))
+      << program->listing();
   feed(level, b);
   feed(*program, b);
   level.step();

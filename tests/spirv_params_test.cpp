@@ -51,7 +51,8 @@ TEST(SpirvParams, AGeneratedKernelsParamsBlockBecomesAStorageBlock) {
   using V = kernels::PointwiseValue;
   kernels::PointwiseExpr x;
   x.inputs = 1;
-  x.values = {V{.kind = V::Load, .input = 0}, V{.kind = V::Unary, .op = kernels::EW_EXP, .args = {0, -1, -1}, .what = "exp"}};
+  x.values = {V{.kind = V::Load, .input = 0},
+              V{.kind = V::Unary, .op = kernels::EW_EXP, .args = {0, -1, -1}, .what = "exp"}};
   const std::vector<uint32_t> code = kernels::generated_spirv({"fused[exp]", kernels::pointwise_source(x)});
   const std::vector<uint32_t> after = kernels::params_as_storage(code, "fused[exp]");
   EXPECT_EQ(block_decorations(after, 3).size(), block_decorations(code, 3).size() + 1);
@@ -63,12 +64,14 @@ TEST(SpirvParams, AModuleWithoutAParamsBlockIsAnErrorNamingIt) {
   const std::span<const uint32_t> code = kernels::spirv(kernels::Kernel::MatMul);
   std::vector<uint32_t> moved(code.begin(), code.end());
   for (size_t i = 5; i < moved.size(); i += moved[i] >> 16)
-    if ((moved[i] & 0xffff) == 71 && (moved[i] >> 16) == 4 && moved[i + 2] == 33 && moved[i + 3] == 0) moved[i + 3] = 40;
+    if ((moved[i] & 0xffff) == 71 && (moved[i] >> 16) == 4 && moved[i + 2] == 33 && moved[i + 3] == 0)
+      moved[i + 3] = 40;
   try {
     kernels::params_as_storage(moved, "moved");
     FAIL() << "no error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("the moved kernel's SPIR-V: no uniform block at set 0, binding 0"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("the moved kernel's SPIR-V: no uniform block at set 0, binding 0"),
+              std::string::npos)
         << e.what();
   }
   EXPECT_THROW(kernels::params_as_storage(std::vector<uint32_t>{1, 2, 3}, "short"), Error);

@@ -25,8 +25,8 @@ double round_trip(float x) {
 constexpr double kF16Epsilon = 1.0 / 2048;  // half an ulp of f16's 11 significant bits, relative
 
 TEST(Staging, EveryNormalF32KeepsElevenBits) {
-  const float values[] = {1.0f, -1.0f, 65504.0f, -65504.0f, 65505.0f, 1e5f, -3e5f, 1e30f, FLT_MAX, -FLT_MAX,
-                          6.1e-5f, 6e-8f, 1e-20f, 1e-30f, -1e-30f, FLT_MIN, 3.3e-38f, 0.1f, 1.0f / 3.0f};
+  const float values[] = {1.0f,    -1.0f, 65504.0f, -65504.0f, 65505.0f, 1e5f,    -3e5f,    1e30f, FLT_MAX,    -FLT_MAX,
+                          6.1e-5f, 6e-8f, 1e-20f,   1e-30f,    -1e-30f,  FLT_MIN, 3.3e-38f, 0.1f,  1.0f / 3.0f};
   for (float x : values) {
     const double back = round_trip(x);
     EXPECT_TRUE(std::isfinite(back)) << x;
@@ -92,12 +92,15 @@ TEST(Staging, SmallValuesBesideALargeOneKeepTheirShare) {
   std::uniform_real_distribution<double> log_ratio(-45.0, 0.0);
   for (const double big : {1e-30, 1e-6, 1.0, 7e4, 1e30}) {
     std::vector<float> block{static_cast<float>(big)};
-    for (int i = 0; i < 500; ++i) block.push_back(static_cast<float>(big * std::exp2(log_ratio(rng)) * (i % 2 ? -1 : 1)));
+    for (int i = 0; i < 500; ++i)
+      block.push_back(static_cast<float>(big * std::exp2(log_ratio(rng)) * (i % 2 ? -1 : 1)));
     const int e = stage_exponent(block_magnitude(block), STAGE_EXP_LIMIT);
     for (float x : block) {
       const double back = std::ldexp(static_cast<double>(staged(x, e)), -e), err = std::abs(back - x);
-      if (std::abs(x) >= big * std::exp2(-28)) EXPECT_LE(err, kF16Epsilon * std::abs(static_cast<double>(x))) << x << " beside " << big;
-      else EXPECT_LE(err, big * std::exp2(-39)) << x << " beside " << big;
+      if (std::abs(x) >= big * std::exp2(-28))
+        EXPECT_LE(err, kF16Epsilon * std::abs(static_cast<double>(x))) << x << " beside " << big;
+      else
+        EXPECT_LE(err, big * std::exp2(-39)) << x << " beside " << big;
     }
   }
 }
@@ -114,7 +117,8 @@ TEST(Staging, UnscaleAndRescaleAreExactPowersOfTwo) {
     }
   }
   for (int from = -100; from <= 100; from += 9)
-    for (int to = from - 40; to <= from + 40; to += 5) EXPECT_EQ(static_cast<double>(stage_rescale(from, to)), std::ldexp(1.0, to - from));
+    for (int to = from - 40; to <= from + 40; to += 5)
+      EXPECT_EQ(static_cast<double>(stage_rescale(from, to)), std::ldexp(1.0, to - from));
   EXPECT_EQ(static_cast<double>(stage_rescale(120, -120)), std::ldexp(1.0, -126));  // clamped: see stage_rescale
 }
 
@@ -136,8 +140,8 @@ TEST(Staging, DotProductsAtEveryMagnitude) {
   std::mt19937 rng(3);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   // Gradients of 1e-8 against activations of 1, activations of 1e5 (beyond f16), and the ends.
-  const std::pair<double, double> scales[] = {{1, 1}, {1e-8, 1}, {1e-20, 1e-20}, {1e5, 1e5}, {3e5, 1e-3},
-                                              {1e-30, 1e10}, {1e18, 1e18}, {1e-30, 1e-8}};
+  const std::pair<double, double> scales[] = {{1, 1},      {1e-8, 1},     {1e-20, 1e-20}, {1e5, 1e5},
+                                              {3e5, 1e-3}, {1e-30, 1e10}, {1e18, 1e18},   {1e-30, 1e-8}};
   for (auto [sa, sb] : scales) {
     for (size_t k_len : {1u, 31u, 32u, 100u, 1000u}) {
       std::vector<float> a(k_len), b(k_len);
@@ -162,9 +166,8 @@ TEST(Staging, StepsOfVeryDifferentMagnitudes) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   const size_t step = 32;
   const double tol = 1.0 / 1024 + 1e-6;
-  for (const auto& scales : std::vector<std::vector<double>>{{0.0, 1e20, 1e-20, 1.0, 1e-30, 1e15},
-                                                            {1.0, 0.5, 1e6, 1e-3},
-                                                            {0.0, 0.0, 1e-20, 3e-21}}) {
+  for (const auto& scales : std::vector<std::vector<double>>{
+           {0.0, 1e20, 1e-20, 1.0, 1e-30, 1e15}, {1.0, 0.5, 1e6, 1e-3}, {0.0, 0.0, 1e-20, 3e-21}}) {
     std::vector<float> a, b;
     for (double s : scales)
       for (size_t k = 0; k < step; ++k) {

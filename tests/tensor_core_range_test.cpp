@@ -29,12 +29,16 @@ using Tensors = std::map<std::string, std::vector<float>>;
 
 Tensors run(const Graph& g, std::optional<Tensor> loss, const std::map<std::string, HostTensor>& feeds) {
   std::optional<Session> s;
-  if (loss) s.emplace(build_session(g, *loss, {.optimizer = SGD{.lr = 0.0f}}));
-  else s.emplace(build_inference_session(g));
+  if (loss)
+    s.emplace(build_session(g, *loss, {.optimizer = SGD{.lr = 0.0f}}));
+  else
+    s.emplace(build_inference_session(g));
   for (const auto& [name, value] : feeds) {
     const auto inputs = s->input_names();
-    if (std::find(inputs.begin(), inputs.end(), name) != inputs.end()) s->set_input(name, value);
-    else s->set_parameter(name, value);
+    if (std::find(inputs.begin(), inputs.end(), name) != inputs.end())
+      s->set_input(name, value);
+    else
+      s->set_parameter(name, value);
   }
   s->step();
   Tensors out;
@@ -120,7 +124,8 @@ TEST(TensorCoreRange, MatMulWithAnInfinity) {
   a[5 * K + 7] = std::numeric_limits<float>::infinity();
   Graph g;
   g.output("y", matmul(g.input("a", {M, K}), g.input("b", {K, N})));
-  const std::map<std::string, HostTensor> feeds{{"a", host_f32({M, K}, a)}, {"b", host_f32({K, N}, rng.floats(K * N, -1, 1))}};
+  const std::map<std::string, HostTensor> feeds{{"a", host_f32({M, K}, a)},
+                                                {"b", host_f32({K, N}, rng.floats(K * N, -1, 1))}};
   if (!expect_like_exact(g, std::nullopt, feeds, {{"MEGANEURA_MATMUL", "coopmat"}})) GTEST_SKIP() << "no tensor cores";
 }
 
@@ -139,7 +144,8 @@ TEST(TensorCoreRange, MatMulStepsOfVeryDifferentMagnitudes) {
       for (int64_t k = 0; k < K; ++k) a[static_cast<size_t>(m * K + k)] *= static_cast<float>(step_scale[k / 32]);
     Graph g;
     g.output("y", matmul(g.input("a", {M, K}), g.input("b", {K, N})));
-    const std::map<std::string, HostTensor> feeds{{"a", host_f32({M, K}, a)}, {"b", host_f32({K, N}, rng.floats(K * N, -1, 1))}};
+    const std::map<std::string, HostTensor> feeds{{"a", host_f32({M, K}, a)},
+                                                  {"b", host_f32({K, N}, rng.floats(K * N, -1, 1))}};
     if (!expect_like_exact(g, std::nullopt, feeds, {{"MEGANEURA_MATMUL", "coopmat"}, {"MEGANEURA_COOP_K_STEP", "32"}}))
       GTEST_SKIP() << "no tensor cores";
   }
@@ -158,12 +164,11 @@ TEST(TensorCoreRange, TrainingStepWithTinyGradients) {
   Tensor y = matmul(h, g.parameter("down", {D, F}), t);
   g.output("y", y);
   Tensor loss = mean(y * g.input("c", {T, D}));
-  const std::map<std::string, HostTensor> feeds{
-      {"x", host_f32({T, D}, scaled(rng.floats(T * D, -1, 1), 300))},
-      {"c", host_f32({T, D}, scaled(rng.floats(T * D, -1, 1), 1e-10))},
-      {"gate", host_f32({F, D}, rng.floats(F * D, -0.1, 0.1))},
-      {"up", host_f32({F, D}, rng.floats(F * D, -0.1, 0.1))},
-      {"down", host_f32({D, F}, rng.floats(D * F, -0.1, 0.1))}};
+  const std::map<std::string, HostTensor> feeds{{"x", host_f32({T, D}, scaled(rng.floats(T * D, -1, 1), 300))},
+                                                {"c", host_f32({T, D}, scaled(rng.floats(T * D, -1, 1), 1e-10))},
+                                                {"gate", host_f32({F, D}, rng.floats(F * D, -0.1, 0.1))},
+                                                {"up", host_f32({F, D}, rng.floats(F * D, -0.1, 0.1))},
+                                                {"down", host_f32({D, F}, rng.floats(D * F, -0.1, 0.1))}};
   if (!expect_like_exact(g, loss, feeds, {{"MEGANEURA_MATMUL", "coopmat"}}, kChain)) GTEST_SKIP() << "no tensor cores";
 }
 
@@ -178,7 +183,8 @@ TEST(TensorCoreRange, AttentionForwardAndBackward) {
       Rng rng;
       SCOPED_TRACE(seed_note(rng.seed()));
       Graph g;
-      Tensor q = g.parameter("q", {B, HQ, S, D}), k = g.parameter("k", {B, HKV, S, D}), v = g.parameter("v", {B, HKV, S, D});
+      Tensor q = g.parameter("q", {B, HQ, S, D}), k = g.parameter("k", {B, HKV, S, D}),
+             v = g.parameter("v", {B, HKV, S, D});
       Tensor o = attention(q, k, v, {.causal = causal});
       g.output("o", o);
       Tensor loss = sum(o * g.input("c", {B, HQ, S, D}));
@@ -187,7 +193,8 @@ TEST(TensorCoreRange, AttentionForwardAndBackward) {
           {"k", host_f32({B, HKV, S, D}, scaled(rng.floats(B * HKV * S * D, -1, 1), 3e1))},
           {"v", host_f32({B, HKV, S, D}, scaled(rng.floats(B * HKV * S * D, -1, 1), 1e5))},
           {"c", host_f32({B, HQ, S, D}, scaled(rng.floats(B * HQ * S * D, -1, 1), 1e-10))}};
-      if (!expect_like_exact(g, loss, feeds, {{"MEGANEURA_FLASH_ATTENTION", kernel}}, kChain)) GTEST_SKIP() << "no tensor cores";
+      if (!expect_like_exact(g, loss, feeds, {{"MEGANEURA_FLASH_ATTENTION", kernel}}, kChain))
+        GTEST_SKIP() << "no tensor cores";
     }
 }
 

@@ -1,14 +1,14 @@
 #include "test_util.hpp"
 
-#include <cctype>
-#include <cmath>
-#include <cstdlib>
-#include <cstring>
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <sstream>
 
@@ -109,8 +109,8 @@ std::vector<double> decode(const meganeura::HostTensor& t) { return from_host(t)
                                    const std::string& what, double scale) {
   using meganeura::shape_str;
   if (gpu.dtype != ref.dtype)
-    return ::testing::AssertionFailure() << what << ": dtype " << meganeura::dtype_name(gpu.dtype)
-                                         << ", reference " << meganeura::dtype_name(ref.dtype);
+    return ::testing::AssertionFailure() << what << ": dtype " << meganeura::dtype_name(gpu.dtype) << ", reference "
+                                         << meganeura::dtype_name(ref.dtype);
   if (gpu.shape != ref.shape)
     return ::testing::AssertionFailure() << what << ": shape " << shape_str(gpu.shape) << ", reference "
                                          << shape_str(ref.shape);
@@ -132,28 +132,34 @@ std::vector<double> decode(const meganeura::HostTensor& t) { return from_host(t)
   for (size_t i = 0; i < ref.v.size(); ++i) {
     const double r = ref.v[i], x = g[i];
     double ratio;
-    if (std::isnan(r) || std::isnan(x)) ratio = (std::isnan(r) && std::isnan(x)) ? 0 : INFINITY;
-    else if (std::isinf(r) || std::isinf(x)) ratio = r == x ? 0 : INFINITY;
-    else if (exact) ratio = r == x ? 0 : INFINITY;
+    if (std::isnan(r) || std::isnan(x))
+      ratio = (std::isnan(r) && std::isnan(x)) ? 0 : INFINITY;
+    else if (std::isinf(r) || std::isinf(x))
+      ratio = r == x ? 0 : INFINITY;
+    else if (exact)
+      ratio = r == x ? 0 : INFINITY;
     else {
       const double bound = rtol * std::max(std::fabs(r), mean_abs);
       const double d = std::fabs(x - r);
       ratio = bound > 0 ? d / bound : (d == 0 ? 0 : INFINITY);
     }
     if (ratio > 1) ++bad;
-    if (ratio > worst_ratio) { worst_ratio = ratio; worst = i; }
+    if (ratio > worst_ratio) {
+      worst_ratio = ratio;
+      worst = i;
+    }
   }
   if (bad == 0) return ::testing::AssertionSuccess();
   std::ostringstream os;
   os.precision(9);
   os << what << " " << shape_str(ref.shape) << " " << meganeura::dtype_name(ref.dtype) << ": " << bad << " of "
-     << ref.v.size() << " elements differ (rtol " << rtol << ", mean|ref| " << mean_abs << "); worst at ["
-     << worst << "]: gpu " << g[worst] << ", ref " << ref.v[worst] << ", |diff| "
-     << std::fabs(g[worst] - ref.v[worst]);
+     << ref.v.size() << " elements differ (rtol " << rtol << ", mean|ref| " << mean_abs << "); worst at [" << worst
+     << "]: gpu " << g[worst] << ", ref " << ref.v[worst] << ", |diff| " << std::fabs(g[worst] - ref.v[worst]);
   return ::testing::AssertionFailure() << os.str();
 }
 
-std::map<std::string, meganeura::HostTensor> random_leaf_feeds(const meganeura::Graph& g, Rng& rng, double lo, double hi) {
+std::map<std::string, meganeura::HostTensor> random_leaf_feeds(const meganeura::Graph& g, Rng& rng, double lo,
+                                                               double hi) {
   std::map<std::string, meganeura::HostTensor> feeds;
   for (const meganeura::Node& n : g.nodes())
     if (n.op == meganeura::Op::Input || n.op == meganeura::Op::Parameter)
@@ -161,15 +167,16 @@ std::map<std::string, meganeura::HostTensor> random_leaf_feeds(const meganeura::
   return feeds;
 }
 
-void feed_leaves(meganeura::Session& s, const meganeura::Graph& g, const std::map<std::string, meganeura::HostTensor>& feeds) {
+void feed_leaves(meganeura::Session& s, const meganeura::Graph& g,
+                 const std::map<std::string, meganeura::HostTensor>& feeds) {
   for (const meganeura::Node& n : g.nodes()) {
     if (n.op == meganeura::Op::Input) s.set_input(n.name, feeds.at(n.name));
     if (n.op == meganeura::Op::Parameter) s.set_parameter(n.name, feeds.at(n.name));
   }
 }
 
-std::map<std::string, meganeura::HostTensor> step_both(meganeura::Session& a, meganeura::Session& b, const meganeura::Graph& g,
-                                                       Rng& rng, double lo, double hi) {
+std::map<std::string, meganeura::HostTensor> step_both(meganeura::Session& a, meganeura::Session& b,
+                                                       const meganeura::Graph& g, Rng& rng, double lo, double hi) {
   auto feeds = random_leaf_feeds(g, rng, lo, hi);
   feed_leaves(a, g, feeds);
   feed_leaves(b, g, feeds);
@@ -204,8 +211,8 @@ int spawn_self_child(const std::string& test, const std::vector<std::string>& dr
   return rc == 0 ? static_cast<int>(child) : -1;
 }
 
-ChildRun run_self_child(const std::string& test, const std::vector<std::string>& drop, const std::vector<std::string>& add,
-                        const std::string& log) {
+ChildRun run_self_child(const std::string& test, const std::vector<std::string>& drop,
+                        const std::vector<std::string>& add, const std::string& log) {
   const pid_t child = spawn_self_child(test, drop, add, log);
   if (child < 0) return {};
   int status = 0;

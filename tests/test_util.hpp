@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <exception>
 #include <cstdlib>
+#include <exception>
 #include <map>
 #include <optional>
 #include <random>
@@ -29,8 +29,10 @@ class ScopedEnv {
     ::unsetenv(name);
   }
   ~ScopedEnv() {
-    if (old_) ::setenv(name_, old_->c_str(), 1);
-    else ::unsetenv(name_);
+    if (old_)
+      ::setenv(name_, old_->c_str(), 1);
+    else
+      ::unsetenv(name_);
   }
   ScopedEnv(const ScopedEnv&) = delete;
   ScopedEnv& operator=(const ScopedEnv&) = delete;
@@ -112,14 +114,16 @@ meganeura::HostTensor host_bf16(const meganeura::Shape& s, const std::vector<flo
 std::vector<double> decode(const meganeura::HostTensor& t);
 
 // Uniform f32 values in [lo, hi) for every input and parameter of g, by name.
-std::map<std::string, meganeura::HostTensor> random_leaf_feeds(const meganeura::Graph& g, Rng& rng, double lo, double hi);
+std::map<std::string, meganeura::HostTensor> random_leaf_feeds(const meganeura::Graph& g, Rng& rng, double lo,
+                                                               double hi);
 // Sets every input and parameter of g in s from `feeds`.
-void feed_leaves(meganeura::Session& s, const meganeura::Graph& g, const std::map<std::string, meganeura::HostTensor>& feeds);
+void feed_leaves(meganeura::Session& s, const meganeura::Graph& g,
+                 const std::map<std::string, meganeura::HostTensor>& feeds);
 
 // Feeds a and b the same random leaves of g (both graphs name their leaves as g does) and steps
 // both once; returns the feeds.
-std::map<std::string, meganeura::HostTensor> step_both(meganeura::Session& a, meganeura::Session& b, const meganeura::Graph& g,
-                                                       Rng& rng, double lo, double hi);
+std::map<std::string, meganeura::HostTensor> step_both(meganeura::Session& a, meganeura::Session& b,
+                                                       const meganeura::Graph& g, Rng& rng, double lo, double hi);
 
 // Runs this test binary again as a child process running only `test` (a DISABLED_ test), with
 // this process's environment minus gtest's variables and those starting with a prefix in
@@ -129,8 +133,8 @@ struct ChildRun {
   int pid = -1;
   int status = -1;
 };
-ChildRun run_self_child(const std::string& test, const std::vector<std::string>& drop, const std::vector<std::string>& add,
-                        const std::string& log);
+ChildRun run_self_child(const std::string& test, const std::vector<std::string>& drop,
+                        const std::vector<std::string>& add, const std::string& log);
 // The same child, started and not waited for: its pid (-1 if it could not start).
 int spawn_self_child(const std::string& test, const std::vector<std::string>& drop, const std::vector<std::string>& add,
                      const std::string& log);

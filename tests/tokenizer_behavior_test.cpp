@@ -28,11 +28,16 @@ std::vector<std::string> random_texts(uint32_t seed, int count) {
     int len = std::uniform_int_distribution<int>(1, 40)(rng);
     for (int i = 0; i < len; ++i) {
       uint32_t kind = rng() % 6, c;
-      if (kind == 0) c = 0x20 + rng() % 0x5F;
-      else if (kind == 1) c = " \t\n\r0123456789'"[rng() % 15];
-      else if (kind == 2) c = 0x80 + rng() % 0x780;
-      else if (kind == 3) c = 0x800 + rng() % 0xF800;
-      else c = rng() % 0x110000;
+      if (kind == 0)
+        c = 0x20 + rng() % 0x5F;
+      else if (kind == 1)
+        c = " \t\n\r0123456789'"[rng() % 15];
+      else if (kind == 2)
+        c = 0x80 + rng() % 0x780;
+      else if (kind == 3)
+        c = 0x800 + rng() % 0xF800;
+      else
+        c = rng() % 0x110000;
       if (c >= 0xD800 && c <= 0xDFFF) c = 0xFFFD;  // surrogates are not characters
       meganeura::tokenizer::append_utf8(s, c);
     }

@@ -13,7 +13,9 @@
 namespace mntest {
 
 // The fixture folder (set by tests/CMakeLists.txt).
-inline std::string tokenizer_data(const std::string& name) { return std::string(MEGANEURA_TOKENIZER_DATA) + "/" + name; }
+inline std::string tokenizer_data(const std::string& name) {
+  return std::string(MEGANEURA_TOKENIZER_DATA) + "/" + name;
+}
 
 // The file's text, or "" with `missing` set when it does not exist.
 std::string read_text_file(const std::string& path, bool& missing);
@@ -34,9 +36,9 @@ struct TokenizerVectors {
 };
 
 // Skips the test when a fixture file is absent, naming it and how to make it.
-#define SKIP_WITHOUT_TOKENIZER_FIXTURES(v)                                                            \
-  if (!(v).missing.empty())                                                                           \
-  GTEST_SKIP() << "missing tokenizer fixture " << (v).missing                                         \
+#define SKIP_WITHOUT_TOKENIZER_FIXTURES(v)                                                              \
+  if (!(v).missing.empty())                                                                             \
+  GTEST_SKIP() << "missing tokenizer fixture " << (v).missing                                           \
                << ": run python3 tools/fixtures/make_tokenizer_fixtures.py --out tests/data/tokenizer " \
                   "where the `tokenizers` package is installed"
 

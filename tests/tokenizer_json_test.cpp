@@ -76,34 +76,41 @@ TEST(TokenizerJson, UnknownCharactersBecomeUnk) {
   spec["model"]["fuse_unk"] = true;
   EXPECT_EQ(Tokenizer::from_json(spec.dump()).encode("€€ab€"), (std::vector<int32_t>{6, 2, 6}));
   spec["model"]["unk_token"] = "<missing>";
-  EXPECT_EQ(load_error(spec), "meganeura: tokenizer.json: model.unk_token is \"<missing>\", which is not in model.vocab");
+  EXPECT_EQ(load_error(spec),
+            "meganeura: tokenizer.json: model.unk_token is \"<missing>\", which is not in model.vocab");
 }
 
 TEST(TokenizerJson, FileAndJsonProblemsNameTheFile) {
-  EXPECT_THAT(error_of([] { Tokenizer::from_file("/nonexistent/tokenizer.json"); }), HasSubstr("/nonexistent/tokenizer.json"));
-  EXPECT_THAT(error_of([] { Tokenizer::from_json("{\"model\": ", "my.json"); }), StartsWith("meganeura: my.json: not valid JSON"));
-  EXPECT_EQ(error_of([] { Tokenizer::from_json("[1, 2]"); }), "meganeura: tokenizer.json: the top level should be an object, not an array");
+  EXPECT_THAT(error_of([] { Tokenizer::from_file("/nonexistent/tokenizer.json"); }),
+              HasSubstr("/nonexistent/tokenizer.json"));
+  EXPECT_THAT(error_of([] { Tokenizer::from_json("{\"model\": ", "my.json"); }),
+              StartsWith("meganeura: my.json: not valid JSON"));
+  EXPECT_EQ(error_of([] { Tokenizer::from_json("[1, 2]"); }),
+            "meganeura: tokenizer.json: the top level should be an object, not an array");
   TempDir dir;
   write_bytes(dir / "t.json", tiny().dump());
   EXPECT_EQ(Tokenizer::from_file(dir / "t.json").encode("ab"), (std::vector<int32_t>{2}));
   json spec = tiny();
   spec["model"].erase("vocab");
   write_bytes(dir / "bad.json", spec.dump());
-  EXPECT_EQ(error_of([&] { Tokenizer::from_file(dir / "bad.json"); }), "meganeura: " + (dir / "bad.json") + ": model.vocab is missing");
+  EXPECT_EQ(error_of([&] { Tokenizer::from_file(dir / "bad.json"); }),
+            "meganeura: " + (dir / "bad.json") + ": model.vocab is missing");
 }
 
 TEST(TokenizerJson, UnsupportedPartsAreNamedByPath) {
   json spec = tiny();
   spec["pre_tokenizer"] = json::parse(R"({"type": "Sequence", "pretokenizers": [
       {"type": "Digits", "individual_digits": true}, {"type": "Metaspace", "replacement": "▁"}]})");
-  EXPECT_EQ(load_error(spec), "meganeura: tokenizer.json: pre_tokenizer.pretokenizers[1].type \"Metaspace\" is not supported "
-                              "(supported: ByteLevel, Digits, Split, Sequence)");
+  EXPECT_EQ(load_error(spec),
+            "meganeura: tokenizer.json: pre_tokenizer.pretokenizers[1].type \"Metaspace\" is not supported "
+            "(supported: ByteLevel, Digits, Split, Sequence)");
 
   spec = tiny();
   spec["normalizer"] = json::parse(R"({"type": "NFC"})");
   EXPECT_THAT(load_error(spec), StartsWith("meganeura: tokenizer.json: normalizer.type \"NFC\" is not supported"));
   spec["normalizer"] = json::parse(R"({"type": "Sequence", "normalizers": [{"type": "Lowercase"}]})");
-  EXPECT_THAT(load_error(spec), StartsWith("meganeura: tokenizer.json: normalizer.normalizers[0].type \"Lowercase\" is not supported"));
+  EXPECT_THAT(load_error(spec),
+              StartsWith("meganeura: tokenizer.json: normalizer.normalizers[0].type \"Lowercase\" is not supported"));
   spec["normalizer"] = json::parse(R"({"type": "Sequence", "normalizers": []})");
   EXPECT_NO_THROW(Tokenizer::from_json(spec.dump()));
 
@@ -111,8 +118,8 @@ TEST(TokenizerJson, UnsupportedPartsAreNamedByPath) {
   spec["model"]["type"] = "WordPiece";
   EXPECT_EQ(load_error(spec), "meganeura: tokenizer.json: model.type \"WordPiece\" is not supported (supported: BPE)");
 
-  const std::pair<const char*, json> options[] = {{"byte_fallback", true}, {"dropout", 0.1},
-                                                  {"continuing_subword_prefix", "##"}, {"end_of_word_suffix", "</w>"}};
+  const std::pair<const char*, json> options[] = {
+      {"byte_fallback", true}, {"dropout", 0.1}, {"continuing_subword_prefix", "##"}, {"end_of_word_suffix", "</w>"}};
   for (const auto& [key, value] : options) {
     spec = tiny();
     spec["model"][key] = value;
@@ -128,15 +135,19 @@ TEST(TokenizerJson, UnsupportedPartsAreNamedByPath) {
 
   spec = tiny();
   spec["post_processor"] = json::parse(R"({"type": "RobertaProcessing"})");
-  EXPECT_THAT(load_error(spec), StartsWith("meganeura: tokenizer.json: post_processor.type \"RobertaProcessing\" is not supported"));
-  spec["post_processor"] = json::parse(R"({"type": "TemplateProcessing", "single": [{"Sequence": {"id": "B", "type_id": 0}}],
+  EXPECT_THAT(load_error(spec),
+              StartsWith("meganeura: tokenizer.json: post_processor.type \"RobertaProcessing\" is not supported"));
+  spec["post_processor"] =
+      json::parse(R"({"type": "TemplateProcessing", "single": [{"Sequence": {"id": "B", "type_id": 0}}],
                                            "pair": [], "special_tokens": {}})");
   EXPECT_THAT(load_error(spec), StartsWith("meganeura: tokenizer.json: post_processor.single[0].Sequence.id is \"B\""));
-  spec["post_processor"] = json::parse(R"({"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+  spec["post_processor"] =
+      json::parse(R"({"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
                                            {"Sequence": {"id": "A", "type_id": 0}}], "pair": [], "special_tokens": {}})");
   EXPECT_EQ(load_error(spec), "meganeura: tokenizer.json: post_processor.special_tokens[\"<s>\"] is missing");
   spec["post_processor"]["special_tokens"] = json::parse(R"({"<s>": {"id": "<s>", "ids": [99], "tokens": ["<s>"]}})");
-  EXPECT_THAT(load_error(spec), HasSubstr("post_processor adds id 99, which is neither in the vocabulary nor an added token"));
+  EXPECT_THAT(load_error(spec),
+              HasSubstr("post_processor adds id 99, which is neither in the vocabulary nor an added token"));
 
   spec = tiny();
   spec["truncation"] = json::parse(R"({"max_length": 512})");
@@ -164,7 +175,8 @@ TEST(TokenizerJson, InconsistentModelsAreRefused) {
   spec["model"]["merges"][1] = json::array({"b", "a"});
   EXPECT_EQ(load_error(spec), "meganeura: tokenizer.json: model.merges[1] makes \"ba\", which is not in model.vocab");
   spec["model"]["merges"][1] = "Ġab";
-  EXPECT_EQ(load_error(spec), "meganeura: tokenizer.json: model.merges[1] is \"Ġab\", not two tokens separated by one space");
+  EXPECT_EQ(load_error(spec),
+            "meganeura: tokenizer.json: model.merges[1] is \"Ġab\", not two tokens separated by one space");
   spec["model"]["merges"][1] = "Ġ ab";  // the legacy form is fine
   EXPECT_NO_THROW(Tokenizer::from_json(spec.dump()));
 
@@ -173,29 +185,35 @@ TEST(TokenizerJson, InconsistentModelsAreRefused) {
   EXPECT_THAT(load_error(spec), AnyOf(HasSubstr("model.vocab.ab is 1, the id of model.vocab.b too"),
                                       HasSubstr("model.vocab.b is 1, the id of model.vocab.ab too")));
   spec["model"]["vocab"]["ab"] = -3;
-  EXPECT_EQ(load_error(spec), "meganeura: tokenizer.json: model.vocab.ab is -3, not an id in [0, 6) (ids are unique, so they "
-                              "fit the 6 entries of model.vocab and added_tokens)");
+  EXPECT_EQ(load_error(spec),
+            "meganeura: tokenizer.json: model.vocab.ab is -3, not an id in [0, 6) (ids are unique, so they "
+            "fit the 6 entries of model.vocab and added_tokens)");
   spec["model"]["vocab"]["ab"] = "2";
   EXPECT_EQ(load_error(spec), "meganeura: tokenizer.json: model.vocab.ab should be an integer, not a string");
 
   spec = tiny();
   spec["added_tokens"][0]["id"] = 9;
-  EXPECT_EQ(load_error(spec), "meganeura: tokenizer.json: added_tokens[0].id is 9, but \"<s>\" gets id 5 (the next id after "
-                              "the vocabulary and the added tokens before it)");
+  EXPECT_EQ(load_error(spec),
+            "meganeura: tokenizer.json: added_tokens[0].id is 9, but \"<s>\" gets id 5 (the next id after "
+            "the vocabulary and the added tokens before it)");
   spec["added_tokens"][0]["id"] = 5;
   spec["added_tokens"][0]["content"] = "ab";
-  EXPECT_EQ(load_error(spec), "meganeura: tokenizer.json: added_tokens[0].id is 5, but \"ab\" gets id 2 from the vocabulary");
+  EXPECT_EQ(load_error(spec),
+            "meganeura: tokenizer.json: added_tokens[0].id is 5, but \"ab\" gets id 2 from the vocabulary");
   spec["added_tokens"][0]["content"] = "";
   EXPECT_EQ(load_error(spec), "meganeura: tokenizer.json: added_tokens[0].content is empty");
 
   spec = tiny();
-  spec["pre_tokenizer"] = json::parse(R"({"type": "Split", "pattern": {"Regex": "(unclosed"}, "behavior": "Isolated", "invert": false})");
-  EXPECT_THAT(load_error(spec), StartsWith("meganeura: tokenizer.json: pre_tokenizer.pattern.Regex \"(unclosed\" is not a regular "
-                                           "expression PCRE2 accepts"));
+  spec["pre_tokenizer"] =
+      json::parse(R"({"type": "Split", "pattern": {"Regex": "(unclosed"}, "behavior": "Isolated", "invert": false})");
+  EXPECT_THAT(load_error(spec),
+              StartsWith("meganeura: tokenizer.json: pre_tokenizer.pattern.Regex \"(unclosed\" is not a regular "
+                         "expression PCRE2 accepts"));
   spec["pre_tokenizer"]["pattern"] = json::parse(R"({"Regex": "\\s+"})");
   spec["pre_tokenizer"]["behavior"] = "Dropped";
-  EXPECT_EQ(load_error(spec), "meganeura: tokenizer.json: pre_tokenizer.behavior \"Dropped\" is not supported (supported: "
-                              "Removed, Isolated, MergedWithPrevious, MergedWithNext, Contiguous)");
+  EXPECT_EQ(load_error(spec),
+            "meganeura: tokenizer.json: pre_tokenizer.behavior \"Dropped\" is not supported (supported: "
+            "Removed, Isolated, MergedWithPrevious, MergedWithNext, Contiguous)");
 }
 
 TEST(TokenizerJson, BadInputToEncodeAndDecode) {
@@ -204,7 +222,9 @@ TEST(TokenizerJson, BadInputToEncodeAndDecode) {
             "meganeura: Tokenizer::encode: the text is not valid UTF-8 (byte 0xff at offset 2)");
   EXPECT_EQ(error_of([&] { tok.encode("\xed\xa0\x80"); }),  // a UTF-16 surrogate
             "meganeura: Tokenizer::encode: the text is not valid UTF-8 (byte 0xed at offset 0)");
-  EXPECT_EQ(error_of([&] { tok.decode(std::vector<int32_t>{0, 6}); }),
+  EXPECT_EQ(error_of([&] {
+              tok.decode(std::vector<int32_t>{0, 6});
+            }),
             "meganeura: Tokenizer::decode: id 6 is not in the vocabulary of tokenizer.json (6 tokens)");
   EXPECT_THAT(error_of([&] { tok.decode_stream().step(-1); }), HasSubstr("id -1 is not in the vocabulary"));
 
@@ -223,18 +243,21 @@ TEST(TokenizerJson, FuzzedFilesAreErrorsNamingTheFileAndField) {
   const std::string dir = std::string(MEGANEURA_TOKENIZER_DATA) + "/../reliability/";
   const std::string f2 = dir + "F2-tokenizer-huge-vocab-id.json";
   EXPECT_EQ(error_of([&] { Tokenizer::from_file(f2); }),
-            "meganeura: " + f2 + ": model.vocab.b is 2147483646, not an id in [0, 2) (ids are unique, so they fit the 2 "
-                                 "entries of model.vocab and added_tokens)");
+            "meganeura: " + f2 +
+                ": model.vocab.b is 2147483646, not an id in [0, 2) (ids are unique, so they fit the 2 "
+                "entries of model.vocab and added_tokens)");
   json spec = tiny();
   spec["model"]["vocab"]["Ġab"] = 6;  // 5 entries and 1 added token: ids up to 5
-  EXPECT_EQ(load_error(spec), "meganeura: tokenizer.json: model.vocab[\"Ġab\"] is 6, not an id in [0, 6) (ids are unique, so they fit "
-                              "the 6 entries of model.vocab and added_tokens)");
+  EXPECT_EQ(load_error(spec),
+            "meganeura: tokenizer.json: model.vocab[\"Ġab\"] is 6, not an id in [0, 6) (ids are unique, so they fit "
+            "the 6 entries of model.vocab and added_tokens)");
 
   // F8: \C matches one byte, so a Split piece could end inside a character, which the BPE read
   // past and PCRE2 was given with PCRE2_NO_UTF_CHECK. Refused when the file is read.
   const std::string f8 = dir + "F8-tokenizer-backslash-C.json";
   EXPECT_THAT(error_of([&] { Tokenizer::from_file(f8); }),
-              AllOf(StartsWith("meganeura: " + f8 + ": pre_tokenizer.pattern.Regex \"a{20}\\C\" is not a regular expression PCRE2 accepts"),
+              AllOf(StartsWith("meganeura: " + f8 +
+                               ": pre_tokenizer.pattern.Regex \"a{20}\\C\" is not a regular expression PCRE2 accepts"),
                     HasSubstr("(\\C matches one byte and can cut a UTF-8 character)")));
   // The same file with `.` (one character) encodes F8's text.
   std::string text;
@@ -262,8 +285,10 @@ TEST(TokenizerJson, FuzzedFilesAreErrorsNamingTheFileAndField) {
 // nesting them 100,000 deep would overflow the stack. Bounded at 16 levels; real files use 1 or 2.
 // (100 levels here: the test's own dump() recurses too.)
 TEST(TokenizerJson, DeeplyNestedSequencesAreRefused) {
-  const std::pair<const char*, const char*> sections[] = {{"normalizer", "normalizers"}, {"pre_tokenizer", "pretokenizers"},
-                                                          {"post_processor", "processors"}, {"decoder", "decoders"}};
+  const std::pair<const char*, const char*> sections[] = {{"normalizer", "normalizers"},
+                                                          {"pre_tokenizer", "pretokenizers"},
+                                                          {"post_processor", "processors"},
+                                                          {"decoder", "decoders"}};
   for (const auto& [section, list] : sections) {
     SCOPED_TRACE(section);
     json spec = tiny();

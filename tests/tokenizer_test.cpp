@@ -39,7 +39,8 @@ std::string text_or(const json& map, size_t index, const std::string& fallback) 
 
 // Counts of agreement for one tokenizer, printed and checked together so one run shows them all.
 struct Tally {
-  int strings = 0, ids = 0, ids_with_special = 0, decoded = 0, decoded_skipping = 0, decoded_with_special = 0, checked_with_special = 0;
+  int strings = 0, ids = 0, ids_with_special = 0, decoded = 0, decoded_skipping = 0, decoded_with_special = 0,
+      checked_with_special = 0;
 };
 
 void check_tokenizer(const std::string& name) {
@@ -62,37 +63,53 @@ void check_tokenizer(const std::string& name) {
     ++tally.strings;
 
     std::vector<int32_t> ids = tok.encode(s, false);
-    if (ids == expected) ++tally.ids;
-    else report(i, "ids " + show_ids(tok, ids) + "\n  tokenizers: " + show_ids(tok, expected));
+    if (ids == expected)
+      ++tally.ids;
+    else
+      report(i, "ids " + show_ids(tok, ids) + "\n  tokenizers: " + show_ids(tok, expected));
 
     auto exception = special.at("exceptions").find(std::to_string(i));
     auto expected_special = exception != special.at("exceptions").end()
                                 ? exception->get<std::vector<int32_t>>()
                                 : concat(special.at("prefix"), expected, special.at("suffix"));
     std::vector<int32_t> with_special = tok.encode(s, true);
-    if (with_special == expected_special) ++tally.ids_with_special;
-    else report(i, "ids with special tokens " + show_ids(tok, with_special) + "\n  tokenizers: " + show_ids(tok, expected_special));
+    if (with_special == expected_special)
+      ++tally.ids_with_special;
+    else
+      report(i, "ids with special tokens " + show_ids(tok, with_special) +
+                    "\n  tokenizers: " + show_ids(tok, expected_special));
 
     std::string decoded = tok.decode(expected), expected_text = text_or(t.at("decoded"), i, s);
-    if (decoded == expected_text) ++tally.decoded;
-    else report(i, "decodes to " + escaped(decoded) + ", tokenizers: " + escaped(expected_text));
+    if (decoded == expected_text)
+      ++tally.decoded;
+    else
+      report(i, "decodes to " + escaped(decoded) + ", tokenizers: " + escaped(expected_text));
 
-    std::string skipped = tok.decode(expected, true), expected_skipped = text_or(t.at("decoded_skip_special"), i, expected_text);
-    if (skipped == expected_skipped) ++tally.decoded_skipping;
-    else report(i, "decodes (skipping special tokens) to " + escaped(skipped) + ", tokenizers: " + escaped(expected_skipped));
+    std::string skipped = tok.decode(expected, true),
+                expected_skipped = text_or(t.at("decoded_skip_special"), i, expected_text);
+    if (skipped == expected_skipped)
+      ++tally.decoded_skipping;
+    else
+      report(i,
+             "decodes (skipping special tokens) to " + escaped(skipped) + ", tokenizers: " + escaped(expected_skipped));
 
     auto with = t.at("decoded_with_special").find(std::to_string(i));
     if (with != t.at("decoded_with_special").end()) {
       ++tally.checked_with_special;
       std::string d = tok.decode(expected_special);
-      if (d == with->get<std::string>()) ++tally.decoded_with_special;
-      else report(i, "ids with special tokens decode to " + escaped(d) + ", tokenizers: " + escaped(with->get<std::string>()));
+      if (d == with->get<std::string>())
+        ++tally.decoded_with_special;
+      else
+        report(i, "ids with special tokens decode to " + escaped(d) +
+                      ", tokenizers: " + escaped(with->get<std::string>()));
     }
   }
-  std::printf("%s (tokenizers %s): %d strings; equal ids %d, ids with special tokens %d, decoded text %d, "
-              "decoded skipping special tokens %d, decoded with special tokens %d of %d\n",
-              name.c_str(), v.vectors.at("tokenizers_version").get<std::string>().c_str(), tally.strings, tally.ids,
-              tally.ids_with_special, tally.decoded, tally.decoded_skipping, tally.decoded_with_special, tally.checked_with_special);
+  std::printf(
+      "%s (tokenizers %s): %d strings; equal ids %d, ids with special tokens %d, decoded text %d, "
+      "decoded skipping special tokens %d, decoded with special tokens %d of %d\n",
+      name.c_str(), v.vectors.at("tokenizers_version").get<std::string>().c_str(), tally.strings, tally.ids,
+      tally.ids_with_special, tally.decoded, tally.decoded_skipping, tally.decoded_with_special,
+      tally.checked_with_special);
   EXPECT_EQ(failures, 0) << "mismatches (the first 12 are shown above)";
   EXPECT_GT(tally.strings, 500);
 }
@@ -150,8 +167,9 @@ TEST(TokenizerVectors, RegexClassesAgreeWithOnigurumaOnEveryCodePoint) {
   using meganeura::tokenizer::Regex;
   const json& classes = v.vectors.at("unicode_classes");
   const std::map<std::string, std::string> patterns = {
-      {"L", R"(\p{L})"}, {"N", R"(\p{N})"}, {"s", R"(\s)"}, {"w", R"(\w)"}, {"d", R"(\d)"},
-      {"caseless_strevmld", R"((?i:[strevmld]))"}, {"numeric", R"(\p{N})"}};
+      {"L", R"(\p{L})"},      {"N", R"(\p{N})"}, {"s", R"(\s)"},
+      {"w", R"(\w)"},         {"d", R"(\d)"},    {"caseless_strevmld", R"((?i:[strevmld]))"},
+      {"numeric", R"(\p{N})"}};
   Regex unassigned = Regex::compile(R"(\p{Cn})", "test");
   int compared = 0, newer = 0;
   for (const auto& [name, pattern] : patterns) {
@@ -177,8 +195,9 @@ TEST(TokenizerVectors, RegexClassesAgreeWithOnigurumaOnEveryCodePoint) {
     }
     EXPECT_EQ(mismatches, 0) << name;
   }
-  std::printf("code points compared: %d (7 classes); class members Oniguruma knows from Unicode 15-16 and PCRE2 does not: %d\n",
-              compared, newer);
+  std::printf(
+      "code points compared: %d (7 classes); class members Oniguruma knows from Unicode 15-16 and PCRE2 does not: %d\n",
+      compared, newer);
 }
 
 // merges in the legacy "a b" form give the same tokenizer as the ["a", "b"] pairs.
@@ -188,7 +207,8 @@ TEST(TokenizerVectors, LegacyMergeStringsEncodeAlike) {
   json spec = json::parse(v.tokenizer_json("smollm2_like"));
   for (json& m : spec["model"]["merges"]) m = m[0].get<std::string>() + " " + m[1].get<std::string>();
   Tokenizer legacy = Tokenizer::from_json(spec.dump()), pairs = v.load("smollm2_like");
-  for (size_t i = 0; i < v.strings.size(); i += 7) EXPECT_EQ(legacy.encode(v.strings[i]), pairs.encode(v.strings[i])) << i;
+  for (size_t i = 0; i < v.strings.size(); i += 7)
+    EXPECT_EQ(legacy.encode(v.strings[i]), pairs.encode(v.strings[i])) << i;
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // MEGANEURA_TRACE: the Perfetto trace of a process, decoded by an independent reader
 // (perfetto_reader.cpp). MEGANEURA_TRACE is read once per process, so the traced runs happen in
 // child processes (this binary again, running one DISABLED_ test) with the variable set.
+#include "trace/trace.hpp"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -12,7 +14,6 @@
 #include "perfetto_reader.hpp"
 #include "test_util.hpp"
 #include "trace/proto_writer.hpp"
-#include "trace/trace.hpp"
 
 namespace mntest {
 namespace {
@@ -92,10 +93,14 @@ struct Tracks {
 Tracks find_tracks(const DecodedTrace& trace) {
   Tracks t;
   for (const auto& [uuid, track] : trace.tracks) {
-    if (track.process_pid) t.process = &track;
-    else if (track.thread_tid) t.cpu = &track;
-    else if (track.name.rfind("GPU: ", 0) == 0) t.gpu = &track;
-    else ADD_FAILURE() << "unexpected track \"" << track.name << "\"";
+    if (track.process_pid)
+      t.process = &track;
+    else if (track.thread_tid)
+      t.cpu = &track;
+    else if (track.name.rfind("GPU: ", 0) == 0)
+      t.gpu = &track;
+    else
+      ADD_FAILURE() << "unexpected track \"" << track.name << "\"";
   }
   EXPECT_EQ(trace.tracks.size(), 3u);
   if (!t.process || !t.cpu || !t.gpu) {
@@ -165,12 +170,12 @@ TEST(Trace, DISABLED_TracedSessionsChild) {
   // CPU: two builds with their phases, six steps, then the step limit.
   const TraceTrack& cpu = *t.cpu;
   const std::vector<int> cpu_roots = DecodedTrace::roots(cpu);
-  ASSERT_THAT(names(cpu, cpu_roots),
-              ElementsAre("build training session", "train step", "train step", "train step", "evaluate", "build inference session",
-                          "step", "run y", kLimitName));
+  ASSERT_THAT(names(cpu, cpu_roots), ElementsAre("build training session", "train step", "train step", "train step",
+                                                 "evaluate", "build inference session", "step", "run y", kLimitName));
   EXPECT_THAT(names(cpu, DecodedTrace::children(cpu, cpu_roots[0])),
               ElementsAre("optimize forward", "autodiff", "optimize", "lower", "plan", "pipelines"));
-  EXPECT_THAT(names(cpu, DecodedTrace::children(cpu, cpu_roots[5])), ElementsAre("optimize", "lower", "plan", "pipelines"));
+  EXPECT_THAT(names(cpu, DecodedTrace::children(cpu, cpu_roots[5])),
+              ElementsAre("optimize", "lower", "plan", "pipelines"));
   const TraceSlice& limit = cpu.slices[static_cast<size_t>(cpu_roots[8])];
   EXPECT_TRUE(limit.instant);
   EXPECT_EQ(int_arg(limit, "MEGANEURA_TRACE_STEPS"), 6);
@@ -187,7 +192,8 @@ TEST(Trace, DISABLED_TracedSessionsChild) {
   const std::vector<int> gpu_steps = DecodedTrace::roots(gpu);
   ASSERT_EQ(names(gpu, gpu_steps), names(cpu, cpu_steps));
   for (size_t i = 0; i < gpu_steps.size(); ++i) {
-    const TraceSlice &g = gpu.slices[static_cast<size_t>(gpu_steps[i])], &c = cpu.slices[static_cast<size_t>(cpu_steps[i])];
+    const TraceSlice &g = gpu.slices[static_cast<size_t>(gpu_steps[i])],
+                     &c = cpu.slices[static_cast<size_t>(cpu_steps[i])];
     EXPECT_GE(g.begin, c.begin) << "GPU " << g.name << " starts before it was submitted";
     EXPECT_LE(g.end, c.end) << "GPU " << g.name << " ends after the CPU saw it finish";
     EXPECT_EQ(int_arg(g, "session"), session_of[i]);

@@ -43,7 +43,8 @@ TEST(TrainOptimizer, SgdWeightDecay) {
   Rng rng;
   SCOPED_TRACE(seed_note(rng.seed()));
   run_side_by_side({.optimizer = SGD{.lr = 0.1f, .weight_decay = 0.2f}}, kSteps, rng);
-  run_side_by_side({.optimizer = SGD{.lr = 0.1f, .momentum = 0.8f, .weight_decay = 0.2f, .nesterov = true}}, kSteps, rng);
+  run_side_by_side({.optimizer = SGD{.lr = 0.1f, .momentum = 0.8f, .weight_decay = 0.2f, .nesterov = true}}, kSteps,
+                   rng);
 }
 
 TEST(TrainOptimizer, AdamWithL2WeightDecay) {
@@ -116,14 +117,16 @@ TEST(TrainClip, GlobalNormBelowTheMaxChangesNothing) {
     expect_params(clipped, h, 1e-5, "step " + std::to_string(k));
     for (const char* name : {"W", "b"})
       EXPECT_TRUE(clipped.read_parameter(name).bytes == plain.read_parameter(name).bytes)
-          << "step " << k << ": a norm below the max must leave the update exactly as without clipping (" << name << ")";
+          << "step " << k << ": a norm below the max must leave the update exactly as without clipping (" << name
+          << ")";
   }
 }
 
 TEST(TrainClip, AdamWithClipping) {
   Rng rng;
   SCOPED_TRACE(seed_note(rng.seed()));
-  run_side_by_side({.optimizer = AdamW{.lr = 0.05f, .weight_decay = 0.1f}, .clip_grad_norm = 0.3f}, kSteps, rng, false, 5.0);
+  run_side_by_side({.optimizer = AdamW{.lr = 0.05f, .weight_decay = 0.1f}, .clip_grad_norm = 0.3f}, kSteps, rng, false,
+                   5.0);
 }
 
 // With accumulation the clipped gradient is the window's mean gradient (what the update applies),
@@ -132,7 +135,8 @@ TEST(TrainClip, AdamWithClipping) {
 TEST(TrainClip, ClipsTheMeanGradientOfAnAccumulationWindow) {
   Rng rng;
   SCOPED_TRACE(seed_note(rng.seed()));
-  run_side_by_side({.optimizer = SGD{.lr = 0.1f}, .clip_grad_norm = 0.5f, .accumulation_steps = 2}, kSteps, rng, false, 20.0);
+  run_side_by_side({.optimizer = SGD{.lr = 0.1f}, .clip_grad_norm = 0.5f, .accumulation_steps = 2}, kSteps, rng, false,
+                   20.0);
 }
 
 // ---- 4: schedules -----------------------------------------------------------------------------
@@ -201,9 +205,8 @@ TEST(TrainSchedule, TheDeviceFollowsLongSchedulesToTheirEnd) {
     const double want = host_schedule(step, t);
     ASSERT_NEAR(lr, want, 1e-5 * want) << "StepLR, optimizer step " << t;
   });
-  run({.optimizer = Adam{.lr = 1.0f, .eps = 1e-12f}}, 2000, [&](int t, double update) {
-    ASSERT_NEAR(update, 1.0, 2e-5) << "Adam's bias corrections, optimizer step " << t;
-  });
+  run({.optimizer = Adam{.lr = 1.0f, .eps = 1e-12f}}, 2000,
+      [&](int t, double update) { ASSERT_NEAR(update, 1.0, 2e-5) << "Adam's bias corrections, optimizer step " << t; });
 }
 
 TEST(TrainSchedule, Constant) {
@@ -246,7 +249,8 @@ TEST(TrainSchedule, CosineWithoutWarmup) {
 TEST(TrainAccumulation, UpdatesOnceAWindowWithTheMeanGradient) {
   Rng rng;
   SCOPED_TRACE(seed_note(rng.seed()));
-  for (const Optimizer& opt : std::vector<Optimizer>{SGD{.lr = 0.1f, .momentum = 0.9f}, Adam{.lr = 0.05f, .weight_decay = 0.1f}}) {
+  for (const Optimizer& opt :
+       std::vector<Optimizer>{SGD{.lr = 0.1f, .momentum = 0.9f}, Adam{.lr = 0.05f, .weight_decay = 0.1f}}) {
     SCOPED_TRACE(opt.index() == 0 ? "SGD momentum" : "Adam");
     const TrainConfig cfg{.optimizer = opt, .accumulation_steps = 3};
     Regression r;
@@ -266,7 +270,8 @@ TEST(TrainAccumulation, UpdatesOnceAWindowWithTheMeanGradient) {
       EXPECT_TRUE(same_values(s.read_grad("W"), hg.grads.at("W"), 1e-5, at + ": read_grad is this step's gradient"));
       EXPECT_NEAR(s.read_loss(), hg.loss, 1e-5 * std::max(1.0, hg.loss)) << at;
       if (k % 3 != 0) {
-        EXPECT_TRUE(s.read_parameter("W").bytes == before.bytes) << at << ": inside a window the parameters must not move";
+        EXPECT_TRUE(s.read_parameter("W").bytes == before.bytes)
+            << at << ": inside a window the parameters must not move";
       } else {
         EXPECT_FALSE(s.read_parameter("W").bytes == before.bytes) << at << ": the window's last step updates";
       }
@@ -278,7 +283,8 @@ TEST(TrainAccumulation, UpdatesOnceAWindowWithTheMeanGradient) {
 TEST(TrainAccumulation, SideBySideWithClippingOff) {
   Rng rng;
   SCOPED_TRACE(seed_note(rng.seed()));
-  run_side_by_side({.optimizer = AdamW{.lr = 0.05f, .weight_decay = 0.2f}, .schedule = StepLR{.step_size = 1, .gamma = 0.7f},
+  run_side_by_side({.optimizer = AdamW{.lr = 0.05f, .weight_decay = 0.2f},
+                    .schedule = StepLR{.step_size = 1, .gamma = 0.7f},
                     .accumulation_steps = 2},
                    8, rng);
 }
@@ -290,7 +296,8 @@ TEST(TrainParams, LrMultiplier) {
   SCOPED_TRACE(seed_note(rng.seed()));
   run_side_by_side({.optimizer = SGD{.lr = 0.1f, .momentum = 0.9f}, .lr_multipliers = {{"b", 0.5f}}}, kSteps, rng);
   // AdamW's decoupled decay scales with the multiplied lr too (torch: per-group lr).
-  run_side_by_side({.optimizer = AdamW{.lr = 0.05f, .weight_decay = 0.5f}, .lr_multipliers = {{"b", 0.5f}}}, kSteps, rng);
+  run_side_by_side({.optimizer = AdamW{.lr = 0.05f, .weight_decay = 0.5f}, .lr_multipliers = {{"b", 0.5f}}}, kSteps,
+                   rng);
 }
 
 TEST(TrainParams, LrMultiplierHalvesTheSgdStep) {
@@ -369,8 +376,8 @@ TEST(TrainParams, PackedUpdatesStepEveryParameterAndSpareFrozenOnes) {
     TrainConfig cfg{.optimizer = SGD{.lr = 0.1f}};
     if (freeze_w1) cfg.frozen = {"w1"};
     Session s = build_session(g, loss, cfg);
-    std::map<std::string, std::vector<float>> p{{"w1", rng.floats(I * O1, -1, 1)}, {"w2", rng.floats(I * O2, -1, 1)},
-                                                {"c", rng.floats(O2, -1, 1)}};
+    std::map<std::string, std::vector<float>> p{
+        {"w1", rng.floats(I * O1, -1, 1)}, {"w2", rng.floats(I * O2, -1, 1)}, {"c", rng.floats(O2, -1, 1)}};
     const std::vector<float> xs = rng.floats(N * I, -1, 1);
     s.set_parameter("w1", host_f32({I, O1}, p["w1"]));
     s.set_parameter("w2", host_f32({I, O2}, p["w2"]));
@@ -386,15 +393,19 @@ TEST(TrainParams, PackedUpdatesStepEveryParameterAndSpareFrozenOnes) {
       for (int64_t n = 0; n < N && name != "c"; ++n)
         for (int64_t j = 0; j < o; ++j) {
           double y = 0.0;
-          for (int64_t i = 0; i < I; ++i) y += xs[static_cast<size_t>(n * I + i)] * p[name][static_cast<size_t>(i * o + j)];
+          for (int64_t i = 0; i < I; ++i)
+            y += xs[static_cast<size_t>(n * I + i)] * p[name][static_cast<size_t>(i * o + j)];
           const double step = 0.1 * 2.0 / static_cast<double>(N * o) * y;
-          for (int64_t i = 0; i < I; ++i) want[static_cast<size_t>(i * o + j)] -= xs[static_cast<size_t>(n * I + i)] * step;
+          for (int64_t i = 0; i < I; ++i)
+            want[static_cast<size_t>(i * o + j)] -= xs[static_cast<size_t>(n * I + i)] * step;
         }
       const std::vector<float> got = to_floats(s.read_parameter(name));
       for (size_t k = 0; k < want.size(); ++k) EXPECT_NEAR(got[k], want[k], 1e-5) << name << "[" << k << "]";
     };
-    if (freeze_w1) EXPECT_EQ(to_floats(s.read_parameter("w1")), p["w1"]) << "a frozen parameter keeps its exact bits";
-    else expect("w1");
+    if (freeze_w1)
+      EXPECT_EQ(to_floats(s.read_parameter("w1")), p["w1"]) << "a frozen parameter keeps its exact bits";
+    else
+      expect("w1");
     expect("w2");
     expect("c");
     // All three in one pack; with w1 frozen, w2 (sharing w1's storage) and c update alone.
@@ -430,7 +441,8 @@ TEST(TrainParams, LargeModelsUpdateInSeveralPacks) {
   }
   const std::string listing = s.listing();
   EXPECT_EQ(count_lines(listing, "dispatch optimizer"), 2) << listing;
-  EXPECT_NE(listing.find("update 2 parameters (" + std::to_string(2 * n * 4) + " bytes)"), std::string::npos) << listing;
+  EXPECT_NE(listing.find("update 2 parameters (" + std::to_string(2 * n * 4) + " bytes)"), std::string::npos)
+      << listing;
 }
 
 // A norm's weight gradient reads the row statistics its backward wrote (lowering pairs them:
@@ -455,7 +467,8 @@ TEST(TrainParams, NormWeightGradientReadsTheBackwardsRowStatistics) {
     double want = 0;
     for (int64_t r = 0; r < R; ++r) {
       double ss = 0;
-      for (int64_t k = 0; k < D; ++k) ss += double(xs[static_cast<size_t>(r * D + k)]) * xs[static_cast<size_t>(r * D + k)];
+      for (int64_t k = 0; k < D; ++k)
+        ss += double(xs[static_cast<size_t>(r * D + k)]) * xs[static_cast<size_t>(r * D + k)];
       const double rstd = 1.0 / std::sqrt(ss / D + 1e-5);
       want += double(cs[static_cast<size_t>(r * D + d)]) * xs[static_cast<size_t>(r * D + d)] * rstd;
     }

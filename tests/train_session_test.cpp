@@ -1,8 +1,8 @@
 // Training sessions as objects: record once, evaluate(), checkpoints (resume, interrupted save,
 // malformed files) and a small end-to-end fit.
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 
@@ -32,9 +32,9 @@ using ::testing::HasSubstr;
 TEST(TrainSession, RecordsItsStepAndForwardPassOnce) {
   Rng rng;
   SCOPED_TRACE(seed_note(rng.seed()));
-  for (const TrainConfig& cfg : {TrainConfig{.optimizer = AdamW{}, .clip_grad_norm = 1.0f},
-                                 TrainConfig{.optimizer = SGD{.momentum = 0.9f}, .schedule = Cosine{1, 5, 0.0f},
-                                             .accumulation_steps = 2}}) {
+  for (const TrainConfig& cfg :
+       {TrainConfig{.optimizer = AdamW{}, .clip_grad_norm = 1.0f},
+        TrainConfig{.optimizer = SGD{.momentum = 0.9f}, .schedule = Cosine{1, 5, 0.0f}, .accumulation_steps = 2}}) {
     Regression r;
     Session s = build_session(r.g, r.loss, cfg);
     const uint64_t built = s.stats().recordings;
@@ -72,7 +72,8 @@ TEST(TrainSession, EvaluateRunsTheForwardPassOnly) {
   Batch b = random_batch(rng);
   feed(s, b);
   s.evaluate();
-  EXPECT_NEAR(s.read_loss(), host_loss_and_grad(start, b).loss, 1e-5 * std::max(1.0, host_loss_and_grad(start, b).loss));
+  EXPECT_NEAR(s.read_loss(), host_loss_and_grad(start, b).loss,
+              1e-5 * std::max(1.0, host_loss_and_grad(start, b).loss));
   EXPECT_EQ(s.optimizer_steps(), 0);
 
   for (int k = 1; k <= 4; ++k) {
@@ -95,7 +96,8 @@ TEST(TrainSession, EvaluateRunsTheForwardPassOnly) {
     for (int64_t n = 0; n < Regression::N; ++n)
       for (int64_t o = 0; o < Regression::O; ++o) {
         double v = h.params().at("b")[o];
-        for (int64_t i = 0; i < Regression::I; ++i) v += e.x[n * Regression::I + i] * h.params().at("W")[i * Regression::O + o];
+        for (int64_t i = 0; i < Regression::I; ++i)
+          v += e.x[n * Regression::I + i] * h.params().at("W")[i * Regression::O + o];
         y[n * Regression::O + o] = v;
       }
     EXPECT_TRUE(same_values(s.read_output("y"), y, 1e-5, at + ": output y after evaluate()"));
@@ -169,7 +171,8 @@ void check_resume(const TrainConfig& cfg, int k, Rng& rng) {
     EXPECT_NEAR(b.read_loss(), a.read_loss(), 1e-6 * std::max(1.0f, std::fabs(a.read_loss()))) << at;
     for (const char* name : {"W", "b"}) {
       EXPECT_TRUE(same_values(b.read_parameter(name), decode(a.read_parameter(name)), 1e-6, at + ": " + name));
-      EXPECT_TRUE(b.read_parameter(name).bytes == a.read_parameter(name).bytes) << at << ": " << name << " not bit-identical";
+      EXPECT_TRUE(b.read_parameter(name).bytes == a.read_parameter(name).bytes)
+          << at << ": " << name << " not bit-identical";
     }
     EXPECT_EQ(b.optimizer_steps(), a.optimizer_steps()) << at;
   }
@@ -179,7 +182,9 @@ TEST(TrainCheckpoint, ResumesAdamWExactly) {
   Rng rng;
   SCOPED_TRACE(seed_note(rng.seed()));
   // lr and a schedule that depend on the step count, so a lost counter shows.
-  check_resume({.optimizer = AdamW{.lr = 0.05f, .weight_decay = 0.2f}, .schedule = StepLR{.step_size = 2, .gamma = 0.5f}}, 3, rng);
+  check_resume(
+      {.optimizer = AdamW{.lr = 0.05f, .weight_decay = 0.2f}, .schedule = StepLR{.step_size = 2, .gamma = 0.5f}}, 3,
+      rng);
 }
 
 TEST(TrainCheckpoint, ResumesSgdMomentumExactly) {
@@ -262,8 +267,9 @@ TEST(TrainCheckpoint, InterruptedSaveKeepsThePreviousCheckpoint) {
   // The child: this binary again, running only the disabled child test, output to a log.
   const std::string log = dir / "child.log";
   // No inherited hook, gtest sharding or filter.
-  const ChildRun child_run = run_self_child("TrainCheckpoint.DISABLED_InterruptedSaveChild", {"MEGANEURA_TEST_INTERRUPT_SAVE="},
-                                            {std::string(kChildEnv) + "=" + path}, log);
+  const ChildRun child_run =
+      run_self_child("TrainCheckpoint.DISABLED_InterruptedSaveChild", {"MEGANEURA_TEST_INTERRUPT_SAVE="},
+                     {std::string(kChildEnv) + "=" + path}, log);
   const int child = child_run.pid;
   ASSERT_GT(child, 0) << "could not start " << std::filesystem::read_symlink("/proc/self/exe");
   ASSERT_GE(child_run.status, 0) << read_bytes(log);
@@ -301,7 +307,8 @@ struct CheckpointFixture {
     good = read_safetensors(dir / "good.safetensors");
   }
   // Writes the edited checkpoint and loads it: the error must name the file and the tensor.
-  void expect_load_error(const std::string& name, const std::string& tensor, const std::function<void(TensorFile&)>& edit) {
+  void expect_load_error(const std::string& name, const std::string& tensor,
+                         const std::function<void(TensorFile&)>& edit) {
     SCOPED_TRACE(name);
     TensorFile f = good;
     edit(f);
@@ -325,10 +332,13 @@ TEST(TrainCheckpoint, LoadRejectsMissingAndUnknownTensors) {
   CheckpointFixture c;
   SCOPED_TRACE(seed_note(c.rng.seed()));
   c.expect_load_error("missing_param", "W", [](TensorFile& f) { f.tensors.erase("W"); });
-  c.expect_load_error("unknown", "decoder.bias", [](TensorFile& f) { f.tensors["decoder.bias"] = host_f32({2}, {1, 2}); });
+  c.expect_load_error("unknown", "decoder.bias", [](TensorFile& f) {
+    f.tensors["decoder.bias"] = host_f32({2}, {1, 2});
+  });
   c.expect_load_error("state_shape", "optimizer.W.m", [](TensorFile& f) { f.tensors["optimizer.W.m"].shape = {5, 7}; });
-  c.expect_load_error("state_dtype", "optimizer.b.v",
-                      [](TensorFile& f) { f.tensors["optimizer.b.v"] = host_i32({5}, {1, 2, 3, 4, 5}); });
+  c.expect_load_error("state_dtype", "optimizer.b.v", [](TensorFile& f) {
+    f.tensors["optimizer.b.v"] = host_i32({5}, {1, 2, 3, 4, 5});
+  });
   // An Adam checkpoint into an SGD session (no optimizer state): m and v match nothing.
   Session sgd = build_session(c.r.g, c.r.loss, {.optimizer = SGD{}});
   const std::string msg = error_of([&] { sgd.load(c.dir / "good.safetensors"); });
@@ -343,7 +353,9 @@ TEST(TrainCheckpoint, LoadRejectsAParameterOfAnotherShapeOrDtype) {
   CheckpointFixture c;
   SCOPED_TRACE(seed_note(c.rng.seed()));
   c.expect_load_error("param_shape_same_count", "W", [](TensorFile& f) { f.tensors["W"].shape = {5, 7}; });
-  c.expect_load_error("param_shape_other_count", "b", [](TensorFile& f) { f.tensors["b"] = host_f32({6}, {1, 2, 3, 4, 5, 6}); });
+  c.expect_load_error("param_shape_other_count", "b", [](TensorFile& f) {
+    f.tensors["b"] = host_f32({6}, {1, 2, 3, 4, 5, 6});
+  });
   c.expect_load_error("param_dtype", "b", [](TensorFile& f) { f.tensors["b"] = host_i32({5}, {1, 2, 3, 4, 5}); });
 }
 
@@ -374,8 +386,9 @@ TEST(TrainCheckpoint, LoadRejectsBadStepCountsBeforeWritingAnything) {
   TensorFile f = c.good;
   f.metadata["micro_steps"] = "x";
   write_safetensors(path, f);
-  EXPECT_THAT(error_of([&] { c.s.load(path); }),
-              ::testing::AllOf(HasSubstr(path), HasSubstr("__metadata__ entry \"micro_steps\" is \"x\", not a step count")));
+  EXPECT_THAT(
+      error_of([&] { c.s.load(path); }),
+      ::testing::AllOf(HasSubstr(path), HasSubstr("__metadata__ entry \"micro_steps\" is \"x\", not a step count")));
 }
 
 // ---- 12: end to end ---------------------------------------------------------------------------

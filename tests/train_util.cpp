@@ -52,7 +52,8 @@ void feed(Session& s, const Batch& b) {
 }
 
 void set_params(Session& s, const Regression& r, const Params& p) {
-  for (const auto& [name, v] : p) s.set_parameter(name, host_f32(r.shape(name), std::vector<float>(v.begin(), v.end())));
+  for (const auto& [name, v] : p)
+    s.set_parameter(name, host_f32(r.shape(name), std::vector<float>(v.begin(), v.end())));
 }
 
 HostGrad host_loss_and_grad(const Params& p, const Batch& b) {
@@ -78,7 +79,8 @@ HostGrad host_loss_and_grad(const Params& p, const Batch& b) {
 
 double host_schedule(const Schedule& s, int64_t t) {
   if (const auto* st = std::get_if<StepLR>(&s))
-    return std::pow(static_cast<double>(st->gamma), std::floor(static_cast<double>(t) / static_cast<double>(st->step_size)));
+    return std::pow(static_cast<double>(st->gamma),
+                    std::floor(static_cast<double>(t) / static_cast<double>(st->step_size)));
   if (const auto* c = std::get_if<Cosine>(&s)) {
     const double w = static_cast<double>(c->warmup_steps), total = static_cast<double>(c->total_steps);
     const double td = static_cast<double>(t);
@@ -157,8 +159,10 @@ HostGrad HostTrainer::step(const Batch& b, const Params* applied) {
               p[i] -= lr * gi;
             } else {
               const double b1 = o.beta1, b2 = o.beta2, eps = o.eps;
-              if constexpr (std::is_same_v<O, AdamW>) p[i] *= 1.0 - lr * wd;
-              else gi += wd * p[i];
+              if constexpr (std::is_same_v<O, AdamW>)
+                p[i] *= 1.0 - lr * wd;
+              else
+                gi += wd * p[i];
               s1[i] = b1 * s1[i] + (1 - b1) * gi;
               s2[i] = b2 * s2[i] + (1 - b2) * gi * gi;
               const double bias1 = 1 - std::pow(b1, static_cast<double>(step));

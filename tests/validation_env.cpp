@@ -27,14 +27,12 @@ class ValidationListener : public ::testing::EmptyTestEventListener {
   }
   void OnTestEnd(const ::testing::TestInfo&) override {
     auto msgs = meganeura::take_validation_messages();
-    if (!msgs.empty())
-      ADD_FAILURE() << msgs.size() << " Vulkan validation message(s) during this test:" << join(msgs);
+    if (!msgs.empty()) ADD_FAILURE() << msgs.size() << " Vulkan validation message(s) during this test:" << join(msgs);
   }
   void OnTestProgramEnd(const ::testing::UnitTest&) override {
     auto msgs = meganeura::take_validation_messages();
     if (!leftover_.empty()) msgs.insert(msgs.begin(), leftover_.begin(), leftover_.end());
-    if (!msgs.empty())
-      std::fprintf(stderr, "Vulkan validation messages outside tests:%s\n", join(msgs).c_str());
+    if (!msgs.empty()) std::fprintf(stderr, "Vulkan validation messages outside tests:%s\n", join(msgs).c_str());
   }
   std::vector<std::string> leftover_;
 };

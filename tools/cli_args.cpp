@@ -74,11 +74,11 @@ std::string Args::next() {
   return arg;
 }
 
-UsageError Args::error(const std::string& message) const { return UsageError("meganeura " + command_ + ": " + message); }
-
-void Args::unknown_option(const std::string& option) const {
-  throw error("unknown option '" + option + "'");
+UsageError Args::error(const std::string& message) const {
+  return UsageError("meganeura " + command_ + ": " + message);
 }
+
+void Args::unknown_option(const std::string& option) const { throw error("unknown option '" + option + "'"); }
 
 std::string Args::take_value(const std::string& flag, const std::string& expected) {
   if (inline_value_) {

@@ -57,17 +57,28 @@ GenerateArgs parse_generate_args(cli::Args& args) {
   mn::models::GenerateOptions& o = g.options;
   while (!args.done()) {
     const std::string a = args.next();
-    if (a == "--model") g.model = args.text(a, "a Hub repository id or a model directory");
-    else if (a == "--prompt") g.prompt = args.text_or_empty(a, "the text to complete");
-    else if (a == "--revision") g.revision = args.text(a, "a branch, a tag or a commit hash");
-    else if (a == "--max-tokens") o.max_tokens = args.integer(a, 1, kMaxTokens);
-    else if (a == "--temperature") o.sampling.temperature = static_cast<float>(args.number(a, 0, kMaxTemperature));
-    else if (a == "--top-k") o.sampling.top_k = args.integer(a, 0, kMaxTopK);
-    else if (a == "--top-p") o.sampling.top_p = static_cast<float>(args.number(a, 0, 1));
-    else if (a == "--seed") o.seed = args.unsigned_integer(a, 0, std::numeric_limits<uint64_t>::max());
-    else if (a == "--max-seq") o.max_seq = args.integer(a, 1, kMaxSeq);
-    else if (cli::Args::is_option(a)) args.unknown_option(a);
-    else throw args.error("unexpected argument '" + a + "' (the model follows --model, the text --prompt)");
+    if (a == "--model")
+      g.model = args.text(a, "a Hub repository id or a model directory");
+    else if (a == "--prompt")
+      g.prompt = args.text_or_empty(a, "the text to complete");
+    else if (a == "--revision")
+      g.revision = args.text(a, "a branch, a tag or a commit hash");
+    else if (a == "--max-tokens")
+      o.max_tokens = args.integer(a, 1, kMaxTokens);
+    else if (a == "--temperature")
+      o.sampling.temperature = static_cast<float>(args.number(a, 0, kMaxTemperature));
+    else if (a == "--top-k")
+      o.sampling.top_k = args.integer(a, 0, kMaxTopK);
+    else if (a == "--top-p")
+      o.sampling.top_p = static_cast<float>(args.number(a, 0, 1));
+    else if (a == "--seed")
+      o.seed = args.unsigned_integer(a, 0, std::numeric_limits<uint64_t>::max());
+    else if (a == "--max-seq")
+      o.max_seq = args.integer(a, 1, kMaxSeq);
+    else if (cli::Args::is_option(a))
+      args.unknown_option(a);
+    else
+      throw args.error("unexpected argument '" + a + "' (the model follows --model, the text --prompt)");
   }
   if (g.model.empty()) throw args.error("which model? --model HuggingFaceTB/SmolLM2-135M (or a local directory)");
   return g;
@@ -143,7 +154,9 @@ std::string model_directory(const GenerateArgs& g, const cli::Args& args) {
 
 void print_speed(const mn::models::GenerateStats& s) {
   auto rate = [](int64_t tokens, double seconds) { return seconds > 0 ? static_cast<double>(tokens) / seconds : 0.0; };
-  std::fprintf(stderr, "meganeura: %lld prompt tokens in %.3f s (%.1f tokens/s), %lld generated in %.3f s (%.1f tokens/s)%s; load %.2f s\n",
+  std::fprintf(stderr,
+               "meganeura: %lld prompt tokens in %.3f s (%.1f tokens/s), %lld generated in %.3f s (%.1f tokens/s)%s; "
+               "load %.2f s\n",
                static_cast<long long>(s.prompt_tokens), s.prefill_seconds, rate(s.prompt_tokens, s.prefill_seconds),
                static_cast<long long>(s.generated_tokens), s.decode_seconds, rate(s.generated_tokens, s.decode_seconds),
                s.stopped_at_eos ? ", stopped at end of sequence" : "", s.load_seconds);

@@ -15,13 +15,13 @@
 #include <string_view>
 #include <vector>
 
+#include "cli_args.hpp"
+#include "commands.hpp"
+#include "lower/lowered.hpp"
 #include "meganeura/autodiff.hpp"
 #include "meganeura/device.hpp"
 #include "meganeura/error.hpp"
 #include "meganeura/hub.hpp"
-#include "lower/lowered.hpp"
-#include "cli_args.hpp"
-#include "commands.hpp"
 #include "models/llama_primitives.hpp"
 #include "optimize/optimize.hpp"
 #include "train/training_graph.hpp"
@@ -121,13 +121,20 @@ OptimizeArgs parse_optimize_args(cli::Args& args) {
   OptimizeArgs o;
   while (!args.done()) {
     const std::string a = args.next();
-    if (a == "--layers") o.shape.layers = static_cast<int>(args.integer(a, 0, 1000));
-    else if (a == "--seq") o.shape.seq = args.integer(a, 1, 65536);
-    else if (a == "--train") o.train = true;
-    else if (a == "--max-seconds") o.limits.max_seconds = args.number(a, 0, 3600);
-    else if (a == "--rule-times") o.rule_times = true;
-    else if (cli::Args::is_option(a)) args.unknown_option(a);
-    else throw args.error("unexpected argument '" + a + "' (optimize takes only options)");
+    if (a == "--layers")
+      o.shape.layers = static_cast<int>(args.integer(a, 0, 1000));
+    else if (a == "--seq")
+      o.shape.seq = args.integer(a, 1, 65536);
+    else if (a == "--train")
+      o.train = true;
+    else if (a == "--max-seconds")
+      o.limits.max_seconds = args.number(a, 0, 3600);
+    else if (a == "--rule-times")
+      o.rule_times = true;
+    else if (cli::Args::is_option(a))
+      args.unknown_option(a);
+    else
+      throw args.error("unexpected argument '" + a + "' (optimize takes only options)");
   }
   return o;
 }
@@ -179,12 +186,13 @@ int optimize_command(cli::Args& args) {
   std::printf("dispatches per step (forward%s): %zu -> %zu\n", train ? " + backward" : "", dispatches_before,
               dispatches_after);
   std::printf("%-10s %8s %8s\n", "op", "before", "after");
-  for (mn::Op op : {mn::Op::Silu, mn::Op::SwiGlu, mn::Op::RmsNorm, mn::Op::Softmax, mn::Op::Attention, mn::Op::Sigmoid, mn::Op::Rsqrt, mn::Op::Exp})
+  for (mn::Op op : {mn::Op::Silu, mn::Op::SwiGlu, mn::Op::RmsNorm, mn::Op::Softmax, mn::Op::Attention, mn::Op::Sigmoid,
+                    mn::Op::Rsqrt, mn::Op::Exp})
     std::printf("%-10s %8d %8d\n", std::string(mn::op_name(op)).c_str(), count_op(g, op), count_op(*out, op));
   for (int i = 0; i < mn::op_count(); ++i) {  // every other op whose count changed
     const mn::Op op = mn::op_at(i);
-    if (op == mn::Op::Silu || op == mn::Op::SwiGlu || op == mn::Op::RmsNorm || op == mn::Op::Softmax || op == mn::Op::Attention || op == mn::Op::Sigmoid ||
-        op == mn::Op::Rsqrt || op == mn::Op::Exp)
+    if (op == mn::Op::Silu || op == mn::Op::SwiGlu || op == mn::Op::RmsNorm || op == mn::Op::Softmax ||
+        op == mn::Op::Attention || op == mn::Op::Sigmoid || op == mn::Op::Rsqrt || op == mn::Op::Exp)
       continue;
     if (int before = count_op(g, op), after = count_op(*out, op); before != after)
       std::printf("%-10s %8d %8d\n", std::string(mn::op_name(op)).c_str(), before, after);
@@ -201,12 +209,12 @@ int optimize_command(cli::Args& args) {
       auto matches = mn::optimize::search(eg, rule.lhs);
       const double search_ms = ms_since(t);
       size_t kept = matches.size();
-      if (rule.guard) kept = static_cast<size_t>(std::count_if(matches.begin(), matches.end(), [&](const auto& m) {
-                        return rule.guard(eg, m);
-                      }));
+      if (rule.guard)
+        kept = static_cast<size_t>(
+            std::count_if(matches.begin(), matches.end(), [&](const auto& m) { return rule.guard(eg, m); }));
       total += search_ms;
-      std::printf("  %-22s %9.2f ms  %6zu matches (%zu pass the guard)\n", rule.name.c_str(), search_ms,
-                  matches.size(), kept);
+      std::printf("  %-22s %9.2f ms  %6zu matches (%zu pass the guard)\n", rule.name.c_str(), search_ms, matches.size(),
+                  kept);
     }
     std::printf("  %-22s %9.2f ms\n", "all rules", total);
   }
@@ -220,10 +228,14 @@ int download_command(cli::Args& args) {
   std::vector<std::string> files;
   while (!args.done()) {
     const std::string a = args.next();
-    if (a == "--revision") options.revision = args.text(a, "a branch, a tag or a full commit hash");
-    else if (cli::Args::is_option(a)) args.unknown_option(a);
-    else if (repo_id.empty()) repo_id = a;
-    else files.push_back(a);
+    if (a == "--revision")
+      options.revision = args.text(a, "a branch, a tag or a full commit hash");
+    else if (cli::Args::is_option(a))
+      args.unknown_option(a);
+    else if (repo_id.empty())
+      repo_id = a;
+    else
+      files.push_back(a);
   }
   if (repo_id.empty()) throw args.error("which repository? meganeura download <repo_id> [--revision R] [files...]");
   std::printf("%s\n", hub::snapshot(repo_id, files, options).c_str());

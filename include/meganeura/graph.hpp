@@ -27,26 +27,40 @@ enum class Op : uint8_t {
 #undef MN_OP_ENUM
 };
 
-enum class OpKind : uint8_t { Leaf, Unary, Binary, Compare, Select, Convert, Contract, Reduce, Row, Movement, Index, Loss, Train };
+enum class OpKind : uint8_t {
+  Leaf,
+  Unary,
+  Binary,
+  Compare,
+  Select,
+  Convert,
+  Contract,
+  Reduce,
+  Row,
+  Movement,
+  Index,
+  Loss,
+  Train
+};
 
 std::string_view op_name(Op op);
 OpKind op_kind(Op op);
-int op_count();     // number of rows in the op table
-Op op_at(int i);    // the i-th row, for tests that enumerate every op
+int op_count();   // number of rows in the op table
+Op op_at(int i);  // the i-th row, for tests that enumerate every op
 
 // Attributes of a node. One flat struct so that hashing, equality and printing see every field;
 // each op documents which fields it uses.
 struct Attrs {
-  std::vector<int64_t> axes;   // reduce: axes (sorted, non-negative); permute: the permutation;
-                               // reshape/broadcast_to: the target shape as given (-1 resolved)
-  int64_t axis = 0;            // softmax, argmax, slice, concat, gather, scatter_add
-  int64_t start = 0, end = 0, step = 1;  // slice (normalised: 0 <= start, end <= dim)
-  int64_t count = 0;           // one_hot: number of classes; linear: the activation (LinearAct)
-  int64_t ignore_index = -100; // cross_entropy
-  double scalar = 0;           // pow: exponent; rms_norm/layer_norm: eps
-  bool keepdim = false;        // reduce
+  std::vector<int64_t> axes;                      // reduce: axes (sorted, non-negative); permute: the permutation;
+                                                  // reshape/broadcast_to: the target shape as given (-1 resolved)
+  int64_t axis = 0;                               // softmax, argmax, slice, concat, gather, scatter_add
+  int64_t start = 0, end = 0, step = 1;           // slice (normalised: 0 <= start, end <= dim)
+  int64_t count = 0;                              // one_hot: number of classes; linear: the activation (LinearAct)
+  int64_t ignore_index = -100;                    // cross_entropy
+  double scalar = 0;                              // pow: exponent; rms_norm/layer_norm: eps
+  bool keepdim = false;                           // reduce
   bool transpose_a = false, transpose_b = false;  // matmul
-  bool seq_major = false;      // attention: q, k, v, out are [..., S, H, D] (else [..., H, S, D])
+  bool seq_major = false;                         // attention: q, k, v, out are [..., S, H, D] (else [..., H, S, D])
   int64_t window = 0;          // attention: sliding window (a query sees the last `window` keys; 0: all)
   DType dtype = DType::f32;    // cast: target
   std::vector<double> values;  // training ops: their hyperparameters (src/train/update_graph.hpp)
@@ -65,7 +79,9 @@ struct Init {
   float value = 0;  // uniform: the bound b of U(-b, b); normal: the std (mean 0); constant: the value
   WeightLayout layout = WeightLayout::unknown;  // a 2-D weight's layout, for init::linear
 
-  static Init uniform(float bound, WeightLayout layout = WeightLayout::unknown) { return {Kind::uniform, bound, layout}; }
+  static Init uniform(float bound, WeightLayout layout = WeightLayout::unknown) {
+    return {Kind::uniform, bound, layout};
+  }
   static Init normal(float std) { return {Kind::normal, std, WeightLayout::unknown}; }
   static Init constant(float value) { return {Kind::constant, value, WeightLayout::unknown}; }
   bool operator==(const Init&) const = default;
@@ -129,6 +145,7 @@ class Graph {
     Scope(Scope&& o) noexcept : g_(o.g_) { o.g_ = nullptr; }
     Scope(const Scope&) = delete;
     ~Scope();
+
    private:
     Graph* g_;
   };

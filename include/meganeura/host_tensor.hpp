@@ -21,7 +21,8 @@ struct HostTensor {
   static HostTensor u32s(Shape shape, std::span<const uint32_t> values);
   int64_t numel() const { return meganeura::numel(shape); }
   // Typed view; throws DTypeError if T does not match dtype (uint16_t for f16/bf16).
-  template <class T> std::span<const T> data() const;
+  template <class T>
+  std::span<const T> data() const;
   // Values converted to float (any dtype).
   std::vector<float> to_f32() const;
 };

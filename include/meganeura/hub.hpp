@@ -13,15 +13,15 @@ namespace meganeura::hub {
 
 // Empty fields fall back to the environment (docs/environment.md), read at each call.
 struct HubOptions {
-  std::string revision = "main";     // a branch, a tag or a full commit hash
-  std::string endpoint;              // empty: $HF_ENDPOINT, else https://huggingface.co
-  std::filesystem::path cache_dir;   // empty: $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub
-  std::string token;                 // empty: $HF_TOKEN, else the token file ($HF_HOME/token)
-  bool offline = false;              // never use the network (also HF_HUB_OFFLINE=1): the cache only
-  bool progress = true;              // a progress line on stderr for each file of 1 MiB or more
-  int retries = 3;                   // times a transfer that broke off is resumed within one call
-  int connect_timeout_s = 10;        // to open a connection
-  int stall_timeout_s = 30;          // a request slower than 1 byte/s over this long is abandoned
+  std::string revision = "main";    // a branch, a tag or a full commit hash
+  std::string endpoint;             // empty: $HF_ENDPOINT, else https://huggingface.co
+  std::filesystem::path cache_dir;  // empty: $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub
+  std::string token;                // empty: $HF_TOKEN, else the token file ($HF_HOME/token)
+  bool offline = false;             // never use the network (also HF_HUB_OFFLINE=1): the cache only
+  bool progress = true;             // a progress line on stderr for each file of 1 MiB or more
+  int retries = 3;                  // times a transfer that broke off is resumed within one call
+  int connect_timeout_s = 10;       // to open a connection
+  int stall_timeout_s = 30;         // a request slower than 1 byte/s over this long is abandoned
 };
 
 // The cache directory these options resolve to (it may not exist yet).

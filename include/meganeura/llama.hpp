@@ -4,9 +4,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <string_view>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "meganeura/graph.hpp"
@@ -79,8 +79,8 @@ LlamaGraph llama_graph(const LlamaConfig& config, int64_t batch, int64_t seq, bo
 // a chunk runs as several chunks; the last is padded (its padding slots are overwritten by the
 // tokens that follow before anything reads them).
 struct GeneratorOptions {
-  int64_t max_seq = 2048;       // tokens of prompt and output together
-  int64_t prefill_chunk = 64;   // prompt tokens per prefill run
+  int64_t max_seq = 2048;      // tokens of prompt and output together
+  int64_t prefill_chunk = 64;  // prompt tokens per prefill run
   SessionOptions session{};
 };
 class Generator {

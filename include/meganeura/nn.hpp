@@ -84,9 +84,9 @@ class Rotary {
 // named <name>.q_proj ... <name>.o_proj, rotary embedding on q and k, the fused attention op.
 struct MultiHeadAttentionOptions {
   int64_t hidden = 0, heads = 0, kv_heads = 0, head_dim = 0;  // head_dim 0: hidden / heads
-  bool bias = false;     // biases on q/k/v/o (Qwen2-style: set o_bias separately if needed)
+  bool bias = false;  // biases on q/k/v/o (Qwen2-style: set o_bias separately if needed)
   bool causal = true;
-  int64_t window = 0;    // sliding window (0: none)
+  int64_t window = 0;  // sliding window (0: none)
 };
 class MultiHeadAttention {
  public:

@@ -2,8 +2,8 @@
 // shape rule, gradient rule, lowering archetype (the emitter that runs the op in a dispatch of
 // its own, src/lower/emit/). Expanding MN_OP_LIST builds the Op enum here, the OpInfo table in
 // src/graph/op_table.cpp, the gradient table in src/autodiff/ and the archetype table in
-// src/lower/dispatch_group.cpp; a new row breaks the build until its rules exist. grad_none: the output is not differentiable
-// (integers, masks) or the op is a leaf.
+// src/lower/dispatch_group.cpp; a new row breaks the build until its rules exist. grad_none: the output is not
+// differentiable (integers, masks) or the op is a leaf.
 #pragma once
 
 // clang-format off

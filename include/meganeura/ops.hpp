@@ -33,7 +33,8 @@ Tensor mul(Tensor a, Tensor b);
 Tensor div(Tensor a, Tensor b);
 Tensor maximum(Tensor a, Tensor b);
 Tensor minimum(Tensor a, Tensor b);
-Tensor swiglu(Tensor g, Tensor u);  // silu(g) * u (the gated MLP of Llama models); the optimizer fuses silu(g) * u into it
+Tensor swiglu(Tensor g,
+              Tensor u);        // silu(g) * u (the gated MLP of Llama models); the optimizer fuses silu(g) * u into it
 Tensor eq(Tensor a, Tensor b);  // comparisons give a u32 mask of 0 and 1
 Tensor ne(Tensor a, Tensor b);
 Tensor lt(Tensor a, Tensor b);
@@ -61,7 +62,9 @@ Tensor operator*(float a, Tensor b);
 Tensor operator/(float a, Tensor b);
 
 // a: [..., M, K] (or [..., K, M] with transpose_a), b: [..., K, N] (or [..., N, K]); batch dims broadcast.
-struct MatMulOptions { bool transpose_a = false, transpose_b = false; };
+struct MatMulOptions {
+  bool transpose_a = false, transpose_b = false;
+};
 Tensor matmul(Tensor a, Tensor b, MatMulOptions o = {});
 // linear: act(matmul(a, b) + bias) + residual in one kernel (the matmul's store epilogue).
 // bias: [N] (broadcast over rows and batch); residual: the output's shape or broadcastable to it.
@@ -87,8 +90,8 @@ Tensor matmul_add(Tensor a, Tensor b, Tensor residual, MatMulOptions o = {});
 // The optimizer also finds this op in softmax(q·kᵀ·s [+ causal mask constant])·v.
 struct AttentionOptions {
   bool causal = false;
-  float scale = 0;      // 0: 1/sqrt(D)
-  int64_t window = 0;   // 0: no sliding window
+  float scale = 0;     // 0: 1/sqrt(D)
+  int64_t window = 0;  // 0: no sliding window
   bool seq_major = false;
 };
 inline constexpr int64_t kAttentionCausal = 1;
@@ -122,7 +125,7 @@ std::vector<Tensor> split(Tensor x, const std::vector<int64_t>& sizes, int64_t a
 Tensor broadcast_to(Tensor x, Shape shape);
 // out = x.shape[:axis] + indices.shape + x.shape[axis+1:]; indices i32/u32, negative wrap once
 Tensor gather(Tensor x, Tensor indices, int64_t axis = 0);
-Tensor embedding(Tensor table, Tensor ids);  // gather(table, ids, 0)
+Tensor embedding(Tensor table, Tensor ids);           // gather(table, ids, 0)
 Tensor one_hot(Tensor indices, int64_t num_classes);  // f32 [..., num_classes]
 // The inverse of gather: base + updates added at indices along axis.
 Tensor scatter_add(Tensor base, Tensor indices, Tensor updates, int64_t axis = 0);

@@ -23,12 +23,12 @@ struct ParameterInfo {
 };
 
 struct MemoryStats {
-  uint64_t parameters = 0;     // parameter and constant bytes
+  uint64_t parameters = 0;         // parameter and constant bytes
   uint32_t parameter_buffers = 1;  // buffers they span (more when past the device's largest)
-  uint64_t io = 0;             // input bytes on the device
-  uint64_t arena = 0;          // peak bytes of intermediates and outputs (after reuse)
-  uint64_t arena_unshared = 0; // what the arena would need with no reuse (sum of all tensors)
-  uint64_t total_device = 0;   // all device-local memory the session holds
+  uint64_t io = 0;                 // input bytes on the device
+  uint64_t arena = 0;              // peak bytes of intermediates and outputs (after reuse)
+  uint64_t arena_unshared = 0;     // what the arena would need with no reuse (sum of all tensors)
+  uint64_t total_device = 0;       // all device-local memory the session holds
 };
 
 struct SessionStats {
@@ -41,7 +41,8 @@ struct SessionStats {
 struct SessionOptions {
   bool reuse_memory = true;  // liveness-based arena reuse (off: every tensor gets its own bytes)
   bool profile = false;      // GPU timestamps around every dispatch (see Session::profile)
-  bool optimize = true;      // run the e-graph optimizer and fuse elementwise chains (MEGANEURA_OPTIMIZE=0 turns it off everywhere)
+  bool optimize =
+      true;  // run the e-graph optimizer and fuse elementwise chains (MEGANEURA_OPTIMIZE=0 turns it off everywhere)
   // Programs: extra command lists over the same buffers, each running only what the named
   // outputs need and downloading only them; Session::run(i) replays program i. A model's prefill
   // and decode steps, sharing its weights and KV cache, are two programs of one session.
@@ -72,7 +73,7 @@ class Session {
   void set_parameter(std::string_view name, const HostTensor& value);
   void set_parameter(std::string_view name, std::span<const float> values);
 
-  void step();  // runs the recorded command buffer once and waits for it
+  void step();               // runs the recorded command buffer once and waits for it
   void run(size_t program);  // runs SessionOptions::programs[program] (recorded once, too)
   // Training sessions: the forward pass alone (outputs updated, parameters untouched).
   void evaluate();
@@ -105,6 +106,7 @@ class Session {
   std::vector<std::pair<std::string, double>> profile() const;
 
   struct Impl;
+
  private:
   friend Session build_inference_session(const Graph&, const SessionOptions&);
   friend Session make_session(std::unique_ptr<Impl>);

@@ -11,17 +11,17 @@ namespace meganeura {
 
 struct TrainerOptions {
   int epochs = 1;
-  int64_t batch_size = 128;  // must match the graph's batch dimension
-  uint64_t seed = 0;         // shuffling
+  int64_t batch_size = 128;                                  // must match the graph's batch dimension
+  uint64_t seed = 0;                                         // shuffling
   std::string input = "x", labels = "y", logits = "logits";  // names in the session
-  std::string curves;        // "out/fashion": writes out/fashion.csv and out/fashion.svg ("" = none)
-  bool progress = true;      // a progress bar on stderr (step, loss, steps/s, ETA)
+  std::string curves;    // "out/fashion": writes out/fashion.csv and out/fashion.svg ("" = none)
+  bool progress = true;  // a progress bar on stderr (step, loss, steps/s, ETA)
 };
 
 struct EpochStats {
   int epoch = 0;
   int64_t steps = 0;
-  double train_loss = 0;     // mean over the epoch's steps
+  double train_loss = 0;  // mean over the epoch's steps
   double test_loss = 0;
   double test_accuracy = 0;  // fraction in [0, 1]
   double seconds = 0;        // wall time of the epoch, evaluation included

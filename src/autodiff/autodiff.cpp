@@ -76,8 +76,10 @@ static std::vector<Tensor> backward(Tensor output, Tensor seed, const std::vecto
   std::vector<Tensor> out;
   for (const Tensor& w : wrt) {
     Tensor c = ct[static_cast<size_t>(w.id())];
-    if (!c.valid()) c = broadcast_to(g.scalar(0.0f), w.shape());  // the loss does not depend on w
-    else if (c.dtype() != f32) c = cast(c, f32);
+    if (!c.valid())
+      c = broadcast_to(g.scalar(0.0f), w.shape());  // the loss does not depend on w
+    else if (c.dtype() != f32)
+      c = cast(c, f32);
     out.push_back(c);
   }
   return out;

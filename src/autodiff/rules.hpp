@@ -16,7 +16,7 @@ class GradContext {
   const Node& node() const { return g_.node(node_); }
   const Attrs& attrs() const { return node().attrs; }
   Tensor out() const { return {&g_, node_}; }  // the forward output
-  Tensor dy() const { return dy_; }             // its cotangent (f32, the output's shape)
+  Tensor dy() const { return dy_; }            // its cotangent (f32, the output's shape)
   Tensor in(size_t i) const { return {&g_, node().inputs.at(i)}; }
   size_t inputs() const { return node().inputs.size(); }
   // Whether input i leads to a tensor we differentiate for (else its gradient is not built).

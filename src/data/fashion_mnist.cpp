@@ -22,10 +22,11 @@ bool exists(const std::string& p) {
 std::string locate(const std::string& dir, const std::string& stem, bool is_default) {
   for (const std::string& p : {dir + "/" + stem + ".gz", dir + "/" + stem})
     if (exists(p)) return p;
-  std::string hint = is_default ? "install Debian's dataset-fashion-mnist (apt-get install dataset-fashion-mnist), or set "
-                                  "MEGANEURA_FASHION_MNIST to a directory holding the four IDX files"
-                                : "point MEGANEURA_FASHION_MNIST (or FashionMnist::load's argument) at a directory "
-                                  "holding the four Fashion-MNIST IDX files";
+  std::string hint = is_default
+                         ? "install Debian's dataset-fashion-mnist (apt-get install dataset-fashion-mnist), or set "
+                           "MEGANEURA_FASHION_MNIST to a directory holding the four IDX files"
+                         : "point MEGANEURA_FASHION_MNIST (or FashionMnist::load's argument) at a directory "
+                           "holding the four Fashion-MNIST IDX files";
   throw Error("cannot open " + dir + "/" + stem + ".gz: no such file; " + hint);
 }
 
@@ -34,7 +35,8 @@ Dataset load_split(const std::string& dir, const std::string& split, bool is_def
   const std::string labels_path = locate(dir, split + "-labels-idx1-ubyte", is_default);
   IdxArray images = read_idx(images_path), labels = read_idx(labels_path);
   if (images.dims.size() != 3)
-    throw Error(images_path + ": expected images of rank 3 [N, rows, cols], got rank " + std::to_string(images.dims.size()));
+    throw Error(images_path + ": expected images of rank 3 [N, rows, cols], got rank " +
+                std::to_string(images.dims.size()));
   if (labels.dims.size() != 1)
     throw Error(labels_path + ": expected labels of rank 1 [N], got rank " + std::to_string(labels.dims.size()));
   // The header's dimensions: with no images, rows x cols is bounded by nothing the file holds.
@@ -55,7 +57,9 @@ Dataset load_split(const std::string& dir, const std::string& split, bool is_def
   std::vector<int32_t> y(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     uint8_t v = labels.values[static_cast<size_t>(i)];
-    if (v >= 10) throw Error(labels_path + ": label " + std::to_string(v) + " of example " + std::to_string(i) + " is not a class in 0..9");
+    if (v >= 10)
+      throw Error(labels_path + ": label " + std::to_string(v) + " of example " + std::to_string(i) +
+                  " is not a class in 0..9");
     y[static_cast<size_t>(i)] = v;
   }
   d.labels = HostTensor::i32s({n}, y);

@@ -116,7 +116,8 @@ IdxArray read_idx(const std::string& path) {
                 std::to_string(got));
   uint8_t extra;
   if (read_some(f.get(), &extra, 1, path) != 0)
-    throw Error(path + ": trailing garbage after the " + std::to_string(total) + " bytes of data the IDX header declares");
+    throw Error(path + ": trailing garbage after the " + std::to_string(total) +
+                " bytes of data the IDX header declares");
   return out;
 }
 

@@ -14,7 +14,8 @@ namespace {
 uint64_t below(std::mt19937_64& gen, uint64_t n) {
   const uint64_t limit = UINT64_MAX - UINT64_MAX % n;  // largest multiple of n, exclusive
   uint64_t x;
-  do x = gen(); while (x >= limit);
+  do x = gen();
+  while (x >= limit);
   return x % n;
 }
 
@@ -26,10 +27,13 @@ DataLoader::DataLoader(const Dataset& data, LoaderOptions options) : data_(&data
   const HostTensor &x = data.features, &y = data.labels;
   if (x.shape.size() != 2) throw ShapeError("DataLoader: features must be [N, F], got " + shape_str(x.shape));
   if (y.shape.size() != 1 || y.dtype != i32)
-    throw ShapeError("DataLoader: labels must be i32 [N], got " + std::string(dtype_name(y.dtype)) + " " + shape_str(y.shape));
+    throw ShapeError("DataLoader: labels must be i32 [N], got " + std::string(dtype_name(y.dtype)) + " " +
+                     shape_str(y.shape));
   if (x.shape[0] != y.shape[0])
-    throw ShapeError("DataLoader: " + std::to_string(x.shape[0]) + " feature rows but " + std::to_string(y.shape[0]) + " labels");
-  if (opts_.batch_size <= 0) throw ShapeError("DataLoader: batch_size must be positive, got " + std::to_string(opts_.batch_size));
+    throw ShapeError("DataLoader: " + std::to_string(x.shape[0]) + " feature rows but " + std::to_string(y.shape[0]) +
+                     " labels");
+  if (opts_.batch_size <= 0)
+    throw ShapeError("DataLoader: batch_size must be positive, got " + std::to_string(opts_.batch_size));
   start_epoch(0);
 }
 

@@ -35,7 +35,8 @@ const Node& Tensor::node() const { return graph().node(id_); }
 
 int64_t Tensor::dim(int i) const {
   int r = rank();
-  if (i < -r || i >= r) throw ShapeError("dimension " + std::to_string(i) + " of " + shape_str(shape()) + " does not exist");
+  if (i < -r || i >= r)
+    throw ShapeError("dimension " + std::to_string(i) + " of " + shape_str(shape()) + " does not exist");
   return shape()[static_cast<size_t>(i < 0 ? i + r : i)];
 }
 
@@ -74,7 +75,8 @@ static void check_shape(const Shape& shape, std::string_view what, const std::st
   for (int64_t d : shape)
     if (d != 0 && (__builtin_mul_overflow(elements, d, &elements) || elements > (int64_t{1} << 60))) {
       if (std::find(shape.begin(), shape.end(), 0) != shape.end()) break;  // empty after all
-      throw ShapeError(std::string(what) + " \"" + name + "\" of shape " + shape_str(shape) + " has more than 2^60 elements");
+      throw ShapeError(std::string(what) + " \"" + name + "\" of shape " + shape_str(shape) +
+                       " has more than 2^60 elements");
     }
 }
 
@@ -84,8 +86,10 @@ Tensor Graph::leaf(Op op, std::string name, Shape shape, DType dtype, std::strin
   for (const Node& n : nodes_)
     if ((n.op == Op::Input || n.op == Op::Parameter || n.op == Op::State) && n.name == name)
       throw Error("the graph already has " +
-                  std::string(n.op == Op::Input ? "an input" : n.op == Op::Parameter ? "a parameter" : "a state") + " named \"" +
-                  name + "\"");
+                  std::string(n.op == Op::Input       ? "an input"
+                              : n.op == Op::Parameter ? "a parameter"
+                                                      : "a state") +
+                  " named \"" + name + "\"");
   Node n{op, {}, {}, std::move(shape), dtype, std::move(name), {}};
   return {this, push(std::move(n))};
 }
@@ -97,7 +101,8 @@ Tensor Graph::input(std::string name, Shape shape, DType dtype) {
 static void check_init(const Init& init, DType dtype, const std::string& name) {
   if (init.kind == Init::Kind::none) return;
   if (dtype != f32)
-    throw DTypeError("parameter \"" + name + "\" is " + std::string(dtype_name(dtype)) + ": default initialisers fill f32 parameters");
+    throw DTypeError("parameter \"" + name + "\" is " + std::string(dtype_name(dtype)) +
+                     ": default initialisers fill f32 parameters");
   const bool spread = init.kind == Init::Kind::uniform || init.kind == Init::Kind::normal;
   if (!std::isfinite(init.value) || (spread && init.value < 0))
     throw Error("parameter \"" + name + "\": the initialiser's " + (spread ? "bound or std" : "value") + " " +
@@ -118,8 +123,8 @@ Tensor Graph::state(std::string name, Shape shape, DType dtype) {
 Tensor Graph::constant_raw(const void* data, size_t count, Shape shape, DType dtype) {
   check_shape(shape, "constant", scopes_.empty() ? "constant" : scopes_.back());
   if (static_cast<int64_t>(count) != numel(shape))
-    throw SizeError("constant of shape " + shape_str(shape) + " needs " + std::to_string(numel(shape)) + " values, got " +
-                    std::to_string(count));
+    throw SizeError("constant of shape " + shape_str(shape) + " needs " + std::to_string(numel(shape)) +
+                    " values, got " + std::to_string(count));
   Node n{Op::Constant, {}, {}, std::move(shape), dtype, scopes_.empty() ? "" : scopes_.back(), {}};
   n.constant.resize(count * dtype_size(dtype));
   if (count) std::memcpy(n.constant.data(), data, n.constant.size());
@@ -164,16 +169,20 @@ Tensor Graph::add(Op op, std::vector<Tensor> inputs, Attrs attrs) {
     return s;
   };
   std::string label = next_label();
-  if (info.kind == OpKind::Leaf) throw Error("use Graph::input, parameter or constant to make a " + std::string(info.name));
+  if (info.kind == OpKind::Leaf)
+    throw Error("use Graph::input, parameter or constant to make a " + std::string(info.name));
   int n_in = static_cast<int>(inputs.size());
   if (n_in < info.min_inputs || n_in > info.max_inputs)
-    throw ShapeError("node \"" + label + "\" (" + std::string(info.name) + ") takes " + std::to_string(info.min_inputs) +
+    throw ShapeError("node \"" + label + "\" (" + std::string(info.name) + ") takes " +
+                     std::to_string(info.min_inputs) +
                      (info.max_inputs != info.min_inputs ? " to " + std::to_string(info.max_inputs) : "") +
                      " inputs, got " + std::to_string(n_in));
   std::vector<int> ids;
   for (size_t i = 0; i < inputs.size(); ++i) {
     Tensor& t = inputs[i];
-    auto input = [&] { return "node \"" + label + "\" (" + std::string(info.name) + "): input " + std::to_string(i + 1); };
+    auto input = [&] {
+      return "node \"" + label + "\" (" + std::string(info.name) + "): input " + std::to_string(i + 1);
+    };
     if (!t.valid()) throw Error(input() + " is " + kInvalidTensor);
     if (&t.graph() != this) throw Error(input() + " is a tensor of another graph");
     if (dtype_size(t.dtype()) == 2 && !keeps_storage_dtype(op)) {
@@ -187,7 +196,8 @@ Tensor Graph::add(Op op, std::vector<Tensor> inputs, Attrs attrs) {
   std::vector<graph::InputType> types;
   for (int id : ids) types.push_back({node(id).shape, node(id).dtype, this->label(id)});
   graph::OutType out = graph::infer(op, std::move(types), attrs, label);
-  Node n{op, std::move(ids), std::move(attrs), std::move(out.shape), out.dtype, scopes_.empty() ? "" : scopes_.back(), {}};
+  Node n{op, std::move(ids), std::move(attrs), std::move(out.shape), out.dtype, scopes_.empty() ? "" : scopes_.back(),
+         {}};
   return {this, push(std::move(n))};
 }
 

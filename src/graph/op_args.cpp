@@ -17,7 +17,8 @@ Graph& graph_of(std::string_view function, std::span<const Arg> args) {
     const Arg& a = args[i];
     if (!a.tensor.valid()) {
       if (a.is_optional) continue;
-      throw Error(std::string(function) + ": argument " + place(a, i) + " is an invalid Tensor (default-constructed, or from no graph)");
+      throw Error(std::string(function) + ": argument " + place(a, i) +
+                  " is an invalid Tensor (default-constructed, or from no graph)");
     }
     if (!first) {
       first = &a;

@@ -19,9 +19,9 @@ struct Arg {
     a.is_optional = true;
     return a;
   }
-  std::string name;          // as in the function's signature: "x", "weight", "xs[2]"
+  std::string name;  // as in the function's signature: "x", "weight", "xs[2]"
   Tensor tensor;
-  int position = 0;          // 1-based in the signature; 0: the argument's place in the list
+  int position = 0;  // 1-based in the signature; 0: the argument's place in the list
   bool is_optional = false;
 };
 

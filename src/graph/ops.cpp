@@ -186,7 +186,8 @@ Tensor transpose(Tensor x, int64_t dim0, int64_t dim1) {
   int r = x.rank();
   if (r < 2) throw ShapeError("transpose of " + shape_str(x.shape()) + " needs rank >= 2");
   auto norm = [&](int64_t d) {
-    if (d < -r || d >= r) throw ShapeError("transpose: axis " + std::to_string(d) + " out of range for rank " + std::to_string(r));
+    if (d < -r || d >= r)
+      throw ShapeError("transpose: axis " + std::to_string(d) + " out of range for rank " + std::to_string(r));
     return d < 0 ? d + r : d;
   };
   std::vector<int64_t> perm(static_cast<size_t>(r));
@@ -217,7 +218,8 @@ std::vector<Tensor> split(Tensor x, const std::vector<int64_t>& sizes, int64_t a
   graph_of("split", {{"x", x}});  // before x.rank()
   int r = x.rank();
   int64_t ax = axis < 0 ? axis + r : axis;
-  if (ax < 0 || ax >= r) throw ShapeError("split: axis " + std::to_string(axis) + " out of range for " + shape_str(x.shape()));
+  if (ax < 0 || ax >= r)
+    throw ShapeError("split: axis " + std::to_string(axis) + " out of range for " + shape_str(x.shape()));
   int64_t total = 0;
   for (int64_t s : sizes) total += s;
   if (total != x.shape()[static_cast<size_t>(ax)])
@@ -267,7 +269,9 @@ Tensor cross_entropy(Tensor logits, Tensor labels, int64_t ignore_index) {
   return build(Op::CrossEntropy, {{"logits", logits}, {"labels", labels}}, std::move(a));
 }
 
-Tensor mse_loss(Tensor prediction, Tensor target) { return build(Op::MseLoss, {{"prediction", prediction}, {"target", target}}); }
+Tensor mse_loss(Tensor prediction, Tensor target) {
+  return build(Op::MseLoss, {{"prediction", prediction}, {"target", target}});
+}
 Tensor binary_cross_entropy(Tensor probability, Tensor target) {
   return build(Op::BinaryCrossEntropy, {{"probability", probability}, {"target", target}});
 }

@@ -26,8 +26,8 @@ void InferContext::require_dtype(size_t i, std::initializer_list<DType> allowed,
   if (std::find(allowed.begin(), allowed.end(), t) != allowed.end()) return;
   std::string names;
   for (DType a : allowed) names += (names.empty() ? "" : " or ") + std::string(dtype_name(a));
-  std::string msg = std::string(role) + " (" + inputs[i].label + ") is " + std::string(dtype_name(t)) +
-                    ", but " + std::string(op_name(op)) + " takes " + names;
+  std::string msg = std::string(role) + " (" + inputs[i].label + ") is " + std::string(dtype_name(t)) + ", but " +
+                    std::string(op_name(op)) + " takes " + names;
   if (is_integer(t) && std::find(allowed.begin(), allowed.end(), f32) != allowed.end())
     msg += "; convert it with cast(x, f32)";
   dtype_error(msg);
@@ -110,17 +110,20 @@ OutType infer_matmul(InferContext& c) {
   c.require_dtype(1, {f32}, "second operand");
   const Shape &a = c.shape(0), &b = c.shape(1);
   if (a.size() < 2 || b.size() < 2)
-    c.shape_error(shape_str(a) + " × " + shape_str(b) + " — both operands need rank >= 2 (reshape a vector to [1,K] or [K,1])");
+    c.shape_error(shape_str(a) + " × " + shape_str(b) +
+                  " — both operands need rank >= 2 (reshape a vector to [1,K] or [K,1])");
   bool ta = c.attrs.transpose_a, tb = c.attrs.transpose_b;
   int64_t m = a[a.size() - (ta ? 1 : 2)], ka = a[a.size() - (ta ? 2 : 1)];
   int64_t kb = b[b.size() - (tb ? 1 : 2)], n = b[b.size() - (tb ? 2 : 1)];
   if (ka != kb) {
     std::string hint;
     int64_t other_b = b[b.size() - (tb ? 2 : 1)];
-    if (other_b == ka) hint = tb ? " (did you mean transpose_b = false?)" : " (did you mean to transpose the second operand?)";
-    else if (a[a.size() - (ta ? 1 : 2)] == kb) hint = " (did you mean to transpose the first operand?)";
-    c.shape_error(shape_str(a) + (ta ? "ᵀ" : "") + " × " + shape_str(b) + (tb ? "ᵀ" : "") +
-                  " — inner dimensions " + std::to_string(ka) + " and " + std::to_string(kb) + " differ" + hint);
+    if (other_b == ka)
+      hint = tb ? " (did you mean transpose_b = false?)" : " (did you mean to transpose the second operand?)";
+    else if (a[a.size() - (ta ? 1 : 2)] == kb)
+      hint = " (did you mean to transpose the first operand?)";
+    c.shape_error(shape_str(a) + (ta ? "ᵀ" : "") + " × " + shape_str(b) + (tb ? "ᵀ" : "") + " — inner dimensions " +
+                  std::to_string(ka) + " and " + std::to_string(kb) + " differ" + hint);
   }
   Shape batch_a(a.begin(), a.end() - 2), batch_b(b.begin(), b.end() - 2), batch;
   if (!broadcast_shapes(batch_a, batch_b, batch))
@@ -136,10 +139,12 @@ OutType infer_linear(InferContext& c) {
   OutType out = infer_matmul(c);
   c.require_dtype(2, {f32}, "bias");
   if (c.attrs.count < 0 || c.attrs.count > 4)
-    c.shape_error("activation code " + std::to_string(c.attrs.count) + " is not one of none, relu, gelu, gelu_tanh, silu (0..4)");
+    c.shape_error("activation code " + std::to_string(c.attrs.count) +
+                  " is not one of none, relu, gelu, gelu_tanh, silu (0..4)");
   const Shape& bias = c.shape(2);
   if (bias.size() != 1 || bias[0] != out.shape.back())
-    c.shape_error("bias " + shape_str(bias) + " must have shape [" + std::to_string(out.shape.back()) + "] (the output's last dimension)");
+    c.shape_error("bias " + shape_str(bias) + " must have shape [" + std::to_string(out.shape.back()) +
+                  "] (the output's last dimension)");
   if (c.inputs.size() > 3) {
     c.require_dtype(3, {f32}, "residual");
     Shape b;
@@ -171,14 +176,17 @@ static Shape reduce_shape(InferContext& c) {
     for (int64_t a : c.attrs.axes) axes.push_back(c.axis(a, r));
     std::sort(axes.begin(), axes.end());
     auto dup = std::adjacent_find(axes.begin(), axes.end());
-    if (dup != axes.end()) c.shape_error("axis " + std::to_string(*dup) + " is listed twice in " + shape_str(c.attrs.axes));
+    if (dup != axes.end())
+      c.shape_error("axis " + std::to_string(*dup) + " is listed twice in " + shape_str(c.attrs.axes));
   }
   c.attrs.axes = axes;
   Shape out;
   for (int i = 0; i < r; ++i) {
     bool reduced = std::binary_search(axes.begin(), axes.end(), i);
-    if (!reduced) out.push_back(x[static_cast<size_t>(i)]);
-    else if (c.attrs.keepdim) out.push_back(1);
+    if (!reduced)
+      out.push_back(x[static_cast<size_t>(i)]);
+    else if (c.attrs.keepdim)
+      out.push_back(1);
   }
   return out;
 }
@@ -244,7 +252,8 @@ OutType infer_reshape(InferContext& c) {
   int64_t n = numel(c.shape(0));
   if (infer_at >= 0) {
     if (known == 0 || n % known != 0)
-      c.shape_error("cannot reshape " + shape_str(c.shape(0)) + " (" + std::to_string(n) + " elements) to " + shape_str(target));
+      c.shape_error("cannot reshape " + shape_str(c.shape(0)) + " (" + std::to_string(n) + " elements) to " +
+                    shape_str(target));
     target[static_cast<size_t>(infer_at)] = n / known;
   }
   if (numel(target) != n)
@@ -292,7 +301,9 @@ OutType infer_concat(InferContext& c) {
   auto ax = static_cast<size_t>(c.attrs.axis);
   out[ax] = 0;
   for (size_t i = 0; i < c.inputs.size(); ++i) {
-    if (c.dtype(i) != c.dtype(0)) c.dtype_error("input " + std::to_string(i) + " is " + std::string(dtype_name(c.dtype(i))) + ", input 0 is " + std::string(dtype_name(c.dtype(0))));
+    if (c.dtype(i) != c.dtype(0))
+      c.dtype_error("input " + std::to_string(i) + " is " + std::string(dtype_name(c.dtype(i))) + ", input 0 is " +
+                    std::string(dtype_name(c.dtype(0))));
     const Shape& s = c.shape(i);
     bool ok = static_cast<int>(s.size()) == r;
     for (size_t d = 0; ok && d < s.size(); ++d) ok = d == ax || s[d] == c.shape(0)[d];
@@ -322,7 +333,8 @@ OutType infer_gather(InferContext& c) {
   Shape out(x.begin(), x.begin() + static_cast<int64_t>(ax));
   out.insert(out.end(), c.shape(1).begin(), c.shape(1).end());
   out.insert(out.end(), x.begin() + static_cast<int64_t>(ax) + 1, x.end());
-  if (out.size() > kMaxRank) c.shape_error("result rank " + std::to_string(out.size()) + " exceeds " + std::to_string(kMaxRank));
+  if (out.size() > kMaxRank)
+    c.shape_error("result rank " + std::to_string(out.size()) + " exceeds " + std::to_string(kMaxRank));
   return {out, c.dtype(0)};
 }
 
@@ -360,7 +372,8 @@ OutType infer_cross_entropy(InferContext& c) {
   if (logits.empty()) c.shape_error("logits need rank >= 1 ([..., classes])");
   Shape rows(logits.begin(), logits.end() - 1);
   if (c.shape(1) != rows)
-    c.shape_error("logits " + shape_str(logits) + " need labels of shape " + shape_str(rows) + ", got " + shape_str(c.shape(1)));
+    c.shape_error("logits " + shape_str(logits) + " need labels of shape " + shape_str(rows) + ", got " +
+                  shape_str(c.shape(1)));
   return {{}, f32};
 }
 
@@ -368,7 +381,8 @@ OutType infer_pair_loss(InferContext& c) {
   c.require_dtype(0, {f32}, "prediction");
   c.require_dtype(1, {f32}, "target");
   if (c.shape(0) != c.shape(1))
-    c.shape_error("prediction " + shape_str(c.shape(0)) + " and target " + shape_str(c.shape(1)) + " must have one shape");
+    c.shape_error("prediction " + shape_str(c.shape(0)) + " and target " + shape_str(c.shape(1)) +
+                  " must have one shape");
   return {{}, f32};
 }
 
@@ -395,7 +409,8 @@ OutType infer_norm_weight_grad(InferContext& c) {
   c.require_dtype(0, {f32}, "input");
   c.require_dtype(1, {f32}, "gradient");
   if (c.shape(0) != c.shape(1) || c.rank(0) == 0)
-    c.shape_error("input " + shape_str(c.shape(0)) + " and gradient " + shape_str(c.shape(1)) + " must have one shape of rank >= 1");
+    c.shape_error("input " + shape_str(c.shape(0)) + " and gradient " + shape_str(c.shape(1)) +
+                  " must have one shape of rank >= 1");
   return {{c.shape(0).back()}, f32};
 }
 

@@ -15,7 +15,8 @@ OutType infer_attention(InferContext& c) {
   if (q.size() < 2 || k.size() != q.size() || v.size() != q.size())
     c.shape_error(shapes + " — q, k and v need one rank >= 2: [..., heads, seq, head_dim]");
   const size_t r = q.size();
-  if (c.attrs.seq_major && r < 3) c.shape_error(shapes + " — seq_major attention needs rank >= 3: [..., seq, heads, head_dim]");
+  if (c.attrs.seq_major && r < 3)
+    c.shape_error(shapes + " — seq_major attention needs rank >= 3: [..., seq, heads, head_dim]");
   const size_t seq = c.attrs.seq_major ? r - 3 : r - 2, heads = c.attrs.seq_major ? r - 2 : r - 3;
   if (q[r - 1] != k[r - 1]) c.shape_error(shapes + " — q and k head dims differ");
   if (k[seq] != v[seq]) c.shape_error(shapes + " — k and v sequence lengths differ");
@@ -46,13 +47,15 @@ OutType infer_attention_backward(InferContext& c) {
   InferContext fwd{Op::Attention, {c.inputs[0], c.inputs[1], c.inputs[2]}, c.attrs, c.label};
   if (c.inputs.size() > 6) fwd.inputs.push_back(c.inputs[6]);
   OutType o = infer_attention(fwd);
-  for (size_t i = 3; i < 6; ++i) c.require_dtype(i, {f32}, i == 3 ? "forward output" : i == 4 ? "output gradient" : "delta");
+  for (size_t i = 3; i < 6; ++i)
+    c.require_dtype(i, {f32}, i == 3 ? "forward output" : i == 4 ? "output gradient" : "delta");
   if (c.shape(3) != o.shape || c.shape(4) != o.shape)
     c.shape_error("forward output " + shape_str(c.shape(3)) + " and its gradient " + shape_str(c.shape(4)) +
                   " must have the attention's output shape " + shape_str(o.shape));
   Shape rows(o.shape.begin(), o.shape.end() - 1);
   if (c.shape(5) != rows) c.shape_error("delta " + shape_str(c.shape(5)) + " must be " + shape_str(rows));
-  if (c.attrs.axis < 0 || c.attrs.axis > 2) c.shape_error("gradient of input " + std::to_string(c.attrs.axis) + ": must be 0, 1 or 2");
+  if (c.attrs.axis < 0 || c.attrs.axis > 2)
+    c.shape_error("gradient of input " + std::to_string(c.attrs.axis) + ": must be 0, 1 or 2");
   return {c.shape(static_cast<size_t>(c.attrs.axis)), f32};
 }
 

@@ -8,7 +8,8 @@ namespace {
 
 void require_hyper(InferContext& c, size_t i) {
   c.require_dtype(i, {u32}, "hyper block");
-  if (c.shape(i) != Shape{kHyperWords}) c.shape_error("the hyper block must be u32 [" + std::to_string(kHyperWords) + "]");
+  if (c.shape(i) != Shape{kHyperWords})
+    c.shape_error("the hyper block must be u32 [" + std::to_string(kHyperWords) + "]");
 }
 
 void require_like(InferContext& c, size_t i, size_t like, std::string_view role) {
@@ -21,9 +22,11 @@ void require_like(InferContext& c, size_t i, size_t like, std::string_view role)
 
 OutType infer_step_scalars(InferContext& c) {
   c.require_dtype(0, {u32}, "step counters");
-  if (c.shape(0) != Shape{kCounterWords}) c.shape_error("the step counters must be u32 [" + std::to_string(kCounterWords) + "]");
+  if (c.shape(0) != Shape{kCounterWords})
+    c.shape_error("the step counters must be u32 [" + std::to_string(kCounterWords) + "]");
   c.require_dtype(1, {f32}, "step settings");
-  if (c.shape(1) != Shape{kStepValues}) c.shape_error("the step settings must be f32 [" + std::to_string(kStepValues) + "]");
+  if (c.shape(1) != Shape{kStepValues})
+    c.shape_error("the step settings must be f32 [" + std::to_string(kStepValues) + "]");
   return {{kHyperWords}, u32};
 }
 

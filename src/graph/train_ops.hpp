@@ -10,15 +10,34 @@ namespace meganeura::graph {
 // rewrite: a cosine schedule learns its length when fit() starts): the base learning rate, the
 // schedule (ScheduleKind and its three numbers), Adam's betas (0 for SGD) and the accumulation
 // window. Step counts are whole numbers below 2^24, exact in f32.
-enum StepValue : size_t { kStepLr, kStepSchedule, kStepA, kStepB, kStepC, kStepBeta1, kStepBeta2, kStepAccumulate, kStepValues };
+enum StepValue : size_t {
+  kStepLr,
+  kStepSchedule,
+  kStepA,
+  kStepB,
+  kStepC,
+  kStepBeta1,
+  kStepBeta2,
+  kStepAccumulate,
+  kStepValues
+};
 // A: StepLR step_size / Cosine warmup_steps; B: Cosine total_steps; C: StepLR gamma / Cosine min_ratio.
 enum class ScheduleKind : uint32_t { Constant = 0, StepLR = 1, Cosine = 2 };
 
 // optimizer_update: the algorithm, the parameter's lr factor, the gradient's scale (1 / window),
 // torch.optim's hyperparameters, and whether the update clears the accumulated gradient.
 enum UpdateValue : size_t {
-  kUpdateAlgo, kUpdateLrScale, kUpdateGradScale, kUpdateWeightDecay, kUpdateMomentum,
-  kUpdateBeta1, kUpdateBeta2, kUpdateEps, kUpdateNesterov, kUpdateZeroGrad, kUpdateValues
+  kUpdateAlgo,
+  kUpdateLrScale,
+  kUpdateGradScale,
+  kUpdateWeightDecay,
+  kUpdateMomentum,
+  kUpdateBeta1,
+  kUpdateBeta2,
+  kUpdateEps,
+  kUpdateNesterov,
+  kUpdateZeroGrad,
+  kUpdateValues
 };
 enum class UpdateAlgo : uint32_t { SGD = 0, Adam = 1, AdamW = 2 };  // kernels::OPT_* (static_assert there)
 

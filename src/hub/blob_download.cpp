@@ -98,7 +98,8 @@ bool transfer(const Settings& settings, const FileRef& file, const FileMetadata&
                       if (static_cast<uint64_t>(n) > static_cast<uint64_t>(meta.size - written)) {
                         truncate_to_zero(out.fd, part);
                         throw HubError("hub: " + file.describe() + " from " + meta.location + " runs past the " +
-                                       std::to_string(meta.size) + " bytes the Hub announced; the download was deleted");
+                                       std::to_string(meta.size) +
+                                       " bytes the Hub announced; the download was deleted");
                       }
                       io::write_all(out.fd, data, n, part.string());
                       written += static_cast<int64_t>(n);
@@ -111,8 +112,8 @@ bool transfer(const Settings& settings, const FileRef& file, const FileMetadata&
   }
   if (r.status >= 400 && to_hub) throw_http_error(r, meta.location, file, !settings.token.empty());
   if (r.status != 200 && r.status != 206)  // a CDN's refusal: its signed link may have expired
-    throw HubError("hub: HTTP " + std::to_string(r.status) + " downloading " + file.describe() + " from " + meta.location +
-                   "; run again for a fresh link");
+    throw HubError("hub: HTTP " + std::to_string(r.status) + " downloading " + file.describe() + " from " +
+                   meta.location + "; run again for a fresh link");
   if (::fsync(out.fd) != 0) fail("write (fsync)", part, errno);
   return true;
 }
@@ -124,8 +125,9 @@ void check(const fs::path& part, const FileRef& file, const FileMetadata& meta) 
   const auto size = static_cast<int64_t>(fs::file_size(part, ec));
   if (ec) throw HubError("hub: cannot read " + part.string() + ": " + ec.message());
   if (size < meta.size)
-    throw HubError("hub: " + file.describe() + " ended after " + std::to_string(size) + " of " + std::to_string(meta.size) +
-                   " bytes (" + meta.location + "); run again to resume from " + part.string());
+    throw HubError("hub: " + file.describe() + " ended after " + std::to_string(size) + " of " +
+                   std::to_string(meta.size) + " bytes (" + meta.location + "); run again to resume from " +
+                   part.string());
   if (size > meta.size) {
     fs::remove(part, ec);
     throw HubError("hub: " + file.describe() + " is " + std::to_string(size) + " bytes, but the Hub announced " +
@@ -175,7 +177,8 @@ void fetch_blob(const Settings& settings, const RepoCache& cache, const FileRef&
   for (int attempt = 0, restarts = 0;;) {
     try {
       if (transfer(settings, file, meta, part, bar)) break;
-      if (++restarts > 1) throw HubError("hub: the server keeps refusing the download of " + file.describe() + " from " + meta.location);
+      if (++restarts > 1)
+        throw HubError("hub: the server keeps refusing the download of " + file.describe() + " from " + meta.location);
     } catch (const NetworkError& e) {
       // The bytes that arrived stay in the .incomplete file: the next attempt resumes there.
       if (attempt++ >= settings.retries)

@@ -47,14 +47,16 @@ void check_repo_id(const std::string& repo_id) {
     for (char c : part) ok = ok && (word_char(c) || c == '-' || c == '.');
   }
   if (!ok || count < 1 || count > 2 || repo_id.back() == '/')
-    throw HubError("hub: '" + repo_id + "' is not a repository id: expected \"org/name\" or \"name\" (letters, digits, '_', '-', '.')");
+    throw HubError("hub: '" + repo_id +
+                   "' is not a repository id: expected \"org/name\" or \"name\" (letters, digits, '_', '-', '.')");
 }
 
 void check_filename(const std::string& filename) {
   bool ok = !filename.empty() && filename.front() != '/' && filename.back() != '/';
   std::istringstream parts(filename);
   for (std::string part; ok && std::getline(parts, part, '/');) ok = !part.empty() && part != "." && part != "..";
-  if (!ok) throw HubError("hub: '" + filename + "' is not a file name in a repository (a relative path without '.' or '..')");
+  if (!ok)
+    throw HubError("hub: '" + filename + "' is not a file name in a repository (a relative path without '.' or '..')");
 }
 
 void make_directories(const fs::path& dir) {
@@ -77,7 +79,8 @@ std::string RepoCache::cached_commit(const std::string& revision) const {
 void RepoCache::write_ref(const std::string& revision, const std::string& commit) const {
   if (revision == commit || cached_commit(revision) == commit) return;  // a read-only cache stays usable
   make_directories(ref(revision).parent_path());
-  io::write_atomic(ref(revision).string(), [&](io::AtomicWriter& w) { w.write(commit); });  // no newline, as huggingface_hub
+  io::write_atomic(ref(revision).string(),
+                   [&](io::AtomicWriter& w) { w.write(commit); });  // no newline, as huggingface_hub
 }
 
 void RepoCache::link(const std::string& commit, const std::string& filename, const std::string& etag) const {

@@ -19,16 +19,20 @@ std::optional<CachedFile> from_cache(const RepoCache& cache, const FileRef& file
   const fs::path pointer = cache.pointer(commit, file.filename);
   if (fs::exists(pointer)) return CachedFile{pointer, commit};
   if (fs::exists(cache.no_exist(commit, file.filename)))
-    throw HubFileNotFoundError("hub: no file " + file.filename + " in " + file.repo_id + " at revision " + file.revision +
-                               " (commit " + commit + "; remembered in " + cache.no_exist(commit, file.filename).string() + ")");
+    throw HubFileNotFoundError("hub: no file " + file.filename + " in " + file.repo_id + " at revision " +
+                               file.revision + " (commit " + commit + "; remembered in " +
+                               cache.no_exist(commit, file.filename).string() + ")");
   return std::nullopt;
 }
 
 // What the cache lacks for `file`: its ref, or the snapshot entry.
 std::string cache_miss(const RepoCache& cache, const FileRef& file) {
   const std::string commit = cache.cached_commit(file.revision);
-  if (commit.empty()) return "the cache has no revision " + file.revision + " of " + file.repo_id + " (no " + cache.ref(file.revision).string() + ")";
-  return "the cache has no " + file.filename + " at commit " + commit + " (no " + cache.pointer(commit, file.filename).string() + ")";
+  if (commit.empty())
+    return "the cache has no revision " + file.revision + " of " + file.repo_id + " (no " +
+           cache.ref(file.revision).string() + ")";
+  return "the cache has no " + file.filename + " at commit " + commit + " (no " +
+         cache.pointer(commit, file.filename).string() + ")";
 }
 
 }  // namespace
@@ -65,7 +69,8 @@ CachedFile fetch_file(const Settings& settings, const FileRef& file) {
     // Unreachable, refused (a token problem) or confused: a cached copy still serves.
     if (auto cached = from_cache(cache, file)) return *cached;
     if (auto* network = dynamic_cast<const NetworkError*>(&e))
-      throw NotCached("hub: cannot reach the Hub for " + file.describe() + " (" + network->detail + ") and " + cache_miss(cache, file));
+      throw NotCached("hub: cannot reach the Hub for " + file.describe() + " (" + network->detail + ") and " +
+                      cache_miss(cache, file));
     throw;
   }
 

@@ -18,7 +18,9 @@ struct CachedFile {
 };
 
 // Offline, or the Hub unreachable, and the cache has no copy; the message says what is missing.
-struct NotCached : HubError { using HubError::HubError; };
+struct NotCached : HubError {
+  using HubError::HubError;
+};
 
 CachedFile fetch_file(const Settings& settings, const FileRef& file);
 

@@ -62,7 +62,8 @@ struct Transfer {
     if (!read_header_line(response, std::move(line))) return;
     // End of one response's headers: is it the one whose body we want?
     const bool interim = response.status >= 100 && response.status < 200;
-    const bool redirected = follows_redirects && response.status >= 300 && response.status < 400 && !response.header("location").empty();
+    const bool redirected =
+        follows_redirects && response.status >= 300 && response.status < 400 && !response.header("location").empty();
     if (interim || redirected || started || !sink) return;
     started = true;
     taking_body = sink->start(response);
@@ -119,7 +120,8 @@ HttpResponse perform(const HttpRequest& request, bool head, const BodySink* sink
   curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
   curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, static_cast<long>(request.stall_timeout_s));
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error_text);
-  curl_easy_setopt(c, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1L);  // a proxy's "200 Connection established" is not the answer
+  curl_easy_setopt(c, CURLOPT_SUPPRESS_CONNECT_HEADERS,
+                   1L);  // a proxy's "200 Connection established" is not the answer
   curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, &Transfer::header_callback);
   curl_easy_setopt(c, CURLOPT_HEADERDATA, &t);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, &Transfer::write_callback);
@@ -138,7 +140,8 @@ HttpResponse perform(const HttpRequest& request, bool head, const BodySink* sink
   const CURLcode code = curl_easy_perform(c);
   if (t.error) std::rethrow_exception(t.error);
   if (code != CURLE_OK)
-    throw NetworkError(std::string(head ? "HEAD " : "GET ") + request.url + ": " + (*error_text ? error_text : curl_easy_strerror(code)));
+    throw NetworkError(std::string(head ? "HEAD " : "GET ") + request.url + ": " +
+                       (*error_text ? error_text : curl_easy_strerror(code)));
   char* effective = nullptr;
   curl_easy_getinfo(c, CURLINFO_EFFECTIVE_URL, &effective);
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &t.response.status);
@@ -161,6 +164,8 @@ std::string url_origin(const std::string& url) {
 
 HttpResponse http_head(const HttpRequest& request) { return perform(request, /*head=*/true, nullptr); }
 
-HttpResponse http_get(const HttpRequest& request, const BodySink& sink) { return perform(request, /*head=*/false, &sink); }
+HttpResponse http_get(const HttpRequest& request, const BodySink& sink) {
+  return perform(request, /*head=*/false, &sink);
+}
 
 }  // namespace meganeura::hub

@@ -22,14 +22,14 @@ struct HttpRequest {
   std::string url;
   std::vector<std::string> headers;  // "Name: value"
   int connect_timeout_s = 10;
-  int stall_timeout_s = 30;          // abandon the request below 1 byte/s over this long
-  int64_t range_from = 0;            // > 0: ask for the bytes from there on (Range: bytes=N-)
+  int stall_timeout_s = 30;  // abandon the request below 1 byte/s over this long
+  int64_t range_from = 0;    // > 0: ask for the bytes from there on (Range: bytes=N-)
 };
 
 struct HttpResponse {
   long status = 0;
-  std::string url;                             // the URL that answered, after redirects
-  std::map<std::string, std::string> headers;  // names in lower case
+  std::string url;                                              // the URL that answered, after redirects
+  std::map<std::string, std::string> headers;                   // names in lower case
   std::string header(const std::string& lowercase_name) const;  // "" when absent
 };
 

@@ -48,7 +48,8 @@ std::string hub_message(const HttpResponse& r) {
 std::string FileRef::describe() const { return filename + " of " + repo_id + " (revision " + revision + ")"; }
 
 std::string resolve_url(const Settings& settings, const FileRef& file) {
-  return settings.endpoint + "/" + file.repo_id + "/resolve/" + quote(file.revision, "") + "/" + quote(file.filename, "/");
+  return settings.endpoint + "/" + file.repo_id + "/resolve/" + quote(file.revision, "") + "/" +
+         quote(file.filename, "/");
 }
 
 std::vector<std::string> hub_headers(const Settings& settings) {
@@ -61,8 +62,9 @@ void throw_http_error(const HttpResponse& r, const std::string& url, const FileR
   const std::string status = "HTTP " + std::to_string(r.status) + " for " + url;
   if (r.status == 401 || r.status == 403) {
     // The Hub answers 401 alike for private, gated and missing repositories when no token is sent.
-    std::string what = code == "GatedRepo" ? file.repo_id + " is a gated repository: accept its conditions on the Hub, then"
-                                           : file.repo_id + " is private or gated, or does not exist:";
+    std::string what = code == "GatedRepo"
+                           ? file.repo_id + " is a gated repository: accept its conditions on the Hub, then"
+                           : file.repo_id + " is private or gated, or does not exist:";
     what += sent_token ? " the token sent (HF_TOKEN, or $HF_HOME/token) has no access to it"
                        : " set HF_TOKEN to an access token of an account that can read it";
     throw HubAuthError("hub: " + what + " (" + status + ")" + hub_message(r));
@@ -70,11 +72,12 @@ void throw_http_error(const HttpResponse& r, const std::string& url, const FileR
   if (r.status == 404 && code == "RepoNotFound")
     throw HubNotFoundError("hub: repository " + file.repo_id + " not found (" + status + ")" + hub_message(r));
   if (r.status == 404 && code == "RevisionNotFound")
-    throw HubNotFoundError("hub: revision " + file.revision + " not found in repository " + file.repo_id + " (" + status + ")");
+    throw HubNotFoundError("hub: revision " + file.revision + " not found in repository " + file.repo_id + " (" +
+                           status + ")");
   if (r.status == 404) {
     const std::string also = code.empty() ? ", or no such repository or revision" : "";
-    throw MissingEntry("hub: no file " + file.filename + " in " + file.repo_id + " at revision " + file.revision + also + " (" +
-                           status + ")",
+    throw MissingEntry("hub: no file " + file.filename + " in " + file.repo_id + " at revision " + file.revision +
+                           also + " (" + status + ")",
                        is_commit_hash(r.header("x-repo-commit")) ? r.header("x-repo-commit") : "");
   }
   throw HubError("hub: cannot download " + file.describe() + ": " + status + hub_message(r));
@@ -92,7 +95,8 @@ FileMetadata fetch_metadata(const Settings& settings, const FileRef& file) {
     const std::string location = r.header("location");
     // A relative redirect stays on the Hub (a renamed repository): follow it. An absolute one
     // leads to the CDN that holds an LFS file: that is where the GET will go.
-    const bool relative = r.status >= 300 && r.status < 400 && location.rfind("/", 0) == 0 && location.rfind("//", 0) != 0;
+    const bool relative =
+        r.status >= 300 && r.status < 400 && location.rfind("/", 0) == 0 && location.rfind("//", 0) != 0;
     if (!relative) break;
     if (hops == 10) throw HubError("hub: too many redirects for " + file.describe() + " (last: " + request.url + ")");
     request.url = url_origin(request.url) + location;
@@ -100,18 +104,23 @@ FileMetadata fetch_metadata(const Settings& settings, const FileRef& file) {
   return metadata_from_answer(r, request.url, settings, file);
 }
 
-FileMetadata metadata_from_answer(const HttpResponse& r, const std::string& url, const Settings& settings, const FileRef& file) {
+FileMetadata metadata_from_answer(const HttpResponse& r, const std::string& url, const Settings& settings,
+                                  const FileRef& file) {
   const bool redirect = r.status >= 300 && r.status < 400;
   FileMetadata m;
   m.commit = r.header("x-repo-commit");
   m.etag = unquote_etag(!r.header("x-linked-etag").empty() ? r.header("x-linked-etag") : r.header("etag"));
-  m.size = size_header(!r.header("x-linked-size").empty() ? r.header("x-linked-size") : redirect ? "" : r.header("content-length"));
+  m.size = size_header(!r.header("x-linked-size").empty() ? r.header("x-linked-size")
+                       : redirect                         ? ""
+                                                          : r.header("content-length"));
   m.location = redirect && !r.header("location").empty() ? r.header("location") : url;
   const std::string where = " (HEAD " + url + "): is HF_ENDPOINT (" + settings.endpoint + ") a Hugging Face Hub?";
-  if (!is_commit_hash(m.commit)) throw HubError("hub: no commit hash (X-Repo-Commit) in the answer for " + file.describe() + where);
+  if (!is_commit_hash(m.commit))
+    throw HubError("hub: no commit hash (X-Repo-Commit) in the answer for " + file.describe() + where);
   if (m.etag.empty() || m.etag.find('/') != std::string::npos || m.etag.find("..") != std::string::npos)
     throw HubError("hub: no usable ETag in the answer for " + file.describe() + where);
-  if (m.size < 0) throw HubError("hub: no size (X-Linked-Size or Content-Length) in the answer for " + file.describe() + where);
+  if (m.size < 0)
+    throw HubError("hub: no size (X-Linked-Size or Content-Length) in the answer for " + file.describe() + where);
   return m;
 }
 

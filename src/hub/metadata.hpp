@@ -27,8 +27,8 @@ std::string resolve_url(const Settings& settings, const FileRef& file);
 std::vector<std::string> hub_headers(const Settings& settings);
 
 struct FileMetadata {
-  std::string commit;    // 40 hex digits
-  std::string etag;      // unquoted
+  std::string commit;  // 40 hex digits
+  std::string etag;    // unquoted
   int64_t size = -1;
   std::string location;  // where to GET the bytes: the CDN's URL for LFS files, else the resolve URL
 };
@@ -47,11 +47,13 @@ FileMetadata metadata_from_answer(const HttpResponse& answer, const std::string&
 // A 404 for the file alone, with the commit the Hub looked in (X-Repo-Commit; may be empty) so
 // the cache can remember that the file does not exist there.
 struct MissingEntry : HubFileNotFoundError {
-  MissingEntry(const std::string& what, std::string commit_hash) : HubFileNotFoundError(what), commit(std::move(commit_hash)) {}
+  MissingEntry(const std::string& what, std::string commit_hash)
+      : HubFileNotFoundError(what), commit(std::move(commit_hash)) {}
   std::string commit;
 };
 
 // Throws the HubError subclass for an HTTP error status (>= 400) answering `url`.
-[[noreturn]] void throw_http_error(const HttpResponse& response, const std::string& url, const FileRef& file, bool sent_token);
+[[noreturn]] void throw_http_error(const HttpResponse& response, const std::string& url, const FileRef& file,
+                                   bool sent_token);
 
 }  // namespace meganeura::hub

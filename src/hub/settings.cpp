@@ -69,7 +69,9 @@ std::string default_token() {
 
 Settings resolve_settings(const HubOptions& options) {
   Settings s;
-  s.endpoint = !options.endpoint.empty() ? options.endpoint : env("HF_ENDPOINT") ? env("HF_ENDPOINT") : "https://huggingface.co";
+  s.endpoint = !options.endpoint.empty() ? options.endpoint
+               : env("HF_ENDPOINT")      ? env("HF_ENDPOINT")
+                                         : "https://huggingface.co";
   while (!s.endpoint.empty() && s.endpoint.back() == '/') s.endpoint.pop_back();
   s.cache = !options.cache_dir.empty() ? options.cache_dir : default_cache();
   s.token = !options.token.empty() ? clean_token(options.token) : default_token();

@@ -19,7 +19,8 @@ using Context = std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)>;
 
 Context start() {
   Context ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) throw HubError("hub: OpenSSL cannot start a SHA-256 digest");
+  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1)
+    throw HubError("hub: OpenSSL cannot start a SHA-256 digest");
   return ctx;
 }
 

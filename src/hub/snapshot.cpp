@@ -27,7 +27,8 @@ std::set<std::string> shards_of(const fs::path& index) {
     throw HubError("hub: " + index.string() + " is not a safetensors index: no \"weight_map\" object");
   std::set<std::string> shards;
   for (const auto& [tensor, shard] : j["weight_map"].items()) {
-    if (!shard.is_string()) throw HubError("hub: " + index.string() + ": the shard of tensor \"" + tensor + "\" is not a file name");
+    if (!shard.is_string())
+      throw HubError("hub: " + index.string() + ": the shard of tensor \"" + tensor + "\" is not a file name");
     shards.insert(shard.get<std::string>());
   }
   if (shards.empty()) throw HubError("hub: " + index.string() + " lists no shards in its weight_map");
@@ -63,7 +64,8 @@ fs::path snapshot(const std::string& repo_id, const std::vector<std::string>& fi
     // One file of weights, or an index and the shards it names.
     if (!fetch_if_there("model.safetensors")) {
       const auto index = fetch_if_there("model.safetensors.index.json");
-      const std::string neither = repo_id + " has neither model.safetensors nor model.safetensors.index.json at revision " +
+      const std::string neither = repo_id +
+                                  " has neither model.safetensors nor model.safetensors.index.json at revision " +
                                   options.revision + " (commit " + commit + ")";
       if (!index && settings.offline) throw NotCached("hub: offline (HF_HUB_OFFLINE) and the cache of " + neither);
       if (!index) throw HubFileNotFoundError("hub: " + neither);

@@ -50,7 +50,8 @@ struct Checkpoint::Impl {
     for (auto& e : entries) {
       auto [it, fresh] = tensors.emplace(e.name, Where{files.size() - 1, e});
       if (!fresh)
-        throw Error(path + ": tensor \"" + e.name + "\" is in both " + files[it->second.file].path + " and " + file_path);
+        throw Error(path + ": tensor \"" + e.name + "\" is in both " + files[it->second.file].path + " and " +
+                    file_path);
     }
   }
 
@@ -70,7 +71,8 @@ struct Checkpoint::Impl {
     std::map<std::string, std::vector<std::string>> by_shard;
     for (const auto& [name, shard] : index["weight_map"].items()) {
       if (!shard.is_string())
-        throw Error(index_path + ": weight_map entry \"" + name + "\" is not a file name but " + io::describe_json(shard));
+        throw Error(index_path + ": weight_map entry \"" + name + "\" is not a file name but " +
+                    io::describe_json(shard));
       // Shards sit beside the index: no absolute paths, no way out through "..".
       const fs::path shard_path(shard.get_ref<const std::string&>());
       bool inside = !shard_path.empty() && shard_path.is_relative();
@@ -111,9 +113,12 @@ Checkpoint Checkpoint::open(const std::string& path) {
   fs::path p(path);
   std::error_code not_a_directory;  // then it is read as a file, whose error names the path
   if (fs::is_directory(p, not_a_directory)) {
-    if (exists(p / "model.safetensors", path)) impl->add_file((p / "model.safetensors").string());
-    else if (exists(p / "model.safetensors.index.json", path)) impl->add_index((p / "model.safetensors.index.json").string());
-    else throw Error(path + ": holds neither model.safetensors nor model.safetensors.index.json");
+    if (exists(p / "model.safetensors", path))
+      impl->add_file((p / "model.safetensors").string());
+    else if (exists(p / "model.safetensors.index.json", path))
+      impl->add_index((p / "model.safetensors.index.json").string());
+    else
+      throw Error(path + ": holds neither model.safetensors nor model.safetensors.index.json");
   } else if (p.extension() == ".json") {
     impl->add_index(path);
   } else {
@@ -153,13 +158,15 @@ HostTensor Checkpoint::read(std::string_view name, DType as) const {
   out.bytes.resize(n * dtype_size(as));
   for (uint64_t i = 0; i < n; ++i) {
     float v;
-    if (w.entry.dtype == f32) std::memcpy(&v, src + 4 * i, 4);
+    if (w.entry.dtype == f32)
+      std::memcpy(&v, src + 4 * i, 4);
     else {
       uint16_t h;
       std::memcpy(&h, src + 2 * i, 2);
       v = w.entry.dtype == f16 ? half::f16_to_f32(h) : half::bf16_to_f32(h);
     }
-    if (as == f32) std::memcpy(out.bytes.data() + 4 * i, &v, 4);
+    if (as == f32)
+      std::memcpy(out.bytes.data() + 4 * i, &v, 4);
     else {
       const uint16_t h = as == f16 ? half::f32_to_f16(v) : half::f32_to_bf16(v);
       std::memcpy(out.bytes.data() + 2 * i, &h, 2);

@@ -68,8 +68,7 @@ void fail_writes_after(uint64_t bytes) { write_budget = bytes; }
 
 void AtomicWriter::write(const void* bytes, size_t n) {
   uint64_t budget = write_budget;
-  while (budget != UINT64_MAX && !write_budget.compare_exchange_weak(budget, budget >= n ? budget - n : UINT64_MAX)) {
-  }
+  while (budget != UINT64_MAX && !write_budget.compare_exchange_weak(budget, budget >= n ? budget - n : UINT64_MAX)) {}
   if (budget != UINT64_MAX && budget < n) {  // the injected full disk
     write_all(fd_, bytes, budget, path_);
     fail("cannot write", path_, ENOSPC);
@@ -98,7 +97,8 @@ void write_atomic(const std::string& path, const std::function<void(AtomicWriter
   std::string dir = std::filesystem::path(path).parent_path().string();
   Fd d{::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
   if (d.fd < 0) fail("cannot sync the directory of", path, errno);
-  if (::fsync(d.fd) != 0 && errno != EINVAL) fail("cannot sync the directory of", path, errno);  // EINVAL: fs without dir fsync
+  if (::fsync(d.fd) != 0 && errno != EINVAL)
+    fail("cannot sync the directory of", path, errno);  // EINVAL: fs without dir fsync
 }
 
 }  // namespace meganeura::io

@@ -61,8 +61,8 @@ class AtomicWriter {
 };
 
 // Writes `path` atomically: `fill` writes "<path>.tmp-<tid>" (the calling thread's id; the pid
-// on a main thread), which is fsynced, renamed over `path`, and the directory fsynced. On any failure (an exception from `fill` included) the
-// temp file is removed and the previous file at `path`, if any, is untouched.
+// on a main thread), which is fsynced, renamed over `path`, and the directory fsynced. On any failure (an exception
+// from `fill` included) the temp file is removed and the previous file at `path`, if any, is untouched.
 void write_atomic(const std::string& path, const std::function<void(AtomicWriter&)>& fill);
 
 // Test hook (docs/reliability.md): after `bytes` more bytes through AtomicWriter, the write that

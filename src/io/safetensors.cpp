@@ -72,7 +72,6 @@ struct FileErrors {
   }
 };
 
-
 uint64_t as_u64(const json& v, const FileErrors& e, const std::string& name, const char* field) {
   if (!v.is_number_unsigned())
     e.fail(name, std::string("has a ") + field + " entry that is not a non-negative integer: " + describe_json(v));
@@ -87,8 +86,8 @@ Entry parse_entry(const std::string& name, const json& v, const FileErrors& e) {
   if (!dt.is_string()) e.fail(name, "has a dtype that is not a string: " + describe_json(dt));
   auto dtype = parse_dtype(dt.get<std::string>());
   if (!dtype)
-    e.fail(name, "has dtype " + clip(dt.get<std::string>()) + ", which meganeura does not read (supported: " +
-                     kSupported + ")");
+    e.fail(name, "has dtype " + clip(dt.get<std::string>()) +
+                     ", which meganeura does not read (supported: " + kSupported + ")");
   const json& sh = v["shape"];
   if (!sh.is_array()) e.fail(name, "has a shape that is not an array: " + describe_json(sh));
   Shape shape;
@@ -98,9 +97,12 @@ Entry parse_entry(const std::string& name, const json& v, const FileErrors& e) {
     shape.push_back(static_cast<int64_t>(n));
   }
   const json& off = v["data_offsets"];
-  if (!off.is_array() || off.size() != 2) e.fail(name, "has data_offsets that are not [begin, end]: " + describe_json(off));
+  if (!off.is_array() || off.size() != 2)
+    e.fail(name, "has data_offsets that are not [begin, end]: " + describe_json(off));
   uint64_t begin = as_u64(off[0], e, name, "data_offsets"), end = as_u64(off[1], e, name, "data_offsets");
-  if (end < begin) e.fail(name, "has data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) + ") that end before they begin");
+  if (end < begin)
+    e.fail(name,
+           "has data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) + ") that end before they begin");
   return {name, *dtype, std::move(shape), begin, end};
 }
 
@@ -134,13 +136,15 @@ void check_layout(std::vector<Entry>& entries, uint64_t data_start, uint64_t fil
   const uint64_t data_size = file_size - data_start;
   for (const Entry& t : entries) {
     if (t.end > data_size)
-      e.fail(t.name, "claims bytes [" + std::to_string(data_start + t.begin) + ", " + std::to_string(data_start + t.end) +
-                         ") but the file is " + std::to_string(file_size) + " bytes long (truncated download?)");
+      e.fail(t.name, "claims bytes [" + std::to_string(data_start + t.begin) + ", " +
+                         std::to_string(data_start + t.end) + ") but the file is " + std::to_string(file_size) +
+                         " bytes long (truncated download?)");
     auto need = expected_bytes(t);
     if (!need || *need != t.end - t.begin)
       e.fail(t.name, "has shape " + shape_str(t.shape) + " and dtype " + dtype_tag(t.dtype) + ", which take " +
-                         (need ? std::to_string(*need) : std::string("more than 2^64")) + " bytes, but its data_offsets [" +
-                         std::to_string(t.begin) + ", " + std::to_string(t.end) + ") hold " + std::to_string(t.end - t.begin));
+                         (need ? std::to_string(*need) : std::string("more than 2^64")) +
+                         " bytes, but its data_offsets [" + std::to_string(t.begin) + ", " + std::to_string(t.end) +
+                         ") hold " + std::to_string(t.end - t.begin));
   }
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
   const Entry* prev = nullptr;  // the last non-empty tensor; empty ones cannot overlap anything
@@ -148,8 +152,8 @@ void check_layout(std::vector<Entry>& entries, uint64_t data_start, uint64_t fil
     if (t.begin == t.end) continue;
     if (prev && t.begin < prev->end)
       e.fail(t.name, "has data_offsets [" + std::to_string(t.begin) + ", " + std::to_string(t.end) +
-                         ") that overlap those of tensor \"" + prev->name + "\" [" + std::to_string(prev->begin) + ", " +
-                         std::to_string(prev->end) + ")");
+                         ") that overlap those of tensor \"" + prev->name + "\" [" + std::to_string(prev->begin) +
+                         ", " + std::to_string(prev->end) + ")");
     prev = &t;
   }
 }
@@ -162,7 +166,8 @@ std::vector<SafetensorsEntry> read_layout(const std::string& path, const MappedF
                                           std::map<std::string, std::string>* metadata) {
   const FileErrors e{path};
   const uint64_t size = file.size();
-  if (size < 8) e.fail("is " + std::to_string(size) + " bytes long, too short for a safetensors file (8-byte header length first)");
+  if (size < 8)
+    e.fail("is " + std::to_string(size) + " bytes long, too short for a safetensors file (8-byte header length first)");
   const uint64_t n = read_le64(file.data());
   if (n > size - 8)
     e.fail("the header length is " + std::to_string(n) + " bytes but only " + std::to_string(size - 8) +
@@ -217,7 +222,8 @@ void write_safetensors(const std::string& path, const TensorFile& file) {
   uint64_t at = 0;
   for (auto* kv : order) {
     const HostTensor& t = kv->second;
-    header[kv->first] = {{"dtype", dtype_tag(t.dtype)}, {"shape", t.shape}, {"data_offsets", {at, at + t.bytes.size()}}};
+    header[kv->first] = {
+        {"dtype", dtype_tag(t.dtype)}, {"shape", t.shape}, {"data_offsets", {at, at + t.bytes.size()}}};
     at += t.bytes.size();
   }
   if (!file.metadata.empty()) header["__metadata__"] = file.metadata;

@@ -62,7 +62,8 @@ fs::path cache_dir() {
 
 std::string cache_key(std::string_view material) {
   char buf[33];
-  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(fnv1a(material, 0xcbf29ce484222325ull)),
+  std::snprintf(buf, sizeof buf, "%016llx%016llx",
+                static_cast<unsigned long long>(fnv1a(material, 0xcbf29ce484222325ull)),
                 static_cast<unsigned long long>(fnv1a(material, 0x84222325cbf29ce4ull)));
   return buf;
 }
@@ -87,12 +88,14 @@ CacheRead DiskCache::read(const std::string& name, std::vector<std::byte>& paylo
   };
   char magic[sizeof kMagic];
   Header h;
-  if (!in.read(magic, sizeof magic) || std::memcmp(magic, kMagic, sizeof kMagic) != 0) return reject("not a cache file");
+  if (!in.read(magic, sizeof magic) || std::memcmp(magic, kMagic, sizeof kMagic) != 0)
+    return reject("not a cache file");
   if (!in.read(reinterpret_cast<char*>(&h.size), 8) || !in.read(reinterpret_cast<char*>(&h.sum), 8) ||
       !in.read(reinterpret_cast<char*>(&h.name_length), 4) || h.name_length != name.size() || h.size > kMaxPayload)
     return reject("bad header");
   std::string stored(name.size(), '\0');
-  if (!in.read(stored.data(), static_cast<std::streamsize>(stored.size())) || stored != name) return reject("written for another key");
+  if (!in.read(stored.data(), static_cast<std::streamsize>(stored.size())) || stored != name)
+    return reject("written for another key");
   payload.resize(h.size);
   if (!in.read(reinterpret_cast<char*>(payload.data()), static_cast<std::streamsize>(h.size))) return reject("short");
   if (in.peek() != std::char_traits<char>::eof()) return reject("trailing bytes");
@@ -120,8 +123,10 @@ bool DiskCache::write(const std::string& name, std::span<const std::byte> payloa
     out.write(name.data(), static_cast<std::streamsize>(name.size()));
     out.write(reinterpret_cast<const char*>(payload.data()), static_cast<std::streamsize>(payload.size()));
     out.close();
-    if (!out) why = "cannot write " + tmp.string();
-    else fs::rename(tmp, file, ec);  // atomic: readers see the old file or the whole new one
+    if (!out)
+      why = "cannot write " + tmp.string();
+    else
+      fs::rename(tmp, file, ec);  // atomic: readers see the old file or the whole new one
     if (why.empty() && ec) why = ec.message();
   }
   if (!why.empty()) {

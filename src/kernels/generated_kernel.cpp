@@ -7,8 +7,8 @@
 
 #include "kernels/disk_cache.hpp"
 #include "kernels/glsl_library.hpp"
-#include "util/log_topic.hpp"
 #include "kernels/shader_compiler.hpp"
+#include "util/log_topic.hpp"
 
 namespace meganeura::kernels {
 

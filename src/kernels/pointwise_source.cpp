@@ -23,7 +23,8 @@ const char* dtype_glsl(uint32_t dt) {
 // A float literal with exactly this value (decimal literals may round twice through double).
 std::string float_glsl(float v) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "uintBitsToFloat(0x%08xu) /* %.9g */", std::bit_cast<uint32_t>(v), static_cast<double>(v));
+  std::snprintf(buf, sizeof buf, "uintBitsToFloat(0x%08xu) /* %.9g */", std::bit_cast<uint32_t>(v),
+                static_cast<double>(v));
   return buf;
 }
 
@@ -48,7 +49,8 @@ std::string expression(const PointwiseValue& v, int index) {
     case PointwiseValue::Binary:
       return "floatBitsToUint(ew_binary(" + op + ", " + as_float(v.args[0]) + ", " + as_float(v.args[1]) + "))";
     case PointwiseValue::Compare:
-      return "ew_compare(" + op + ", " + word(v.args[0]) + ", " + word(v.args[1]) + ", " + dtype_glsl(v.operand_dtype) + ")";
+      return "ew_compare(" + op + ", " + word(v.args[0]) + ", " + word(v.args[1]) + ", " + dtype_glsl(v.operand_dtype) +
+             ")";
     case PointwiseValue::Where:
       return "ew_truthy(" + word(v.args[0]) + ", " + dtype_glsl(v.operand_dtype) + ") ? " + word(v.args[1]) + " : " +
              word(v.args[2]);

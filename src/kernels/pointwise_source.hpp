@@ -16,13 +16,13 @@ namespace meganeura::kernels {
 struct PointwiseValue {
   enum Kind : uint8_t { Load, Unary, Binary, Compare, Where, Convert };
   Kind kind = Load;
-  uint32_t op = 0;                   // EW_* (Unary, Binary, Compare)
-  uint32_t dtype = DT_F32;           // DT_* of the result
-  uint32_t operand_dtype = DT_F32;   // Compare: both operands'; Where: the condition's; Convert: the source's
+  uint32_t op = 0;                      // EW_* (Unary, Binary, Compare)
+  uint32_t dtype = DT_F32;              // DT_* of the result
+  uint32_t operand_dtype = DT_F32;      // Compare: both operands'; Where: the condition's; Convert: the source's
   std::array<int, 3> args{-1, -1, -1};  // earlier values (Where: cond, a, b)
-  int input = -1;                    // Load: which input (binding 2 + input)
-  float scalar = 0;                  // EW_POW's exponent
-  std::string what;                  // the op's name, a comment in the source
+  int input = -1;                       // Load: which input (binding 2 + input)
+  float scalar = 0;                     // EW_POW's exponent
+  std::string what;                     // the op's name, a comment in the source
 };
 
 struct PointwiseExpr {

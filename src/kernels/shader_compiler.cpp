@@ -93,7 +93,8 @@ std::vector<uint32_t> compile_compute_shader(std::string_view source, std::strin
                 " does not compile (a bug in meganeura's kernel generator; please report it). shaderc says:\n" +
                 shaderc_result_get_error_message(result.get()) + "The source begins:\n" + head(source, 40));
   const size_t bytes = shaderc_result_get_length(result.get());
-  if (bytes == 0 || bytes % 4) throw Error("internal: shaderc gave " + std::to_string(bytes) + " bytes of SPIR-V for " + file);
+  if (bytes == 0 || bytes % 4)
+    throw Error("internal: shaderc gave " + std::to_string(bytes) + " bytes of SPIR-V for " + file);
   std::vector<uint32_t> words(bytes / 4);
   std::memcpy(words.data(), shaderc_result_get_bytes(result.get()), bytes);
   return words;

@@ -8,6 +8,9 @@
 #include "attention.spv.h"
 #include "attention_backward.spv.h"
 #include "attention_block.spv.h"
+#include "attention_coop_backward_nv.spv.h"
+#include "attention_coop_nv.spv.h"
+#include "attention_coop_split_nv.spv.h"
 #include "cache_write.spv.h"
 #include "cast16.spv.h"
 #include "clip_scale.spv.h"
@@ -19,9 +22,6 @@
 #include "gather.spv.h"
 #include "matmul.spv.h"
 #include "matmul_coop_nv.spv.h"
-#include "attention_coop_backward_nv.spv.h"
-#include "attention_coop_nv.spv.h"
-#include "attention_coop_split_nv.spv.h"
 #include "matmul_gemv.spv.h"
 #include "matmul_split_sum.spv.h"
 #include "matmul_split_sum_norm.spv.h"
@@ -30,13 +30,15 @@
 #include "matmul_coop_khr.spv.h"
 #define MN_KHR(name) name
 #else
-#define MN_KHR(name) std::span<const uint32_t>{}
+#define MN_KHR(name) \
+  std::span<const uint32_t> {}
 #endif
 #if defined(MEGANEURA_KERNEL_MATMUL_COOP_KHR_BF16)
 #include "matmul_coop_khr_bf16.spv.h"
 #define MN_KHR_BF16(name) name
 #else
-#define MN_KHR_BF16(name) std::span<const uint32_t>{}
+#define MN_KHR_BF16(name) \
+  std::span<const uint32_t> {}
 #endif
 #include "norm.spv.h"
 #include "norm_backward.spv.h"
@@ -104,9 +106,7 @@ constexpr Entry entry(Kernel k) {
 }
 #pragma GCC diagnostic pop
 
-constexpr bool optional_kernel(Kernel k) {
-  return k == Kernel::MatMulCoopKHR || k == Kernel::MatMulCoopKHRBf16;
-}
+constexpr bool optional_kernel(Kernel k) { return k == Kernel::MatMulCoopKHR || k == Kernel::MatMulCoopKHRBf16; }
 
 constexpr bool every_kernel_embedded() {
   for (size_t i = 0; i < size_t(Kernel::Count); ++i) {

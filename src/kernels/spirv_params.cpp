@@ -13,7 +13,8 @@ namespace meganeura::kernels {
 
 namespace {
 constexpr uint32_t kOpTypePointer = 32, kOpVariable = 59, kOpDecorate = 71;
-constexpr uint32_t kDecorationBlock = 2, kDecorationBufferBlock = 3, kDecorationBinding = 33, kDecorationDescriptorSet = 34;
+constexpr uint32_t kDecorationBlock = 2, kDecorationBufferBlock = 3, kDecorationBinding = 33,
+                   kDecorationDescriptorSet = 34;
 constexpr uint32_t kStorageUniform = 2;
 constexpr size_t kHeaderWords = 5;
 }  // namespace

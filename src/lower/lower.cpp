@@ -41,7 +41,8 @@ void describe_tensors(const Graph& g, const std::vector<bool>& live, const std::
     t.bytes = std::max<uint64_t>((static_cast<uint64_t>(numel(n.shape)) * dtype_size(n.dtype) + 3) / 4 * 4, 4);
     if (n.op == Op::Attention) t.bytes += static_cast<uint64_t>(attention_lse_rows(n.shape)) * 4;
     t.role = role_of(n.op);
-    if (view[static_cast<size_t>(id)] && live[static_cast<size_t>(id)]) t.alias_of = n.inputs[0];  // same bytes, new shape
+    if (view[static_cast<size_t>(id)] && live[static_cast<size_t>(id)])
+      t.alias_of = n.inputs[0];                           // same bytes, new shape
     if (writes_in_place(n.op)) t.alias_of = n.inputs[0];  // the bytes it changes
   }
 }
@@ -69,7 +70,8 @@ Lowered lower(const Graph& g, const std::vector<int>& keep, const LowerOptions& 
   }
   if (options.log) {
     std::fprintf(stderr, "meganeura: lower: %zu calls from these groups, in order:\n", out.calls.size());
-    for (int index : groups.emission_order()) std::fprintf(stderr, "meganeura: lower:   %s\n", groups.describe(g, index).c_str());
+    for (int index : groups.emission_order())
+      std::fprintf(stderr, "meganeura: lower:   %s\n", groups.describe(g, index).c_str());
   }
   // A tensor that is an output keeps the bytes of everything it views alive to the end.
   for (auto& [name, id] : g.outputs()) out.tensors[static_cast<size_t>(out.root(id))].output = true;

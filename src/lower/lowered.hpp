@@ -18,13 +18,13 @@ namespace meganeura::lower {
 enum class Role : uint8_t { Input, Parameter, Constant, State, Intermediate, Scratch };
 
 struct TensorDesc {
-  int node = -1;          // the graph node it holds (-1 for kernel scratch)
-  uint64_t bytes = 0;     // storage size (at least 4)
-  int alias_of = -1;      // a view shares the storage of this tensor (a reshape, or a member of a
-                          // horizontally fused matmul's packed weights or outputs)...
+  int node = -1;              // the graph node it holds (-1 for kernel scratch)
+  uint64_t bytes = 0;         // storage size (at least 4)
+  int alias_of = -1;          // a view shares the storage of this tensor (a reshape, or a member of a
+                              // horizontally fused matmul's packed weights or outputs)...
   uint64_t alias_offset = 0;  // ...starting this many bytes into it
   Role role = Role::Intermediate;
-  bool output = false;    // kept alive to the end of the step (graph outputs, gradients)
+  bool output = false;  // kept alive to the end of the step (graph outputs, gradients)
 };
 
 struct Access {

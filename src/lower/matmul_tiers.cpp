@@ -42,7 +42,8 @@ MatMulPlan plan_matmul(const MatMulTiers& t, uint64_t M, uint64_t N, uint64_t K,
   // µs at 8 splits for 128 x 576 x 49152).
   uint32_t splits = 1;
   const uint64_t tiles = ceil_div(M, plan.tile_m) * ceil_div(N, plan.tile_n) * batch;
-  if (t.split_k > 0) splits = static_cast<uint32_t>(t.split_k);
+  if (t.split_k > 0)
+    splits = static_cast<uint32_t>(t.split_k);
   else if (t.split_k < 0 && tiles < 96 && K >= 8192)
     splits = static_cast<uint32_t>(std::min<uint64_t>({ceil_div(512, tiles), K / 512, 64}));
   else if (t.split_k < 0 && tiles < 96 && K >= 256)

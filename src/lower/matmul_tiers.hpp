@@ -18,7 +18,7 @@ struct MatMulTiers {
   // Split-K's partials summed by the last split of each tile to finish, in the product's own
   // dispatch (false: a summing pass after it, as a fused norm or rotary always gets).
   bool split_finish = true;
-  std::string force;       // "", "tiled", "gemv" or "coopmat": every matmul on that tier
+  std::string force;  // "", "tiled", "gemv" or "coopmat": every matmul on that tier
   // Attention forward on tensor cores (NV cooperative matrices, f16 staging) where its shape
   // allows; force_coop_attention: everywhere it allows, or an error.
   bool coop_attention = false;
@@ -27,7 +27,7 @@ struct MatMulTiers {
   // The exact attention forward for many rows (AttentionBlock): "" where it pays (at least
   // kAttentionBlockRows query rows), "0" never, "1" wherever the head dims and shared memory allow.
   std::string attention_blocks;
-  uint64_t shared_memory = 0;  // bytes a workgroup may use (maxComputeSharedMemorySize)
+  uint64_t shared_memory = 0;    // bytes a workgroup may use (maxComputeSharedMemorySize)
   uint32_t multiprocessors = 0;  // the device's SMs, 0 if unknown
   // The tensor-core kernels' K step: 0 picks 64 where a product's workgroups fit one per SM
   // (fewer, longer steps: the latency of each step's loads is paid half as often), else 32.
@@ -44,7 +44,7 @@ struct MatMulPlan {
 };
 // N: the columns of every product of the dispatch together. k_align: a K step must not cross a
 // multiple of it (a sum of products' K groups); 0: any.
-MatMulPlan plan_matmul(const MatMulTiers& tiers, uint64_t M, uint64_t N, uint64_t K, uint64_t batch, bool b_k_contiguous,
-                       uint64_t k_align = 0);
+MatMulPlan plan_matmul(const MatMulTiers& tiers, uint64_t M, uint64_t N, uint64_t K, uint64_t batch,
+                       bool b_k_contiguous, uint64_t k_align = 0);
 
 }  // namespace meganeura::lower

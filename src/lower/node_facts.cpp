@@ -30,7 +30,8 @@ std::vector<bool> reaching(const Graph& g, const std::vector<int>& roots) {
 }
 
 NodeUses node_uses(const Graph& g, const std::vector<bool>& live, const std::vector<int>& keep) {
-  NodeUses u{std::vector<std::vector<int>>(static_cast<size_t>(g.size())), std::vector<bool>(static_cast<size_t>(g.size()), false)};
+  NodeUses u{std::vector<std::vector<int>>(static_cast<size_t>(g.size())),
+             std::vector<bool>(static_cast<size_t>(g.size()), false)};
   for (int id : keep) u.kept[static_cast<size_t>(id)] = true;
   for (int id = 0; id < g.size(); ++id)
     if (live[static_cast<size_t>(id)])

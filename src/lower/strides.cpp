@@ -45,7 +45,8 @@ void collapse(Shape& shape, std::vector<Strides>& strides) {
 
 uint32_t u32(int64_t v, const char* what) {
   if (v < 0 || v > std::numeric_limits<uint32_t>::max())
-    throw ShapeError(std::string(what) + " = " + std::to_string(v) + " does not fit the 32-bit index arithmetic of the kernels");
+    throw ShapeError(std::string(what) + " = " + std::to_string(v) +
+                     " does not fit the 32-bit index arithmetic of the kernels");
   return static_cast<uint32_t>(v);
 }
 

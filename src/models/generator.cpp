@@ -14,7 +14,8 @@ namespace {
 // One path of the model (prefill or decode) over `seq` tokens: inputs <name>.ids [1, seq],
 // <name>.positions [seq], <name>.start [1], <name>.last [1] (the row whose logits come out);
 // output <name>.logits [1, 1, vocab].
-void add_path(Graph& g, const Llama& model, const std::vector<Llama::Cache>& caches, const std::string& name, int64_t seq) {
+void add_path(Graph& g, const Llama& model, const std::vector<Llama::Cache>& caches, const std::string& name,
+              int64_t seq) {
   Tensor ids = g.input(name + ".ids", {1, seq}, i32);
   Tensor positions = g.input(name + ".positions", {seq}, i32);
   Tensor start = g.input(name + ".start", {1}, i32);
@@ -108,7 +109,8 @@ int32_t sample_token(const std::vector<float>& logits, const SamplingOptions& o,
   std::vector<double> p(keep);
   const double top = logits[static_cast<size_t>(order[0])];
   double sum = 0;
-  for (size_t i = 0; i < keep; ++i) sum += p[i] = std::exp((logits[static_cast<size_t>(order[i])] - top) / o.temperature);
+  for (size_t i = 0; i < keep; ++i)
+    sum += p[i] = std::exp((logits[static_cast<size_t>(order[i])] - top) / o.temperature);
   if (o.top_p < 1.0f) {  // the smallest prefix whose probability reaches top_p
     double mass = 0;
     size_t n = 0;

@@ -8,9 +8,13 @@ namespace meganeura::models {
 
 Llama::Llama(Graph& g, const LlamaConfig& c) : config(c) {
   embed_tokens = nn::Embedding(g, "model.embed_tokens", c.vocab_size, c.hidden_size);
-  const nn::MultiHeadAttentionOptions attn{.hidden = c.hidden_size, .heads = c.num_attention_heads,
-                                           .kv_heads = c.num_key_value_heads, .head_dim = c.head_dim,
-                                           .bias = c.attention_bias, .causal = true, .window = c.sliding_window};
+  const nn::MultiHeadAttentionOptions attn{.hidden = c.hidden_size,
+                                           .heads = c.num_attention_heads,
+                                           .kv_heads = c.num_key_value_heads,
+                                           .head_dim = c.head_dim,
+                                           .bias = c.attention_bias,
+                                           .causal = true,
+                                           .window = c.sliding_window};
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l);
     auto eps = static_cast<float>(c.rms_norm_eps);
@@ -69,8 +73,8 @@ Tensor Llama::forward_cached(Tensor ids, Tensor positions, Tensor start, const s
     // cache seq-major, [B, slots, Hkv, D].
     Tensor keys = cache_write(caches[l].k, attn.merge_heads(k), start);
     Tensor values = cache_write(caches[l].v, attn.v_proj(h), start);
-    Tensor a = attention(q, attn.heads_of(keys, attn.options.kv_heads), attn.heads_of(values, attn.options.kv_heads), start,
-                         {.causal = true, .window = attn.options.window, .seq_major = true});
+    Tensor a = attention(q, attn.heads_of(keys, attn.options.kv_heads), attn.heads_of(values, attn.options.kv_heads),
+                         start, {.causal = true, .window = attn.options.window, .seq_major = true});
     x = x + attn.o_proj(attn.merge_heads(a));
     x = x + layer.mlp(layer.post_attention_layernorm(x));
   }
@@ -98,12 +102,12 @@ void load_weights(Session& session, const Graph& g, const Checkpoint& checkpoint
   for (const Node& n : g.nodes()) {
     if (n.op != Op::Parameter) continue;
     if (!checkpoint.contains(n.name))
-      throw NameError(checkpoint.path() + ": has no tensor \"" + n.name + "\", which the model needs " + shape_str(n.shape) +
-                      " (a checkpoint of another model or configuration?)");
+      throw NameError(checkpoint.path() + ": has no tensor \"" + n.name + "\", which the model needs " +
+                      shape_str(n.shape) + " (a checkpoint of another model or configuration?)");
     const Checkpoint::Info info = checkpoint.info(n.name);
     if (info.shape != n.shape)
-      throw ShapeError(info.file + ": tensor \"" + n.name + "\" is " + shape_str(info.shape) + " but the model expects " +
-                       shape_str(n.shape) + " (does config.json match the weights?)");
+      throw ShapeError(info.file + ": tensor \"" + n.name + "\" is " + shape_str(info.shape) +
+                       " but the model expects " + shape_str(n.shape) + " (does config.json match the weights?)");
     session.set_parameter(n.name, checkpoint.read(n.name, n.dtype));
   }
 }

@@ -26,14 +26,15 @@ constexpr int64_t kMaxLayers = int64_t{1} << 14;
 constexpr int64_t kMaxHeads = int64_t{1} << 14;
 constexpr int64_t kMaxPositions = int64_t{1} << 24;
 constexpr int64_t kMaxRotaryElements = int64_t{1} << 28;  // max_position_embeddings x head_dim: 1 GiB per table
-constexpr int kMaxDepth = 64;                              // nesting; configs use 3 or 4 levels
+constexpr int kMaxDepth = 64;                             // nesting; configs use 3 or 4 levels
 
 // A value as an error message shows it: scalars as written, a string cut short, containers by
 // their JSON type only (a deeply nested value would overflow the stack if dump()ed).
 std::string shown(const json& v) {
   if (v.is_string()) {
     const std::string& s = v.get_ref<const std::string&>();
-    const std::string q = json(s.substr(0, 40)).dump(-1, ' ', false, json::error_handler_t::replace);  // a cut character: U+FFFD
+    const std::string q =
+        json(s.substr(0, 40)).dump(-1, ' ', false, json::error_handler_t::replace);  // a cut character: U+FFFD
     return s.size() <= 40 ? q : q + "... (" + std::to_string(s.size()) + " bytes)";
   }
   if (v.is_primitive()) return v.dump();
@@ -120,7 +121,8 @@ struct Reader {
     if (!j.contains(field) || j[field].is_null()) {
       if (!fallback) fail(field, "is missing (a Llama config needs it)");
       if (*fallback < 1 || *fallback > hi)
-        fail(field, "is missing, and its default " + std::to_string(*fallback) + " is not in [1, " + std::to_string(hi) + "]");
+        fail(field,
+             "is missing, and its default " + std::to_string(*fallback) + " is not in [1, " + std::to_string(hi) + "]");
       return *fallback;
     }
     const json& v = j[field];
@@ -166,8 +168,8 @@ LlamaConfig parse_config(const std::string& text, const std::string& source) {
   c.max_position_embeddings = r.size("max_position_embeddings", kMaxPositions, 2048);
   if (c.max_position_embeddings * c.head_dim > kMaxRotaryElements)
     r.fail("max_position_embeddings", "is " + std::to_string(c.max_position_embeddings) + ": its rotary tables of " +
-                                          std::to_string(c.max_position_embeddings) + " x head_dim " + std::to_string(c.head_dim) +
-                                          " exceed the limit of 2^28 values");
+                                          std::to_string(c.max_position_embeddings) + " x head_dim " +
+                                          std::to_string(c.head_dim) + " exceed the limit of 2^28 values");
   c.rms_norm_eps = r.number(j, "rms_norm_eps", 1e-6);
   c.rope_theta = r.number(j, "rope_theta", 10000.0);
   if (j.contains("rope_parameters") && j["rope_parameters"].is_object())
@@ -179,7 +181,8 @@ LlamaConfig parse_config(const std::string& text, const std::string& source) {
     if (type != "default")
       r.fail(field, "has rope type " + shown(json(type)) + "; only the default rotary embedding is supported");
   }
-  if (j.contains("hidden_act") && j["hidden_act"] != "silu") r.fail("hidden_act", "is " + shown(j["hidden_act"]) + "; only silu is supported");
+  if (j.contains("hidden_act") && j["hidden_act"] != "silu")
+    r.fail("hidden_act", "is " + shown(j["hidden_act"]) + "; only silu is supported");
   c.tie_word_embeddings = r.flag("tie_word_embeddings", false);
   c.attention_bias = r.flag("attention_bias", false);
   c.mlp_bias = r.flag("mlp_bias", false);

@@ -7,12 +7,13 @@
 
 namespace meganeura::nn {
 
-MultiHeadAttention::MultiHeadAttention(Graph& g, const std::string& name, const MultiHeadAttentionOptions& o) : options(o) {
+MultiHeadAttention::MultiHeadAttention(Graph& g, const std::string& name, const MultiHeadAttentionOptions& o)
+    : options(o) {
   if (options.head_dim == 0 && o.heads > 0) options.head_dim = o.hidden / o.heads;
   const int64_t h = options.heads, kv = options.kv_heads, d = options.head_dim;
   if (h <= 0 || kv <= 0 || h % kv != 0 || d <= 0)
-    throw ShapeError("nn::MultiHeadAttention \"" + name + "\": heads (" + std::to_string(h) + ") must be a positive multiple of kv_heads (" +
-                     std::to_string(kv) + ") and head_dim positive");
+    throw ShapeError("nn::MultiHeadAttention \"" + name + "\": heads (" + std::to_string(h) +
+                     ") must be a positive multiple of kv_heads (" + std::to_string(kv) + ") and head_dim positive");
   const std::string label = "nn::MultiHeadAttention \"" + name + "\"";
   const int64_t hd = util::checked_mul(h, d, label + ": heads * head_dim");
   const int64_t kvd = util::checked_mul(kv, d, label + ": kv_heads * head_dim");
@@ -38,8 +39,9 @@ Tensor MultiHeadAttention::merge_heads(Tensor attended) const {
 }
 
 Tensor MultiHeadAttention::operator()(Tensor x, Tensor positions, const Rotary* rope) const {
-  const std::string label = check_call(kLayer, q_proj.weight, kSuffix,
-                                       {{"x", x}, rope ? graph::Arg("positions", positions) : graph::Arg::optional("positions", positions)});
+  const std::string label =
+      check_call(kLayer, q_proj.weight, kSuffix,
+                 {{"x", x}, rope ? graph::Arg("positions", positions) : graph::Arg::optional("positions", positions)});
   if (x.rank() != 3) throw ShapeError(label + ": x must be [batch, seq, hidden], got " + shape_str(x.shape()));
   Tensor q = heads_of(q_proj(x), options.heads), k = heads_of(k_proj(x), options.kv_heads);
   Tensor v = heads_of(v_proj(x), options.kv_heads);

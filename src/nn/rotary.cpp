@@ -4,9 +4,9 @@
 #include <cmath>
 #include <vector>
 
+#include "graph/op_args.hpp"
 #include "meganeura/error.hpp"
 #include "meganeura/nn.hpp"
-#include "graph/op_args.hpp"
 #include "util/checked.hpp"
 
 namespace meganeura::nn {
@@ -16,14 +16,14 @@ static constexpr int64_t kMaxTableElements = (int64_t{1} << 31) - 1;
 Rotary::Rotary(Graph& g, const RotaryOptions& o) : options(o) {
   const int64_t d = o.head_dim, n = o.max_positions;
   if (d <= 0 || d % 2 != 0 || n <= 0)
-    throw ShapeError("nn::Rotary: head_dim must be even and positive, max_positions positive (got " + std::to_string(d) +
-                     ", " + std::to_string(n) + ")");
+    throw ShapeError("nn::Rotary: head_dim must be even and positive, max_positions positive (got " +
+                     std::to_string(d) + ", " + std::to_string(n) + ")");
   // The tables are allocated here, from sizes that may come from a config file: their product is
   // checked, and bounded (2^31 values, 8 GiB each, is past any model's; positions are int32).
   const int64_t elements = util::checked_mul(n, d, "nn::Rotary: max_positions * head_dim");
   if (elements > kMaxTableElements)
-    throw SizeError("nn::Rotary: tables of max_positions " + std::to_string(n) + " x head_dim " + std::to_string(d) + " = " +
-                    std::to_string(elements) + " values exceed the limit of 2^31 - 1");
+    throw SizeError("nn::Rotary: tables of max_positions " + std::to_string(n) + " x head_dim " + std::to_string(d) +
+                    " = " + std::to_string(elements) + " values exceed the limit of 2^31 - 1");
   std::vector<float> inv_freq(static_cast<size_t>(d / 2));
   for (int64_t i = 0; i < d / 2; ++i)
     inv_freq[static_cast<size_t>(i)] =

@@ -32,9 +32,12 @@ std::unique_ptr<Graph> to_graph(const EGraph& eg, const Extraction& ex, const st
   std::unordered_map<int, Tensor> leaves;  // source leaf id -> new tensor
   for (int id = 0; id < src.size(); ++id) {
     const Node& n = src.node(id);
-    if (n.op == Op::Input) leaves[id] = out->input(n.name, n.shape, n.dtype);
-    else if (n.op == Op::Parameter) leaves[id] = out->parameter(n.name, n.shape, n.dtype, n.init);
-    else if (n.op == Op::State) leaves[id] = out->state(n.name, n.shape, n.dtype);
+    if (n.op == Op::Input)
+      leaves[id] = out->input(n.name, n.shape, n.dtype);
+    else if (n.op == Op::Parameter)
+      leaves[id] = out->parameter(n.name, n.shape, n.dtype, n.init);
+    else if (n.op == Op::State)
+      leaves[id] = out->state(n.name, n.shape, n.dtype);
   }
   std::unordered_map<ClassId, Tensor> built;
   std::function<Tensor(ClassId)> build = [&](ClassId c) -> Tensor {
@@ -44,9 +47,11 @@ std::unique_ptr<Graph> to_graph(const EGraph& eg, const Extraction& ex, const st
     Tensor t;
     if (e.leaf >= 0) {
       const Node& n = src.node(e.leaf);
-      if (auto it = leaves.find(e.leaf); it != leaves.end()) t = it->second;
+      if (auto it = leaves.find(e.leaf); it != leaves.end())
+        t = it->second;
       else if (n.dtype == i32)
-        t = out->constant(std::span(reinterpret_cast<const int32_t*>(n.constant.data()), n.constant.size() / 4), n.shape);
+        t = out->constant(std::span(reinterpret_cast<const int32_t*>(n.constant.data()), n.constant.size() / 4),
+                          n.shape);
       else
         t = out->constant(std::span(reinterpret_cast<const float*>(n.constant.data()), n.constant.size() / 4), n.shape);
     } else if (e.op == Op::Constant) {  // a scalar a rule introduced

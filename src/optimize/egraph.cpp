@@ -57,9 +57,19 @@ static std::optional<double> uniform_value(const Node& node) {
   if (count == 0 || node.constant.size() != count * dtype_size(node.dtype)) return std::nullopt;
   auto read = [&](size_t i) -> double {
     const std::byte* p = node.constant.data() + i * 4;
-    if (node.dtype == f32) { float v; std::memcpy(&v, p, 4); return v; }
-    if (node.dtype == i32) { int32_t v; std::memcpy(&v, p, 4); return v; }
-    uint32_t v; std::memcpy(&v, p, 4); return v;
+    if (node.dtype == f32) {
+      float v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    if (node.dtype == i32) {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
   };
   if (node.dtype != f32 && node.dtype != i32 && node.dtype != u32) return std::nullopt;
   double v0 = read(0);
@@ -103,15 +113,22 @@ std::optional<double> EGraph::fold(const ENode& n, const Shape& out) const {
     case Op::Maximum: r = std::max(v[0], v[1]); break;
     case Op::Minimum: r = std::min(v[0], v[1]); break;
     case Op::SwiGlu: r = v[0] / (1 + std::exp(-v[0])) * v[1]; break;
-    case Op::Reshape: case Op::Permute: case Op::BroadcastTo: case Op::Slice:
-    case Op::Mean: case Op::Max: r = v[0]; break;
+    case Op::Reshape:
+    case Op::Permute:
+    case Op::BroadcastTo:
+    case Op::Slice:
+    case Op::Mean:
+    case Op::Max: r = v[0]; break;
     case Op::Sum: {  // each output element sums numel(in)/numel(out) copies of v
       int64_t in = numel(classes_[find(n.children[0])].data.shape), o = numel(out);
       if (o <= 0) return std::nullopt;
       r = v[0] * static_cast<double>(in / o);
       break;
     }
-    case Op::Cast: if (!is_float(a.dtype)) return std::nullopt; r = v[0]; break;
+    case Op::Cast:
+      if (!is_float(a.dtype)) return std::nullopt;
+      r = v[0];
+      break;
     default: return std::nullopt;
   }
   if (!std::isfinite(r)) return std::nullopt;
@@ -142,7 +159,8 @@ ClassId EGraph::add(ENode n) {
   } else {
     std::vector<graph::InputType> inputs;
     inputs.reserve(n.children.size());
-    for (ClassId c : n.children) inputs.push_back({classes_[c].data.shape, classes_[c].data.dtype, "e-class " + std::to_string(c)});
+    for (ClassId c : n.children)
+      inputs.push_back({classes_[c].data.shape, classes_[c].data.dtype, "e-class " + std::to_string(c)});
     Attrs a = attrs_[n.attrs];
     graph::OutType t = graph::infer(n.op, std::move(inputs), a, "e-graph " + std::string(op_name(n.op)));
     if (!(a == attrs_[n.attrs])) {
@@ -190,8 +208,8 @@ bool EGraph::merge(ClassId a, ClassId b) {
   ClassData& db = classes_[b].data;
   if (da.shape != db.shape || da.dtype != db.dtype)
     throw Error("internal error: e-graph merge of e-class " + std::to_string(a) + " " + shape_str(da.shape) + " " +
-                std::string(dtype_name(da.dtype)) + " with e-class " + std::to_string(b) + " " +
-                shape_str(db.shape) + " " + std::string(dtype_name(db.dtype)) + " (an unsound rewrite)");
+                std::string(dtype_name(da.dtype)) + " with e-class " + std::to_string(b) + " " + shape_str(db.shape) +
+                " " + std::string(dtype_name(db.dtype)) + " (an unsound rewrite)");
   // Union by size: the class with more nodes and parents stays the root, fewer entries move.
   auto weight = [&](ClassId c) { return classes_[c].nodes.size() + classes_[c].parents.size(); };
   if (weight(a) < weight(b)) std::swap(a, b);
@@ -250,7 +268,10 @@ void EGraph::rebuild() {
   for (ClassId t : touched_) {
     if (uf_[t] != t) continue;
     auto& ps = classes_[t].parents;
-    for (auto& [n, c] : ps) { n = canonical(std::move(n)); c = find(c); }
+    for (auto& [n, c] : ps) {
+      n = canonical(std::move(n));
+      c = find(c);
+    }
     std::sort(ps.begin(), ps.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
     ps.erase(std::unique(ps.begin(), ps.end(), [](const auto& x, const auto& y) { return x.first == y.first; }),
              ps.end());

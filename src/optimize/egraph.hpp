@@ -8,8 +8,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "meganeura/graph.hpp"
 #include "graph/pattern.hpp"
+#include "meganeura/graph.hpp"
 #include "optimize/attrs_hash.hpp"
 
 namespace meganeura::optimize {
@@ -20,8 +20,8 @@ using ClassId = uint32_t;
 // and compare cheaply; leaves (input, parameter, constant) keep the id of their graph node.
 struct ENode {
   Op op;
-  uint32_t attrs = 0;          // EGraph::attrs(id); 0 is Attrs{}
-  int32_t leaf = -1;           // Input/Parameter/Constant: the source graph node
+  uint32_t attrs = 0;  // EGraph::attrs(id); 0 is Attrs{}
+  int32_t leaf = -1;   // Input/Parameter/Constant: the source graph node
   std::vector<ClassId> children;
   bool operator==(const ENode&) const = default;
 };
@@ -73,22 +73,22 @@ class EGraph {
     std::vector<std::pair<ENode, ClassId>> parents;  // e-nodes using this class, and their class
     ClassData data;
   };
-  ClassData make_leaf(const ENode& n) const;           // a leaf's type from the source graph
+  ClassData make_leaf(const ENode& n) const;                           // a leaf's type from the source graph
   std::optional<double> fold(const ENode& n, const Shape& out) const;  // its constant, if known
   ENode canonical(ENode n) const;
-  void set_constant(ClassId root, double v);           // and queue the parents to re-fold
+  void set_constant(ClassId root, double v);  // and queue the parents to re-fold
 
   const Graph* source_;
   std::vector<Attrs> attrs_{Attrs{}};
   std::unordered_map<Attrs, uint32_t, AttrsHash> attr_ids_{{Attrs{}, 0}};
-  mutable std::vector<ClassId> uf_;  // union-find parents; find() compresses paths
-  std::vector<EClass> classes_;      // by id; only roots are live
+  mutable std::vector<ClassId> uf_;                     // union-find parents; find() compresses paths
+  std::vector<EClass> classes_;                         // by id; only roots are live
   std::unordered_map<ENode, ClassId, ENodeHash> memo_;  // hash-consing: canonical e-node -> class
-  std::vector<std::pair<ENode, ClassId>> pending_;    // parents to re-canonicalise in rebuild()
-  std::vector<ClassId> touched_;     // roots that absorbed a class since the last rebuild
+  std::vector<std::pair<ENode, ClassId>> pending_;      // parents to re-canonicalise in rebuild()
+  std::vector<ClassId> touched_;                        // roots that absorbed a class since the last rebuild
   size_t node_count_ = 0;
   size_t live_classes_ = 0;
-  bool dirty_ = false;               // merged since the last rebuild
+  bool dirty_ = false;  // merged since the last rebuild
 };
 
 // Deterministic order on e-nodes (extraction ties, class node lists).
@@ -104,7 +104,7 @@ using patterns::var;
 struct Match {
   ClassId root;
   std::unordered_map<std::string, ClassId> vars;
-  std::vector<const ENode*> nodes;  // the matched e-nodes, in pattern pre-order
+  std::vector<const ENode*> nodes;                      // the matched e-nodes, in pattern pre-order
   std::unordered_map<std::string, const ENode*> named;  // the e-nodes of named op nodes (Pattern::as)
   // The e-node that the op node named `name` matched.
   const ENode& node(const std::string& name) const { return *named.at(name); }
@@ -139,7 +139,7 @@ struct RunReport {
   int iterations = 0;
   size_t nodes_before = 0, nodes_after = 0, classes_after = 0;
   double seconds = 0;
-  std::string stop_reason;  // "saturated", "node limit", "iteration limit", "time limit"
+  std::string stop_reason;                           // "saturated", "node limit", "iteration limit", "time limit"
   std::vector<std::pair<std::string, int>> applied;  // rule name -> unions it caused
 };
 
@@ -148,8 +148,8 @@ RunReport run(EGraph& g, const std::vector<Rewrite>& rules, const Limits& limits
 // Cost of one e-node given its class data and its children's costs: the extraction picks, per
 // class, the e-node of least total cost (bottom-up to a fixed point).
 struct CostModel {
-  double dispatch = 2000;  // fixed cost of one dispatch, in bytes-equivalents
-  double flop = 0.05;      // per flop, in bytes-equivalents
+  double dispatch = 2000;                                   // fixed cost of one dispatch, in bytes-equivalents
+  double flop = 0.05;                                       // per flop, in bytes-equivalents
   double node_cost(const EGraph& g, const ENode& n) const;  // bytes moved + dispatch + flops
 };
 

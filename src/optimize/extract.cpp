@@ -33,7 +33,8 @@ double CostModel::node_cost(const EGraph& g, const ENode& n) const {
     moved += bytes(in);
     work = std::max(work, static_cast<double>(numel(in.shape)));  // reductions read more than they write
   }
-  if (n.op == Op::MatMul || n.op == Op::Linear || n.op == Op::MatMulAdd) {  // 2*M*N*K over the batch: out is [..., M, N], K from a
+  if (n.op == Op::MatMul || n.op == Op::Linear ||
+      n.op == Op::MatMulAdd) {  // 2*M*N*K over the batch: out is [..., M, N], K from a
     const Shape& a = g.data(n.children[0]).shape;
     int64_t k = a.size() < 2 ? (a.empty() ? 1 : a[0]) : (g.attrs(n.attrs).transpose_a ? a[a.size() - 2] : a.back());
     work = 2.0 * static_cast<double>(numel(out.shape)) * static_cast<double>(k);
@@ -63,7 +64,11 @@ Extraction extract(const EGraph& g, const CostModel& model) {
   for (uint32_t i = 0; i < classes.size(); ++i)
     for (const ENode& n : g.nodes(classes[i])) own[i].push_back(model.node_cost(g, n));
 
-  struct Best { double cost = kInf; uint32_t height = 0; size_t node = SIZE_MAX; };
+  struct Best {
+    double cost = kInf;
+    uint32_t height = 0;
+    size_t node = SIZE_MAX;
+  };
   std::vector<Best> best(classes.size());
   for (bool changed = true; changed;) {
     changed = false;
@@ -79,8 +84,8 @@ Extraction extract(const EGraph& g, const CostModel& model) {
         }
         if (!(total < kInf)) continue;  // a child without a finite term yet (or a cycle)
         Best& cur = best[i];
-        bool better = total < cur.cost ||
-                      (total == cur.cost && (height < cur.height || (height == cur.height && j < cur.node)));
+        bool better =
+            total < cur.cost || (total == cur.cost && (height < cur.height || (height == cur.height && j < cur.node)));
         if (better) {
           cur = {total, height, j};
           changed = true;

@@ -4,9 +4,7 @@
 #include <map>
 #include <sstream>
 
-
 namespace meganeura::optimize {
-
 
 std::string Report::to_string() const {
   std::ostringstream o;
@@ -19,8 +17,8 @@ std::string Report::to_string() const {
   return o.str();
 }
 
-std::unique_ptr<Graph> optimize(const Graph& g, Report* report, const std::vector<int>& keep, std::vector<int>* keep_out,
-                                const Limits& limits) {
+std::unique_ptr<Graph> optimize(const Graph& g, Report* report, const std::vector<int>& keep,
+                                std::vector<int>* keep_out, const Limits& limits) {
   std::vector<ClassId> class_of;
   EGraph eg = to_egraph(g, class_of);
   RunReport run_report = run(eg, rules(), limits);
@@ -48,8 +46,10 @@ std::unique_ptr<Graph> optimize(const Graph& g, Report* report, const std::vecto
     for (const Node& node : x.nodes()) n += node.op == op;
     return n;
   };
-  for (Op op : {Op::Silu, Op::RmsNorm, Op::LayerNorm, Op::Gelu, Op::GeluTanh, Op::Softmax, Op::SwiGlu, Op::Linear, Op::Attention})
-    if (int gained = count(*out, op) - count(g, op); gained > 0) r.fusions.emplace_back(std::string(op_name(op)), gained);
+  for (Op op : {Op::Silu, Op::RmsNorm, Op::LayerNorm, Op::Gelu, Op::GeluTanh, Op::Softmax, Op::SwiGlu, Op::Linear,
+                Op::Attention})
+    if (int gained = count(*out, op) - count(g, op); gained > 0)
+      r.fusions.emplace_back(std::string(op_name(op)), gained);
   if (report) *report = std::move(r);
   return out;
 }

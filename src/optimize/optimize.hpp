@@ -24,7 +24,6 @@ struct Report {
 std::unique_ptr<Graph> optimize(const Graph& g, Report* report = nullptr, const std::vector<int>& keep = {},
                                 std::vector<int>* keep_out = nullptr, const Limits& limits = {});
 
-
 // The rules, in one place (src/optimize/rules.cpp).
 const std::vector<Rewrite>& rules();
 
@@ -35,6 +34,7 @@ EGraph to_egraph(const Graph& g, std::vector<ClassId>& class_of);
 // new node id of each root. `scopes` names classes (the scope their source node was built in),
 // so errors still quote the user's names.
 std::unique_ptr<Graph> to_graph(const EGraph& eg, const Extraction& ex, const std::vector<ClassId>& roots,
-                                std::vector<int>& root_ids, const std::unordered_map<ClassId, std::string>& scopes = {});
+                                std::vector<int>& root_ids,
+                                const std::unordered_map<ClassId, std::string>& scopes = {});
 
 }  // namespace meganeura::optimize

@@ -24,7 +24,9 @@ inline bool near_scalar(const EGraph& g, const Match& m, const char* name, doubl
 }
 // The identity rules may only drop an operand when broadcasting did not change the shape.
 // The attributes of the op node the pattern named `name` (Pattern::as), or of the matched root.
-inline const Attrs& attrs_of(const EGraph& g, const Match& m, const std::string& name) { return g.attrs(m.node(name).attrs); }
+inline const Attrs& attrs_of(const EGraph& g, const Match& m, const std::string& name) {
+  return g.attrs(m.node(name).attrs);
+}
 inline const Attrs& root_attrs(const EGraph& g, const Match& m) { return g.attrs(m.nodes.front()->attrs); }
 inline bool keeps_shape(const EGraph& g, const Match& m) { return d(g, m, "x").shape == g.data(m.root).shape; }
 

@@ -123,9 +123,11 @@ void add_fusion_rules(std::vector<Rewrite>& r) {
   // x*cos + cat(-x[..., D/2:], x[..., :D/2])*sin  ->  rotary(x, cos, sin): Hugging Face's
   // rotate_half spelling of the rotary embedding, as ONNX exports and models from primitives write it.
   auto rotated = [] {
-    return node(Op::Mul, {node(Op::Concat, {node(Op::Neg, {node(Op::Slice, {x()}).as("upper")}), node(Op::Slice, {x()}).as("lower")})
-                              .as("concat"),
-                          var("sin")});
+    return node(
+        Op::Mul,
+        {node(Op::Concat, {node(Op::Neg, {node(Op::Slice, {x()}).as("upper")}), node(Op::Slice, {x()}).as("lower")})
+             .as("concat"),
+         var("sin")});
   };
   auto rotary = [](EGraph& g, const Match& m) -> std::optional<ClassId> {
     return make(g, Op::Rotary, {v(m, "x"), v(m, "cos"), v(m, "sin")});
@@ -146,9 +148,14 @@ void add_fusion_rules(std::vector<Rewrite>& r) {
            d(g, m, "eps").constant.has_value() && d(g, m, "eps").shape.empty();
   };
   auto mean_sq = [](Pattern sq) { return node(Op::Mean, {std::move(sq)}, last_axis_keepdim).as("mean"); };
-  r.push_back({"rms-norm", node(Op::Mul, {x(), node(Op::Rsqrt, {node(Op::Add, {mean_sq(node(Op::Mul, {x(), x()})), var("eps")})})}),
+  r.push_back({"rms-norm",
+               node(Op::Mul, {x(), node(Op::Rsqrt, {node(Op::Add, {mean_sq(node(Op::Mul, {x(), x()})), var("eps")})})}),
                rms_guard, rms});
-  r.push_back({"rms-norm-pow", node(Op::Mul, {x(), node(Op::Rsqrt, {node(Op::Add, {mean_sq(node(Op::PowScalar, {x()}, [](const Attrs& a) { return a.scalar == 2.0; })), var("eps")})})}),
+  r.push_back({"rms-norm-pow",
+               node(Op::Mul,
+                    {x(), node(Op::Rsqrt, {node(Op::Add, {mean_sq(node(Op::PowScalar, {x()},
+                                                                       [](const Attrs& a) { return a.scalar == 2.0; })),
+                                                          var("eps")})})}),
                rms_guard, rms});
   // rms_norm(x) * w (w the size of the last axis)  ->  rms_norm(x, w)
   r.push_back({"rms-norm-weight", node(Op::Mul, {node(Op::RmsNorm, {x()}).as("norm"), var("w")}),
@@ -164,7 +171,8 @@ void add_fusion_rules(std::vector<Rewrite>& r) {
   auto stable = [](const char* max) {
     return node(Op::Exp, {node(Op::Sub, {x(), node(Op::Max, {x()}, keepdim_single_axis).as(max)})});
   };
-  r.push_back({"softmax", node(Op::Div, {stable("max"), node(Op::Sum, {stable("summed max")}, keepdim_single_axis).as("sum")}),
+  r.push_back({"softmax",
+               node(Op::Div, {stable("max"), node(Op::Sum, {stable("summed max")}, keepdim_single_axis).as("sum")}),
                [](const EGraph& g, const Match& m) {
                  const auto& axes = attrs_of(g, m, "sum").axes;  // both maxes reduce the sum's axis
                  return attrs_of(g, m, "max").axes == axes && attrs_of(g, m, "summed max").axes == axes;
@@ -174,13 +182,14 @@ void add_fusion_rules(std::vector<Rewrite>& r) {
                  a.axis = attrs_of(g, m, "sum").axes[0];
                  return make(g, Op::Softmax, {v(m, "x")}, a);
                }});
-  r.push_back({"softmax-unstabilised", node(Op::Div, {node(Op::Exp, {x()}), node(Op::Sum, {node(Op::Exp, {x()})}, keepdim_single_axis).as("sum")}),
-               nullptr,
-               [](EGraph& g, const Match& m) -> std::optional<ClassId> {
-                 Attrs a;
-                 a.axis = attrs_of(g, m, "sum").axes[0];
-                 return make(g, Op::Softmax, {v(m, "x")}, a);
-               }});
+  r.push_back(
+      {"softmax-unstabilised",
+       node(Op::Div, {node(Op::Exp, {x()}), node(Op::Sum, {node(Op::Exp, {x()})}, keepdim_single_axis).as("sum")}),
+       nullptr, [](EGraph& g, const Match& m) -> std::optional<ClassId> {
+         Attrs a;
+         a.axis = attrs_of(g, m, "sum").axes[0];
+         return make(g, Op::Softmax, {v(m, "x")}, a);
+       }});
 }
 
 void add_layer_norm_rules(std::vector<Rewrite>& r) {
@@ -212,7 +221,8 @@ void add_layer_norm_rules(std::vector<Rewrite>& r) {
   for (bool pow : {false, true}) {
     std::string suffix = pow ? "-pow" : "";
     r.push_back({"layer-norm" + suffix, node(Op::Mul, {centred(), node(Op::Rsqrt, {var_eps(pow)})}), ln_guard, ln});
-    r.push_back({"layer-norm-swapped" + suffix, node(Op::Mul, {node(Op::Rsqrt, {var_eps(pow)}), centred()}), ln_guard, ln});
+    r.push_back(
+        {"layer-norm-swapped" + suffix, node(Op::Mul, {node(Op::Rsqrt, {var_eps(pow)}), centred()}), ln_guard, ln});
     r.push_back({"layer-norm-div" + suffix, node(Op::Div, {centred(), node(Op::Sqrt, {var_eps(pow)})}), ln_guard, ln});
   }
   // layer_norm(x) * w  ->  layer_norm(x, w);  layer_norm(x, w) + b  ->  layer_norm(x, w, b)
@@ -227,16 +237,16 @@ void add_layer_norm_rules(std::vector<Rewrite>& r) {
                [](EGraph& g, const Match& m) -> std::optional<ClassId> {
                  return make(g, Op::LayerNorm, {v(m, "x"), v(m, "w")}, attrs_of(g, m, "norm"));
                }});
-  r.push_back({"layer-norm-weight-swapped", node(Op::Mul, {var("w"), node(Op::LayerNorm, {x()}).as("norm")}), weight_guard,
-               [](EGraph& g, const Match& m) -> std::optional<ClassId> {
+  r.push_back({"layer-norm-weight-swapped", node(Op::Mul, {var("w"), node(Op::LayerNorm, {x()}).as("norm")}),
+               weight_guard, [](EGraph& g, const Match& m) -> std::optional<ClassId> {
                  return make(g, Op::LayerNorm, {v(m, "x"), v(m, "w")}, attrs_of(g, m, "norm"));
                }});
-  r.push_back({"layer-norm-bias", node(Op::Add, {node(Op::LayerNorm, {x(), var("w")}).as("norm"), var("b")}), bias_guard,
-               [](EGraph& g, const Match& m) -> std::optional<ClassId> {
+  r.push_back({"layer-norm-bias", node(Op::Add, {node(Op::LayerNorm, {x(), var("w")}).as("norm"), var("b")}),
+               bias_guard, [](EGraph& g, const Match& m) -> std::optional<ClassId> {
                  return make(g, Op::LayerNorm, {v(m, "x"), v(m, "w"), v(m, "b")}, attrs_of(g, m, "norm"));
                }});
-  r.push_back({"layer-norm-bias-swapped", node(Op::Add, {var("b"), node(Op::LayerNorm, {x(), var("w")}).as("norm")}), bias_guard,
-               [](EGraph& g, const Match& m) -> std::optional<ClassId> {
+  r.push_back({"layer-norm-bias-swapped", node(Op::Add, {var("b"), node(Op::LayerNorm, {x(), var("w")}).as("norm")}),
+               bias_guard, [](EGraph& g, const Match& m) -> std::optional<ClassId> {
                  return make(g, Op::LayerNorm, {v(m, "x"), v(m, "w"), v(m, "b")}, attrs_of(g, m, "norm"));
                }});
 }
@@ -262,13 +272,22 @@ void add_gelu_tanh_rules(std::vector<Rewrite>& r) {
   };
   auto gelu = [](EGraph& g, const Match& m) -> std::optional<ClassId> { return make(g, Op::GeluTanh, {v(m, "x")}); };
   const std::pair<const char*, std::function<Pattern()>> cubes[] = {
-      {"pow", [] { return node(Op::Mul, {var("a"), node(Op::PowScalar, {x()}, [](const Attrs& a) { return a.scalar == 3.0; })}); }},
-      {"cube", [] { return node(Op::Mul, {var("a"), node(Op::Mul, {node(Op::Mul, {x(), x()}), x()})}); }},  // a * (x*x*x)
-      {"chain", [] { return node(Op::Mul, {node(Op::Mul, {node(Op::Mul, {var("a"), x()}), x()}), x()}); }},  // a*x*x*x
+      {"pow",
+       [] {
+         return node(Op::Mul, {var("a"), node(Op::PowScalar, {x()}, [](const Attrs& a) { return a.scalar == 3.0; })});
+       }},
+      {"cube",
+       [] {
+         return node(Op::Mul, {var("a"), node(Op::Mul, {node(Op::Mul, {x(), x()}), x()})});
+       }},  // a * (x*x*x)
+      {"chain",
+       [] {
+         return node(Op::Mul, {node(Op::Mul, {node(Op::Mul, {var("a"), x()}), x()}), x()});
+       }},  // a*x*x*x
   };
   for (const auto& [cube_name, cube_spelling] : cubes) {
     const std::function<Pattern()>& cube = cube_spelling;  // clang 14 (fuzz/) cannot capture a binding
-    auto inner = [&cube] {  // 1 + tanh(k * (x + a x^3))
+    auto inner = [&cube] {                                 // 1 + tanh(k * (x + a x^3))
       return node(Op::Add, {var("one"), node(Op::Tanh, {node(Op::Mul, {var("k"), node(Op::Add, {x(), cube()})})})});
     };
     half_x_times(r, std::string("gelu-tanh-") + cube_name, inner, gelu_guard, gelu);
@@ -279,9 +298,18 @@ void add_gelu_erf_rules(std::vector<Rewrite>& r) {
   // ---- gelu, erf form: 0.5 * x * (1 + erf(x / sqrt(2)))  ->  gelu(x) ------------------------------
   // The argument spelled x / sqrt(2) or x * (1/sqrt(2)) (either order); constants by value.
   const std::pair<const char*, std::function<Pattern()>> scaled[] = {
-      {"div", [] { return node(Op::Div, {x(), var("s")}); }},
-      {"mul", [] { return node(Op::Mul, {x(), var("s")}); }},
-      {"mul-swapped", [] { return node(Op::Mul, {var("s"), x()}); }},
+      {"div",
+       [] {
+         return node(Op::Div, {x(), var("s")});
+       }},
+      {"mul",
+       [] {
+         return node(Op::Mul, {x(), var("s")});
+       }},
+      {"mul-swapped",
+       [] {
+         return node(Op::Mul, {var("s"), x()});
+       }},
   };
   for (const auto& [scale_name, scale_arg] : scaled) {
     auto guard = std::string(scale_name) == "div" ? gelu_erf_guard<true> : gelu_erf_guard<false>;

@@ -15,7 +15,8 @@ namespace {
 
 bool swaps_last_two(const Attrs& a) {
   const size_t r = a.axes.size();
-  if (r < 2 || a.axes[r - 2] != static_cast<int64_t>(r - 1) || a.axes[r - 1] != static_cast<int64_t>(r - 2)) return false;
+  if (r < 2 || a.axes[r - 2] != static_cast<int64_t>(r - 1) || a.axes[r - 1] != static_cast<int64_t>(r - 2))
+    return false;
   for (size_t i = 0; i + 2 < r; ++i)
     if (a.axes[i] != static_cast<int64_t>(i)) return false;
   return true;
@@ -128,32 +129,54 @@ std::optional<ClassId> gqa_apply(EGraph& g, const Match& m) {
 }  // namespace
 
 void add_attention_rules(std::vector<Rewrite>& r) {
-  r.push_back({"matmul-transposed-b", node(Op::MatMul, {var("a"), node(Op::Permute, {var("b")}, swaps_last_two)}), nullptr,
-               [](EGraph& g, const Match& m) -> std::optional<ClassId> {
+  r.push_back({"matmul-transposed-b", node(Op::MatMul, {var("a"), node(Op::Permute, {var("b")}, swaps_last_two)}),
+               nullptr, [](EGraph& g, const Match& m) -> std::optional<ClassId> {
                  Attrs a = root_attrs(g, m);
                  a.transpose_b = !a.transpose_b;
                  return make(g, Op::MatMul, {v(m, "a"), v(m, "b")}, a);
                }});
-  r.push_back({"matmul-transposed-a", node(Op::MatMul, {node(Op::Permute, {var("a")}, swaps_last_two), var("b")}), nullptr,
-               [](EGraph& g, const Match& m) -> std::optional<ClassId> {
+  r.push_back({"matmul-transposed-a", node(Op::MatMul, {node(Op::Permute, {var("a")}, swaps_last_two), var("b")}),
+               nullptr, [](EGraph& g, const Match& m) -> std::optional<ClassId> {
                  Attrs a = root_attrs(g, m);
                  a.transpose_a = !a.transpose_a;
                  return make(g, Op::MatMul, {v(m, "a"), v(m, "b")}, a);
                }});
 
   auto repeated = [](const char* name) { return node(Op::BroadcastTo, {node(Op::Reshape, {var(name)})}); };
-  r.push_back({"attention-grouped-query", node(Op::Attention, {var("q"), repeated("k"), repeated("v")}), gqa_guard, gqa_apply});
+  r.push_back(
+      {"attention-grouped-query", node(Op::Attention, {var("q"), repeated("k"), repeated("v")}), gqa_guard, gqa_apply});
 
   using Build = Pattern (*)();
   // The scores q·kᵀ, scaled at most once: on the scores or on q.
   const std::pair<const char*, Build> scores[] = {
-      {"", [] { return node(Op::MatMul, {var("q"), var("k")}, q_times_k_transposed); }},
-      {"-scaled", [] { return node(Op::Mul, {node(Op::MatMul, {var("q"), var("k")}, q_times_k_transposed), var("s")}); }},
-      {"-scaled-swapped", [] { return node(Op::Mul, {var("s"), node(Op::MatMul, {var("q"), var("k")}, q_times_k_transposed)}); }},
-      {"-divided", [] { return node(Op::Div, {node(Op::MatMul, {var("q"), var("k")}, q_times_k_transposed), var("s")}); }},
-      {"-q-scaled", [] { return node(Op::MatMul, {node(Op::Mul, {var("q"), var("s")}), var("k")}, q_times_k_transposed); }},
-      {"-q-scaled-swapped", [] { return node(Op::MatMul, {node(Op::Mul, {var("s"), var("q")}), var("k")}, q_times_k_transposed); }},
-      {"-q-divided", [] { return node(Op::MatMul, {node(Op::Div, {var("q"), var("s")}), var("k")}, q_times_k_transposed); }},
+      {"",
+       [] {
+         return node(Op::MatMul, {var("q"), var("k")}, q_times_k_transposed);
+       }},
+      {"-scaled",
+       [] {
+         return node(Op::Mul, {node(Op::MatMul, {var("q"), var("k")}, q_times_k_transposed), var("s")});
+       }},
+      {"-scaled-swapped",
+       [] {
+         return node(Op::Mul, {var("s"), node(Op::MatMul, {var("q"), var("k")}, q_times_k_transposed)});
+       }},
+      {"-divided",
+       [] {
+         return node(Op::Div, {node(Op::MatMul, {var("q"), var("k")}, q_times_k_transposed), var("s")});
+       }},
+      {"-q-scaled",
+       [] {
+         return node(Op::MatMul, {node(Op::Mul, {var("q"), var("s")}), var("k")}, q_times_k_transposed);
+       }},
+      {"-q-scaled-swapped",
+       [] {
+         return node(Op::MatMul, {node(Op::Mul, {var("s"), var("q")}), var("k")}, q_times_k_transposed);
+       }},
+      {"-q-divided",
+       [] {
+         return node(Op::MatMul, {node(Op::Div, {var("q"), var("s")}), var("k")}, q_times_k_transposed);
+       }},
   };
   for (const auto& [scale_name, score] : scores) {
     const std::pair<std::string, Pattern> masked[] = {

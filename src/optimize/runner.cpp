@@ -32,21 +32,36 @@ RunReport run(EGraph& g, const std::vector<Rewrite>& rules, const Limits& limits
   std::vector<std::vector<Match>> matches(rules.size());
 
   for (int iter = 0;; ++iter) {
-    if (iter >= limits.max_iterations) { report.stop_reason = "iteration limit"; break; }
-    if (g.node_count() > limits.max_nodes) { report.stop_reason = "node limit"; break; }
-    if (elapsed() > limits.max_seconds) { report.stop_reason = "time limit"; break; }
+    if (iter >= limits.max_iterations) {
+      report.stop_reason = "iteration limit";
+      break;
+    }
+    if (g.node_count() > limits.max_nodes) {
+      report.stop_reason = "node limit";
+      break;
+    }
+    if (elapsed() > limits.max_seconds) {
+      report.stop_reason = "time limit";
+      break;
+    }
     report.iterations = iter + 1;
 
     // Read phase: every rule sees the same e-graph.
     bool banned_any = false, out_of_time = false;
     for (size_t r = 0; r < rules.size(); ++r) {
       matches[r].clear();
-      if (elapsed() > limits.max_seconds) { out_of_time = true; break; }
+      if (elapsed() > limits.max_seconds) {
+        out_of_time = true;
+        break;
+      }
       const Rewrite& rule = rules[r];
       if (!rule.explosive) {
         matches[r] = search(g, rule.lhs);
       } else {
-        if (iter < state[r].banned_until) { banned_any = true; continue; }
+        if (iter < state[r].banned_until) {
+          banned_any = true;
+          continue;
+        }
         size_t threshold = limits.match_limit << state[r].times_banned;
         matches[r] = search(g, rule.lhs, threshold + 1);
         if (matches[r].size() > threshold) {
@@ -87,10 +102,19 @@ RunReport run(EGraph& g, const std::vector<Rewrite>& rules, const Limits& limits
     g.rebuild();
     changed |= g.node_count() != nodes_at_start;  // a rule may add nodes without a union
 
-    if (node_limit) { report.stop_reason = "node limit"; break; }
-    if (out_of_time) { report.stop_reason = "time limit"; break; }
+    if (node_limit) {
+      report.stop_reason = "node limit";
+      break;
+    }
+    if (out_of_time) {
+      report.stop_reason = "time limit";
+      break;
+    }
     if (!changed) {
-      if (!banned_any) { report.stop_reason = "saturated"; break; }
+      if (!banned_any) {
+        report.stop_reason = "saturated";
+        break;
+      }
       // Only banned rules could still change something: lift the bans now (as egg does)
       // rather than idle through iterations.
       for (auto& s : state) s.banned_until = std::min(s.banned_until, iter + 1);

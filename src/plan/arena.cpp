@@ -25,7 +25,8 @@ std::vector<uint64_t> place(const std::vector<Lifetime>& items, uint64_t alignme
     const Lifetime& t = items[i];
     std::vector<std::pair<uint64_t, uint64_t>> busy;  // [begin, end) of tensors alive with t
     for (size_t j : placed)
-      if (items[j].first <= t.last && t.first <= items[j].last) busy.emplace_back(offset[j], offset[j] + items[j].bytes);
+      if (items[j].first <= t.last && t.first <= items[j].last)
+        busy.emplace_back(offset[j], offset[j] + items[j].bytes);
     std::sort(busy.begin(), busy.end());
     uint64_t at = 0;
     for (auto& [b, e] : busy) {

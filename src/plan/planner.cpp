@@ -15,16 +15,16 @@ static uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 // Persistent tensors (parameters, constants, inputs) are packed one after another; when `more`
 // is given, a tensor that would push the buffer past max_bytes starts a new buffer (its index
 // and size appended to `more`), so a model larger than one allocation still fits.
-static void pack(std::vector<Slice>& where, const lower::Lowered& low, const Graph& g, uint32_t buffer, uint64_t alignment,
-                 uint64_t& size, bool (*wanted)(Role), uint64_t max_bytes = UINT64_MAX,
+static void pack(std::vector<Slice>& where, const lower::Lowered& low, const Graph& g, uint32_t buffer,
+                 uint64_t alignment, uint64_t& size, bool (*wanted)(Role), uint64_t max_bytes = UINT64_MAX,
                  std::vector<std::pair<uint32_t, uint64_t>>* more = nullptr) {
   uint64_t* fill = &size;
   for (size_t t = 0; t < low.tensors.size(); ++t) {
     const lower::TensorDesc& d = low.tensors[t];
     if (d.alias_of >= 0 || !wanted(d.role)) continue;
     if (d.bytes > max_bytes)
-      throw OutOfMemoryError("tensor \"" + (d.node >= 0 ? g.label(d.node) : std::string("packed weights")) + "\" needs " +
-                             std::to_string(d.bytes) + " bytes, more than the device's largest buffer (" +
+      throw OutOfMemoryError("tensor \"" + (d.node >= 0 ? g.label(d.node) : std::string("packed weights")) +
+                             "\" needs " + std::to_string(d.bytes) + " bytes, more than the device's largest buffer (" +
                              std::to_string(max_bytes) + " bytes)");
     if (more && *fill > 0 && *fill + d.bytes > max_bytes) {
       const uint32_t next = more->empty() ? kBufferCount : more->back().first + 1;
@@ -75,7 +75,10 @@ namespace {
 
 // Byte ranges touched since the last barrier.
 struct Hazards {
-  struct Range { uint32_t buffer; uint64_t begin, end; };
+  struct Range {
+    uint32_t buffer;
+    uint64_t begin, end;
+  };
   std::vector<Range> reads, writes;
 
   static bool overlaps(const std::vector<Range>& rs, const Range& x) {
@@ -83,11 +86,16 @@ struct Hazards {
                        [&](const Range& r) { return r.buffer == x.buffer && r.begin < x.end && x.begin < r.end; });
   }
   bool conflicts(const std::vector<Range>& rd, const std::vector<Range>& wr) const {
-    for (auto& r : rd) if (overlaps(writes, r)) return true;                        // read after write
-    for (auto& w : wr) if (overlaps(writes, w) || overlaps(reads, w)) return true;  // write after write/read
+    for (auto& r : rd)
+      if (overlaps(writes, r)) return true;  // read after write
+    for (auto& w : wr)
+      if (overlaps(writes, w) || overlaps(reads, w)) return true;  // write after write/read
     return false;
   }
-  void clear() { reads.clear(); writes.clear(); }
+  void clear() {
+    reads.clear();
+    writes.clear();
+  }
 };
 
 }  // namespace
@@ -100,9 +108,10 @@ Planned plan_program(const lower::Lowered& low, const Graph& g, const PlanOption
 
   uint64_t persistent = 0, inputs = 0, upload = 0, readback = 0, params = 0;
   std::vector<std::pair<uint32_t, uint64_t>> more_persistent;  // (buffer index, size)
-  pack(out.tensor, low, g, kPersistentBuffer, opts.alignment, persistent,
-       [](Role r) { return r == Role::Parameter || r == Role::Constant || r == Role::State; }, opts.max_buffer_bytes,
-       &more_persistent);
+  pack(
+      out.tensor, low, g, kPersistentBuffer, opts.alignment, persistent,
+      [](Role r) { return r == Role::Parameter || r == Role::Constant || r == Role::State; }, opts.max_buffer_bytes,
+      &more_persistent);
   pack(out.tensor, low, g, kInputBuffer, opts.alignment, inputs, [](Role r) { return r == Role::Input; });
   const Schedule sched = schedule_calls(low, opts.schedule_by_level);
   uint64_t arena = place_arena(out.tensor, low, sched, opts, out.arena_unshared);

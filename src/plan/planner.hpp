@@ -13,7 +13,16 @@
 namespace meganeura::plan {
 
 // Buffer indices of every Program the planner makes.
-enum : uint32_t { kParamsBuffer = 0, kStatusBuffer, kPersistentBuffer, kInputBuffer, kArenaBuffer, kUploadBuffer, kReadbackBuffer, kBufferCount };
+enum : uint32_t {
+  kParamsBuffer = 0,
+  kStatusBuffer,
+  kPersistentBuffer,
+  kInputBuffer,
+  kArenaBuffer,
+  kUploadBuffer,
+  kReadbackBuffer,
+  kBufferCount
+};
 
 struct PlanOptions {
   bool reuse_memory = true;
@@ -28,11 +37,11 @@ struct PlanOptions {
 
 struct Planned {
   Program program;
-  std::vector<Slice> tensor;     // where each lowered tensor lives (size 0: never needed)
-  std::vector<Slice> upload;     // per tensor: its staging slice, for inputs
-  std::vector<Slice> readback;   // per graph output (in Graph::outputs order)
+  std::vector<Slice> tensor;           // where each lowered tensor lives (size 0: never needed)
+  std::vector<Slice> upload;           // per tensor: its staging slice, for inputs
+  std::vector<Slice> readback;         // per graph output (in Graph::outputs order)
   std::vector<uint32_t> params_words;  // contents of the params buffer
-  uint64_t arena_unshared = 0;   // what the arena would take without reuse
+  uint64_t arena_unshared = 0;         // what the arena would take without reuse
   uint32_t dispatches = 0, barriers = 0;
 };
 

@@ -21,8 +21,8 @@ enum class Memory : uint8_t {
 };
 
 struct BufferDesc {
-  std::string name;  // "activation arena", "parameters", ... (quoted in out-of-memory errors)
-  uint64_t size = 0; // bytes
+  std::string name;   // "activation arena", "parameters", ... (quoted in out-of-memory errors)
+  uint64_t size = 0;  // bytes
   Memory memory = Memory::DeviceLocal;
 };
 
@@ -33,28 +33,35 @@ struct Slice {
 
 struct Dispatch {
   kernels::Kernel kernel = kernels::Kernel::Elementwise;  // unless `generated` names a kernel
-  int generated = -1;          // index into Program::generated
+  int generated = -1;                                     // index into Program::generated
   std::vector<uint32_t> spec;  // specialization constants 1.. (0, the workgroup size, is added)
   Slice params;                // binding 0
   std::vector<Slice> tensors;  // bindings 2.. (binding 1 is the program's status buffer)
   std::array<uint32_t, 3> groups{1, 1, 1};
-  std::string label;           // "matmul %12 [64,64]x[64,32]" for traces and listings
+  std::string label;  // "matmul %12 [64,64]x[64,32]" for traces and listings
 };
 
-struct Copy { Slice src, dst; };
+struct Copy {
+  Slice src, dst;
+};
 
 // A global memory barrier between the stages named; the planner emits one only where a later
 // command touches bytes an earlier one wrote (or writes bytes it read).
 struct Barrier {
-  enum Kind : uint8_t { TransferToCompute, ComputeToCompute, ComputeToTransfer, TransferToHost } kind = ComputeToCompute;
+  enum Kind : uint8_t {
+    TransferToCompute,
+    ComputeToCompute,
+    ComputeToTransfer,
+    TransferToHost
+  } kind = ComputeToCompute;
 };
 
 using Command = std::variant<Dispatch, Copy, Barrier>;
 
 struct Program {
   std::vector<BufferDesc> buffers;
-  uint32_t status_buffer = 0;          // a HostShared buffer of sizeof(kernels::Status) bytes
-  std::vector<Command> commands;       // the step
+  uint32_t status_buffer = 0;     // a HostShared buffer of sizeof(kernels::Status) bytes
+  std::vector<Command> commands;  // the step
   // Further command lists over the same buffers, each recorded once too (a training session's
   // forward-only evaluation pass). Executable::run(1 + i) runs extra[i].
   std::vector<std::vector<Command>> extra;

@@ -27,7 +27,7 @@ Schedule schedule_calls(const lower::Lowered& low, bool by_level) {
     return s;
   }
   std::vector<std::vector<Touch>> touched(low.tensors.size());  // by root tensor
-  std::vector<std::pair<size_t, Touch>> mine;                    // this call's accesses, by root
+  std::vector<std::pair<size_t, Touch>> mine;                   // this call's accesses, by root
   for (size_t c = 0; c < n; ++c) {
     int level = 0;
     mine.clear();

@@ -10,8 +10,8 @@
 #include "lower/lowered.hpp"
 #include "meganeura/error.hpp"
 #include "meganeura/init.hpp"
-#include "plan/planner.hpp"
 #include "optimize/optimize.hpp"
+#include "plan/planner.hpp"
 #include "runtime/optimize_options.hpp"
 #include "runtime/session_impl.hpp"
 #include "runtime/stage_options.hpp"
@@ -30,14 +30,15 @@ void Session::Impl::check_status() {
                (node_ops[s.node] == Op::CrossEntropy || node_ops[s.node] == Op::CrossEntropyBackward);
   if (s.code == kernels::STATUS_INDEX_OUT_OF_RANGE && s.node < node_ops.size() && node_ops[s.node] == Op::CacheWrite)
     throw RuntimeDataError("cache_write in node \"" + node + "\": position " + std::to_string(s.value) +
-                           " is outside [0, " + std::to_string(s.limit) + "], the last position its rows fit at (the cache is full: " +
-                           "build it with more slots)");
+                           " is outside [0, " + std::to_string(s.limit) +
+                           "], the last position its rows fit at (the cache is full: " + "build it with more slots)");
   if (s.code == kernels::STATUS_INDEX_OUT_OF_RANGE && label)
-    throw RuntimeDataError("label " + std::to_string(s.value) + " is out of range in node \"" + node + "\": labels must be in [0, " +
-                           std::to_string(s.limit) + ") or equal the ignore_index");
+    throw RuntimeDataError("label " + std::to_string(s.value) + " is out of range in node \"" + node +
+                           "\": labels must be in [0, " + std::to_string(s.limit) + ") or equal the ignore_index");
   if (s.code == kernels::STATUS_INDEX_OUT_OF_RANGE)
-    throw RuntimeDataError("index " + std::to_string(s.value) + " is out of range in node \"" + node + "\": valid indices are [" +
-                           std::to_string(-static_cast<int64_t>(s.limit)) + ", " + std::to_string(s.limit) + ")");
+    throw RuntimeDataError("index " + std::to_string(s.value) + " is out of range in node \"" + node +
+                           "\": valid indices are [" + std::to_string(-static_cast<int64_t>(s.limit)) + ", " +
+                           std::to_string(s.limit) + ")");
   throw RuntimeDataError("kernel reported status " + std::to_string(s.code) + " in node \"" + node + "\"");
 }
 
@@ -57,7 +58,8 @@ uint64_t Session::Impl::largest_buffer(int device) {
 // or program (lowering's order).
 static bool schedule_by_level() { return util::env_choice("MEGANEURA_SCHEDULE", {"level", "program"}) != "program"; }
 
-std::unique_ptr<Session::Impl> Session::Impl::build(const Graph& g, const lower::Lowered& low, const SessionOptions& options) {
+std::unique_ptr<Session::Impl> Session::Impl::build(const Graph& g, const lower::Lowered& low,
+                                                    const SessionOptions& options) {
   auto impl = std::make_unique<Session::Impl>();
   impl->options = options;
   impl->ctx = vk::Context::get(options.device);
@@ -66,13 +68,15 @@ std::unique_ptr<Session::Impl> Session::Impl::build(const Graph& g, const lower:
   const uint64_t split = options.max_buffer_bytes ? std::min(options.max_buffer_bytes, largest) : largest;
   {
     trace::Scope phase("plan");
-    impl->planned = plan::plan_program(low, g, {.reuse_memory = options.reuse_memory, .max_buffer_bytes = split,
-                                                .schedule_by_level = schedule_by_level()});
+    impl->planned = plan::plan_program(
+        low, g,
+        {.reuse_memory = options.reuse_memory, .max_buffer_bytes = split, .schedule_by_level = schedule_by_level()});
   }
   {
     trace::Scope phase("pipelines", {{"dispatches", static_cast<int64_t>(impl->planned.dispatches)}});
     const bool timestamps = options.profile || trace::global();  // a trace shows every dispatch's GPU time
-    impl->exe = std::make_unique<vk::Executable>(impl->ctx, impl->planned.program, vk::ExecutableOptions{.timestamps = timestamps});
+    impl->exe = std::make_unique<vk::Executable>(impl->ctx, impl->planned.program,
+                                                 vk::ExecutableOptions{.timestamps = timestamps});
   }
 
   const plan::Planned& p = impl->planned;
@@ -86,24 +90,29 @@ std::unique_ptr<Session::Impl> Session::Impl::build(const Graph& g, const lower:
     impl->node_labels.push_back(g.label(id) + " (" + std::string(op_name(n.op)) + ")");
     impl->node_ops.push_back(n.op);
     Session::Impl::Named named{id, n.shape, n.dtype, false, n.init};
-    if (n.op == Op::Input) impl->inputs.emplace(n.name, named);
-    else if (n.op == Op::Parameter) impl->parameters.emplace(n.name, named);
+    if (n.op == Op::Input)
+      impl->inputs.emplace(n.name, named);
+    else if (n.op == Op::Parameter)
+      impl->parameters.emplace(n.name, named);
     else if (n.op == Op::Constant && !n.constant.empty())
       impl->exe->write(first_bytes(p.tensor[static_cast<size_t>(id)], n.constant.size()), n.constant);
   }
-  for (auto& [name, id] : g.outputs()) impl->outputs.emplace_back(name, Session::Impl::Named{id, g.node(id).shape, g.node(id).dtype});
+  for (auto& [name, id] : g.outputs())
+    impl->outputs.emplace_back(name, Session::Impl::Named{id, g.node(id).shape, g.node(id).dtype});
   return impl;
 }
 
 // Each program of the options becomes an extra command list: the calls of the nodes its outputs
 // depend on, downloading only those outputs. Returns the inputs each program reads.
-static std::vector<std::vector<std::string>> add_programs(const Graph& g, lower::Lowered& low, const SessionOptions& options) {
+static std::vector<std::vector<std::string>> add_programs(const Graph& g, lower::Lowered& low,
+                                                          const SessionOptions& options) {
   std::vector<std::vector<std::string>> inputs;
   for (const std::vector<std::string>& program : options.programs) {
     lower::Lowered::CommandList list;
     for (const std::string& name : program) {
       auto it = std::find_if(g.outputs().begin(), g.outputs().end(), [&](const auto& o) { return o.first == name; });
-      if (it == g.outputs().end()) throw NameError("SessionOptions::programs names \"" + name + "\", which is not an output of the graph");
+      if (it == g.outputs().end())
+        throw NameError("SessionOptions::programs names \"" + name + "\", which is not an output of the graph");
       list.outputs.push_back(it->second);
     }
     const std::vector<bool> needed = lower::reaching(g, list.outputs);
@@ -118,7 +127,7 @@ static std::vector<std::vector<std::string>> add_programs(const Graph& g, lower:
 }
 
 std::unique_ptr<Session::Impl> Session::Impl::compile(const Graph& g, const std::vector<int>& keep, const Compile& how,
-                                                     const SessionOptions& options) {
+                                                      const SessionOptions& options) {
   lower::Lowered low;
   std::vector<std::vector<std::string>> program_inputs;
   {
@@ -161,8 +170,10 @@ void Session::set_input(std::string_view name, const HostTensor& value) {
 
 void Session::set_input(std::string_view name, std::span<const float> values) {
   auto& n = impl_->find(impl_->inputs, name, "input", impl_->parameters, "a parameter", "set_parameter");
-  set_input(name, HostTensor{n.shape, f32, {reinterpret_cast<const std::byte*>(values.data()),
-                                            reinterpret_cast<const std::byte*>(values.data() + values.size())}});
+  set_input(name, HostTensor{n.shape,
+                             f32,
+                             {reinterpret_cast<const std::byte*>(values.data()),
+                              reinterpret_cast<const std::byte*>(values.data() + values.size())}});
 }
 
 void Session::set_parameter(std::string_view name, const HostTensor& value) {
@@ -174,8 +185,10 @@ void Session::set_parameter(std::string_view name, const HostTensor& value) {
 
 void Session::set_parameter(std::string_view name, std::span<const float> values) {
   auto& n = impl_->find(impl_->parameters, name, "parameter", impl_->inputs, "an input", "set_input");
-  set_parameter(name, HostTensor{n.shape, f32, {reinterpret_cast<const std::byte*>(values.data()),
-                                                reinterpret_cast<const std::byte*>(values.data() + values.size())}});
+  set_parameter(name, HostTensor{n.shape,
+                                 f32,
+                                 {reinterpret_cast<const std::byte*>(values.data()),
+                                  reinterpret_cast<const std::byte*>(values.data() + values.size())}});
 }
 
 void Session::Impl::fill_default(const std::string& name, Named& parameter) {
@@ -195,15 +208,17 @@ void Session::Impl::check_inputs_set(const std::vector<std::string>* only) const
   for (auto* m : {&inputs, &parameters})
     for (auto& [name, n] : *m) {
       const bool read = m != &inputs || !only || std::find(only->begin(), only->end(), name) != only->end();
-      if (read && !n.set) unset += (unset.empty() ? "" : ", ") + (std::string(m == &inputs ? "input" : "parameter") + " \"" + name + "\"");
+      if (read && !n.set)
+        unset +=
+            (unset.empty() ? "" : ", ") + (std::string(m == &inputs ? "input" : "parameter") + " \"" + name + "\"");
     }
   if (!unset.empty()) throw Error("step() before these were set: " + unset);
 }
 
 void Session::run(size_t program) {
   if (program >= impl_->program_inputs.size())
-    throw Error("run(" + std::to_string(program) + "): the session has " + std::to_string(impl_->program_inputs.size()) +
-                " programs (SessionOptions::programs)");
+    throw Error("run(" + std::to_string(program) + "): the session has " +
+                std::to_string(impl_->program_inputs.size()) + " programs (SessionOptions::programs)");
   impl_->fill_defaults();
   impl_->check_inputs_set(&impl_->program_inputs[program]);  // only the inputs this program reads
   impl_->run_list(1 + program);
@@ -223,7 +238,8 @@ HostTensor Session::read_output(std::string_view name) const {
   for (size_t i = 0; i < impl_->outputs.size(); ++i) {
     auto& [oname, n] = impl_->outputs[i];
     if (oname != name) continue;
-    if (impl_->steps == 0 && !impl_->evaluated) throw Error("read_output(\"" + std::string(name) + "\") before any step()");
+    if (impl_->steps == 0 && !impl_->evaluated)
+      throw Error("read_output(\"" + std::string(name) + "\") before any step()");
     const plan::Slice& s = impl_->planned.readback[i];
     HostTensor t{n.shape, n.dtype, std::vector<std::byte>(static_cast<size_t>(numel(n.shape)) * dtype_size(n.dtype))};
     std::memcpy(t.bytes.data(), static_cast<const std::byte*>(impl_->exe->mapped(s.buffer)) + s.offset, t.bytes.size());
@@ -280,7 +296,8 @@ SessionStats Session::stats() const {
 }
 
 std::string Session::listing() const {
-  static const char* kBarrier[] = {"transfer -> compute", "compute -> compute", "compute -> transfer", "transfer -> host"};
+  static const char* kBarrier[] = {"transfer -> compute", "compute -> compute", "compute -> transfer",
+                                   "transfer -> host"};
   std::ostringstream o;
   for (const plan::Command& c : impl_->planned.program.commands) {
     if (auto* d = std::get_if<plan::Dispatch>(&c))

@@ -53,15 +53,17 @@ struct Session::Impl {
     auto it = m.find(name);
     if (it != m.end()) return it->second;
     std::string msg = "unknown " + std::string(what) + " \"" + std::string(name) + "\"";
-    if (other.count(name)) msg += ": it is " + std::string(other_what) + "; use " + other_call;
-    else msg += "; the session's " + std::string(what) + "s are: " + known(m);
+    if (other.count(name))
+      msg += ": it is " + std::string(other_what) + "; use " + other_call;
+    else
+      msg += "; the session's " + std::string(what) + "s are: " + known(m);
     throw NameError(msg);
   }
 
   static void check_value(const Named& n, std::string_view name, const char* what, const HostTensor& v) {
     if (v.dtype != n.dtype)
-      throw DTypeError(std::string(what) + " \"" + std::string(name) + "\" is " + std::string(dtype_name(n.dtype)) + " " +
-                       shape_str(n.shape) + ", got " + std::string(dtype_name(v.dtype)) + " data");
+      throw DTypeError(std::string(what) + " \"" + std::string(name) + "\" is " + std::string(dtype_name(n.dtype)) +
+                       " " + shape_str(n.shape) + ", got " + std::string(dtype_name(v.dtype)) + " data");
     uint64_t want = static_cast<uint64_t>(numel(n.shape)) * dtype_size(n.dtype);
     if (v.bytes.size() != want)
       throw SizeError(std::string(what) + " \"" + std::string(name) + "\" has shape " + shape_str(n.shape) + " (" +
@@ -111,7 +113,7 @@ struct Session::Impl {
   // Runs command list `list` (0: the step; 1 + i: extra list i) and, with MEGANEURA_TRACE, traces
   // it: a CPU slice around submit and wait, a GPU slice per dispatch (src/runtime/session_trace.cpp).
   void run_list(size_t list);
-  bool evaluated = false;    // evaluate() ran: outputs are readable
+  bool evaluated = false;  // evaluate() ran: outputs are readable
 };
 
 Session make_session(std::unique_ptr<Session::Impl> impl);

@@ -20,13 +20,15 @@ std::string list_name(const Session::Impl& s, size_t list) {
   return name;
 }
 
-std::vector<trace::GpuSlice> gpu_slices(const std::vector<plan::Command>& commands, const std::vector<vk::DispatchTime>& times) {
+std::vector<trace::GpuSlice> gpu_slices(const std::vector<plan::Command>& commands,
+                                        const std::vector<vk::DispatchTime>& times) {
   std::vector<trace::GpuSlice> out;
   for (const plan::Command& c : commands) {
     const auto* d = std::get_if<plan::Dispatch>(&c);
     if (!d || out.size() >= times.size()) continue;
     const vk::DispatchTime& t = times[out.size()];
-    const std::string groups = std::to_string(d->groups[0]) + "x" + std::to_string(d->groups[1]) + "x" + std::to_string(d->groups[2]);
+    const std::string groups =
+        std::to_string(d->groups[0]) + "x" + std::to_string(d->groups[1]) + "x" + std::to_string(d->groups[2]);
     trace::Args args{{"kernel", std::string(d->generated >= 0 ? "generated" : kernels::kernel_name(d->kernel))},
                      {"workgroups", groups},
                      {"dispatch", static_cast<int64_t>(out.size())}};
@@ -42,8 +44,7 @@ void Session::Impl::run_list(size_t list) {
   trace::Collector* tc = trace::global();
   if (!tc || !tc->take_step()) return exe->run(list);
   const std::string name = list_name(*this, list);
-  const trace::Args args{{"session", static_cast<int64_t>(trace_hold->id())},
-                         {"step", static_cast<int64_t>(steps)}};
+  const trace::Args args{{"session", static_cast<int64_t>(trace_hold->id())}, {"step", static_cast<int64_t>(steps)}};
   uint64_t submit = 0;
   {
     trace::Scope cpu(name, args);

@@ -17,7 +17,6 @@ using util::env_on;
 
 namespace {
 
-
 bool offers(const DeviceInfo& d, const std::string& shape) {
   return std::find(d.coopmat_shapes.begin(), d.coopmat_shapes.end(), shape) != d.coopmat_shapes.end();
 }
@@ -50,24 +49,29 @@ lower::MatMulTiers matmul_tiers(const DeviceInfo& device) {
   if (precision != "highest" && env_on("MEGANEURA_COOPMAT")) t.coop = coop_of(device, t.bf16);
   t.gemv = env_on("MEGANEURA_GEMV");
   if (!util::env("MEGANEURA_SPLIT_K").empty())
-    t.split_k = static_cast<int>(util::env_number("MEGANEURA_SPLIT_K", 64, 0, "0 (off) or a number of splits up to 64"));
+    t.split_k =
+        static_cast<int>(util::env_number("MEGANEURA_SPLIT_K", 64, 0, "0 (off) or a number of splits up to 64"));
   t.split_finish = env_choice("MEGANEURA_SPLIT_K_SUM", {"kernel", "pass"}) != "pass";
   const std::string flash = env_choice("MEGANEURA_FLASH_ATTENTION", {"0", "1", "blocks", "split"});
   t.coop_attention = flash != "0" && t.coop == lower::MatMulTiers::Coop::NV && !t.bf16;
   t.force_coop_attention = !flash.empty() && flash != "0";
   if (flash == "blocks" || flash == "split") t.attention_kernel = flash;
   if (t.force_coop_attention && !t.coop_attention)
-    throw Error("MEGANEURA_FLASH_ATTENTION=" + flash + ": " + device.name + " has no usable tensor-core attention (needs " +
+    throw Error("MEGANEURA_FLASH_ATTENTION=" + flash + ": " + device.name +
+                " has no usable tensor-core attention (needs " +
                 "VK_NV_cooperative_matrix with 16x16x16 f16 fragments and subgroups of 32, and matmul precision high)");
   t.attention_blocks = env_choice("MEGANEURA_ATTENTION_BLOCKS", {"0", "1"});
   t.shared_memory = device.shared_memory;
   t.multiprocessors = device.multiprocessors;
-  if (const std::string k = env_choice("MEGANEURA_COOP_K_STEP", {"32", "64"}); !k.empty()) t.k_step = k == "32" ? 32 : 64;
+  if (const std::string k = env_choice("MEGANEURA_COOP_K_STEP", {"32", "64"}); !k.empty())
+    t.k_step = k == "32" ? 32 : 64;
   t.force = env_choice("MEGANEURA_MATMUL", {"tiled", "gemv", "coopmat"});
   if (t.force == "coopmat" && t.coop == lower::MatMulTiers::Coop::None)
     throw Error("MEGANEURA_MATMUL=coopmat: " + device.name + " has no usable tensor-core matmul (" +
-                (precision == "highest" ? "MEGANEURA_MATMUL_PRECISION=highest" : "needs cooperative matrices with 16x16x16 " +
-                 std::string(t.bf16 ? "bf16" : "f16") + " fragments and subgroups of 32") + ")");
+                (precision == "highest" ? "MEGANEURA_MATMUL_PRECISION=highest"
+                                        : "needs cooperative matrices with 16x16x16 " +
+                                              std::string(t.bf16 ? "bf16" : "f16") + " fragments and subgroups of 32") +
+                ")");
   return t;
 }
 

@@ -40,7 +40,8 @@ int32_t AddedTokens::Trie::longest_at(std::string_view text, size_t pos, size_t&
 
 AddedTokens::AddedTokens(std::vector<AddedToken> tokens)
     : tokens_(std::move(tokens)),
-      word_char_(Regex::compile(R"([\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\x{200C}\x{200D}])", "the single_word boundary test")) {
+      word_char_(
+          Regex::compile(R"([\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\x{200C}\x{200D}])", "the single_word boundary test")) {
   for (size_t i = 0; i < tokens_.size(); ++i)
     (tokens_[i].normalized ? normalized_ : raw_).add(tokens_[i].content, static_cast<int32_t>(i));
 }
@@ -85,7 +86,8 @@ void AddedTokens::split_pass(std::string_view full, Span within, const Trie& tri
     size_t start = pos, len = 0;
     int32_t index = -1;
     while (start < text.size()) {
-      if (trie.first_byte[static_cast<unsigned char>(text[start])] && (index = trie.longest_at(text, start, len)) >= 0) break;
+      if (trie.first_byte[static_cast<unsigned char>(text[start])] && (index = trie.longest_at(text, start, len)) >= 0)
+        break;
       ++start;
     }
     if (index < 0) break;
@@ -106,8 +108,10 @@ std::vector<Segment> AddedTokens::split(std::string_view text) const {
   std::vector<Segment> raw, out;
   split_pass(text, {0, text.size()}, raw_, raw);
   for (const Segment& s : raw) {
-    if (s.id >= 0) out.push_back(s);
-    else split_pass(text, s.span, normalized_, out);
+    if (s.id >= 0)
+      out.push_back(s);
+    else
+      split_pass(text, s.span, normalized_, out);
   }
   return out;
 }

@@ -19,9 +19,9 @@ struct StringHash {
 using Vocab = std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>>;
 
 struct BpeOptions {
-  bool ignore_merges = false;      // a piece that is itself in the vocabulary is one token (Llama 3)
-  std::optional<int32_t> unk_id;   // for characters not in the vocabulary; none: they are dropped
-  bool fuse_unk = false;           // consecutive unknown characters give one unk
+  bool ignore_merges = false;     // a piece that is itself in the vocabulary is one token (Llama 3)
+  std::optional<int32_t> unk_id;  // for characters not in the vocabulary; none: they are dropped
+  bool fuse_unk = false;          // consecutive unknown characters give one unk
 };
 
 class Bpe {

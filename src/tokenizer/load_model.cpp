@@ -20,12 +20,12 @@ Vocab load_vocab(const JsonNode& node, size_t added_tokens, std::vector<IdEntry>
     JsonNode entry(value, path_key(node.path(), token), node.file());
     int64_t id = entry.integer();
     if (id < 0 || id >= limit || id >= std::numeric_limits<int32_t>::max())
-      entry.fail("is " + std::to_string(id) + ", not an id in [0, " + std::to_string(limit) + ") (ids are unique, so they fit the " +
-                 std::to_string(limit) + " entries of " + node.path() + " and added_tokens)");
+      entry.fail("is " + std::to_string(id) + ", not an id in [0, " + std::to_string(limit) +
+                 ") (ids are unique, so they fit the " + std::to_string(limit) + " entries of " + node.path() +
+                 " and added_tokens)");
     if (static_cast<size_t>(id) >= ids.size()) ids.resize(static_cast<size_t>(id) + 1);
     IdEntry& e = ids[static_cast<size_t>(id)];
-    if (e.known)
-      entry.fail("is " + std::to_string(id) + ", the id of " + path_key(node.path(), e.token) + " too");
+    if (e.known) entry.fail("is " + std::to_string(id) + ", the id of " + path_key(node.path(), e.token) + " too");
     e.known = true;
     e.token = token;
     vocab.emplace(token, static_cast<int32_t>(id));
@@ -42,8 +42,7 @@ std::pair<std::string, std::string> merge_parts(const JsonNode& m) {
       m.fail("is \"" + s + "\", not two tokens separated by one space");
     return {s.substr(0, space), s.substr(space + 1)};
   }
-  if (!m.value().is_array() || m.size() != 2)
-    m.fail("should be a pair of tokens: [\"a\", \"b\"] or \"a b\"");
+  if (!m.value().is_array() || m.size() != 2) m.fail("should be a pair of tokens: [\"a\", \"b\"] or \"a b\"");
   return {m.at(size_t{0}).string(), m.at(size_t{1}).string()};
 }
 
@@ -114,8 +113,10 @@ std::vector<AddedToken> load_added_tokens(const JsonNode& list, const Vocab& voc
     auto in_vocab = vocab.find(token.content);
     int64_t expected = in_vocab != vocab.end() ? in_vocab->second : next_id++;
     if (id != expected)
-      t.at("id").fail("is " + std::to_string(id) + ", but \"" + token.content + "\" gets id " + std::to_string(expected) +
-                      (in_vocab != vocab.end() ? " from the vocabulary" : " (the next id after the vocabulary and the added tokens before it)"));
+      t.at("id").fail("is " + std::to_string(id) + ", but \"" + token.content + "\" gets id " +
+                      std::to_string(expected) +
+                      (in_vocab != vocab.end() ? " from the vocabulary"
+                                               : " (the next id after the vocabulary and the added tokens before it)"));
     token.id = static_cast<int32_t>(id);
     token.special = t.boolean_or("special", false);
     token.single_word = t.boolean_or("single_word", false);

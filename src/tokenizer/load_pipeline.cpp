@@ -61,7 +61,9 @@ void add_steps(const JsonNode& n, std::vector<PreTokenizerStep>& steps, int dept
     // 0x80: a chain of them grows a text 2^n-fold (a fuzzed file hung encoding for minutes).
     for (const PreTokenizerStep& s : steps)
       if (std::holds_alternative<ByteLevelStep>(s))
-        n.fail("is a second ByteLevel step: each re-encodes the one before's bytes, doubling the text; at most one is supported");
+        n.fail(
+            "is a second ByteLevel step: each re-encodes the one before's bytes, doubling the text; at most one is "
+            "supported");
     steps.push_back(ByteLevelStep{n.boolean_or("add_prefix_space", true), n.boolean_or("use_regex", true)});
   } else if (type == "Split") {
     steps.push_back(load_split(n));

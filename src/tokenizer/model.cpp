@@ -70,8 +70,9 @@ std::shared_ptr<Model> load_model(const nlohmann::json& json, const std::string&
   for (IdEntry& e : m->ids)
     if (e.known) e.bytes = byte_level_to_bytes(e.token);
 
-  m->bos = !m->post.prefix.empty() ? std::optional(m->post.prefix.front())
-                                   : first_special(*m, {"<|begin_of_text|>", "<s>", "<bos>", "<|startoftext|>", "<|endoftext|>"});
+  m->bos = !m->post.prefix.empty()
+               ? std::optional(m->post.prefix.front())
+               : first_special(*m, {"<|begin_of_text|>", "<s>", "<bos>", "<|startoftext|>", "<|endoftext|>"});
   m->eos = !m->post.suffix.empty() ? std::optional(m->post.suffix.back())
                                    : first_special(*m, {"<|end_of_text|>", "</s>", "<eos>", "<|endoftext|>"});
   return m;

@@ -44,22 +44,28 @@ std::vector<Span> apply_behavior(const std::vector<Part>& parts, SplitBehavior b
       break;
     case SplitBehavior::Contiguous:
       for (const Part& p : parts) {
-        if (p.is_match == previous_match && !out.empty()) out.back().second = p.span.second;
-        else out.push_back(p.span);
+        if (p.is_match == previous_match && !out.empty())
+          out.back().second = p.span.second;
+        else
+          out.push_back(p.span);
         previous_match = p.is_match;
       }
       break;
     case SplitBehavior::MergedWithPrevious:
       for (const Part& p : parts) {
-        if (p.is_match && !previous_match && !out.empty()) out.back().second = p.span.second;
-        else out.push_back(p.span);
+        if (p.is_match && !previous_match && !out.empty())
+          out.back().second = p.span.second;
+        else
+          out.push_back(p.span);
         previous_match = p.is_match;
       }
       break;
     case SplitBehavior::MergedWithNext:
       for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
-        if (it->is_match && !previous_match && !out.empty()) out.back().first = it->span.first;
-        else out.push_back(it->span);
+        if (it->is_match && !previous_match && !out.empty())
+          out.back().first = it->span.first;
+        else
+          out.push_back(it->span);
         previous_match = it->is_match;
       }
       std::reverse(out.begin(), out.end());
@@ -82,8 +88,10 @@ void byte_level_into(std::string_view piece, const ByteLevelStep& step, std::vec
     piece = prefixed;
   }
   std::vector<std::string> words;
-  if (step.use_regex) split_into(piece, gpt2_pattern(), false, SplitBehavior::Isolated, words);
-  else words.emplace_back(piece);
+  if (step.use_regex)
+    split_into(piece, gpt2_pattern(), false, SplitBehavior::Isolated, words);
+  else
+    words.emplace_back(piece);
   for (const std::string& w : words) {
     std::string mapped;
     mapped.reserve(w.size() * 2);
@@ -107,9 +115,12 @@ std::vector<std::string> PreTokenizer::split(std::string_view text) const {
     std::vector<std::string> next;
     next.reserve(pieces.size());
     for (const std::string& piece : pieces) {
-      if (const auto* s = std::get_if<SplitStep>(&step)) split_into(piece, s->pattern, s->invert, s->behavior, next);
-      else if (const auto* d = std::get_if<DigitsStep>(&step)) split_into(piece, d->pattern, false, SplitBehavior::Isolated, next);
-      else byte_level_into(piece, std::get<ByteLevelStep>(step), next);
+      if (const auto* s = std::get_if<SplitStep>(&step))
+        split_into(piece, s->pattern, s->invert, s->behavior, next);
+      else if (const auto* d = std::get_if<DigitsStep>(&step))
+        split_into(piece, d->pattern, false, SplitBehavior::Isolated, next);
+      else
+        byte_level_into(piece, std::get<ByteLevelStep>(step), next);
     }
     pieces = std::move(next);
   }

@@ -20,7 +20,8 @@ constexpr std::string_view kWordBody = "\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\x{B
 std::string pcre2_message(int code) {
   PCRE2_UCHAR buf[256];
   int n = pcre2_get_error_message(code, buf, sizeof buf);
-  return n < 0 ? "PCRE2 error " + std::to_string(code) : std::string(reinterpret_cast<const char*>(buf), static_cast<size_t>(n));
+  return n < 0 ? "PCRE2 error " + std::to_string(code)
+               : std::string(reinterpret_cast<const char*>(buf), static_cast<size_t>(n));
 }
 
 // One JIT stack and match context per thread: JIT stacks must not be shared by concurrent matches,
@@ -93,19 +94,23 @@ std::string translate_pattern(std::string_view p) {
 
 namespace {
 
-pcre2_code* compile_source(std::string_view source, uint32_t options, const std::string& where, std::string_view shown) {
+pcre2_code* compile_source(std::string_view source, uint32_t options, const std::string& where,
+                           std::string_view shown) {
   int err = 0;
   PCRE2_SIZE offset = 0;
-  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(source.data()), source.size(),
-                                   options | PCRE2_UTF | (options & PCRE2_LITERAL ? 0 : PCRE2_UCP | PCRE2_NEVER_BACKSLASH_C), &err,
-                                   &offset, nullptr);
+  pcre2_code* code =
+      pcre2_compile(reinterpret_cast<PCRE2_SPTR>(source.data()), source.size(),
+                    options | PCRE2_UTF | (options & PCRE2_LITERAL ? 0 : PCRE2_UCP | PCRE2_NEVER_BACKSLASH_C), &err,
+                    &offset, nullptr);
   // \C (one byte, even inside a character) is refused (a literal has none): a piece cut inside a
   // character would be invalid UTF-8, which the BPE and the matches below (PCRE2_NO_UTF_CHECK)
   // rely on never seeing.
   if (!code)
-    throw Error(where + " \"" + std::string(shown) + "\" is not a regular expression PCRE2 accepts: " + pcre2_message(err) +
-                (err == PCRE2_ERROR_BACKSLASH_C_CALLER_DISABLED ? " (\\C matches one byte and can cut a UTF-8 character)" : "") +
-                " (at offset " + std::to_string(offset) + " of \"" + std::string(source) + "\")");
+    throw Error(
+        where + " \"" + std::string(shown) + "\" is not a regular expression PCRE2 accepts: " + pcre2_message(err) +
+        (err == PCRE2_ERROR_BACKSLASH_C_CALLER_DISABLED ? " (\\C matches one byte and can cut a UTF-8 character)"
+                                                        : "") +
+        " (at offset " + std::to_string(offset) + " of \"" + std::string(source) + "\")");
   pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);  // failure (no JIT on this CPU) leaves the interpreter
   return code;
 }
@@ -137,8 +142,8 @@ struct MatchData {
 };
 
 // Runs one search; false when there is no match. Errors (resource limits) throw.
-bool search(const pcre2_code* code, const std::string& where, std::string_view subject, size_t start,
-            uint32_t options, pcre2_match_data* md, Span& found) {
+bool search(const pcre2_code* code, const std::string& where, std::string_view subject, size_t start, uint32_t options,
+            pcre2_match_data* md, Span& found) {
   int rc = pcre2_match(code, reinterpret_cast<PCRE2_SPTR>(subject.data()), subject.size(), start,
                        options | PCRE2_NO_UTF_CHECK, md, match_context());
   if (rc == PCRE2_ERROR_NOMATCH) return false;

@@ -39,7 +39,9 @@ std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special_to
   return text;
 }
 
-DecodeStream Tokenizer::decode_stream(bool skip_special_tokens) const { return DecodeStream(model_, skip_special_tokens); }
+DecodeStream Tokenizer::decode_stream(bool skip_special_tokens) const {
+  return DecodeStream(model_, skip_special_tokens);
+}
 
 std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const {
   if (auto it = model_->added_ids.find(token); it != model_->added_ids.end()) return it->second;
@@ -48,7 +50,8 @@ std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const {
 }
 
 std::optional<std::string> Tokenizer::id_to_token(int32_t id) const {
-  if (id < 0 || static_cast<size_t>(id) >= model_->ids.size() || !model_->ids[static_cast<size_t>(id)].known) return std::nullopt;
+  if (id < 0 || static_cast<size_t>(id) >= model_->ids.size() || !model_->ids[static_cast<size_t>(id)].known)
+    return std::nullopt;
   return model_->ids[static_cast<size_t>(id)].token;
 }
 

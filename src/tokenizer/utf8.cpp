@@ -57,7 +57,10 @@ CharCheck check_char(std::string_view s, size_t i) {
   const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
   unsigned char lead = b(i);
   if (lead < 0x80) return {1, 1};
-  size_t expected = lead >= 0xC2 && lead <= 0xDF ? 2 : lead >= 0xE0 && lead <= 0xEF ? 3 : lead >= 0xF0 && lead <= 0xF4 ? 4 : 0;
+  size_t expected = lead >= 0xC2 && lead <= 0xDF   ? 2
+                    : lead >= 0xE0 && lead <= 0xEF ? 3
+                    : lead >= 0xF0 && lead <= 0xF4 ? 4
+                                                   : 0;
   if (expected == 0) return {0, 0};
   // The second byte's range depends on the lead (no overlongs, surrogates or values past U+10FFFF).
   unsigned char lo = 0x80, hi = 0xBF;

@@ -8,9 +8,7 @@
 namespace meganeura::tokenizer {
 
 // Bytes in the character that starts with `lead` (1 for a byte that starts none).
-inline size_t utf8_length(unsigned char lead) {
-  return lead < 0xC0 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
-}
+inline size_t utf8_length(unsigned char lead) { return lead < 0xC0 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4; }
 
 // The code point at s[i] (s valid UTF-8); i moves past it. A character cut short by the end of s
 // reads only as far as s goes (its value is then meaningless, but nothing past s is read).

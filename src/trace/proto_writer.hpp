@@ -11,10 +11,10 @@ namespace meganeura::trace {
 // its own and added with message(): its length must be known before its bytes.
 class ProtoWriter {
  public:
-  void uint(uint32_t field, uint64_t value);  // uint32/uint64/enum/bool (wire type 0)
-  void sint(uint32_t field, int64_t value);   // int32/int64: two's complement, as protobuf does
-  void dbl(uint32_t field, double value);     // double (wire type 1)
-  void str(uint32_t field, std::string_view value);                   // string/bytes (wire type 2)
+  void uint(uint32_t field, uint64_t value);         // uint32/uint64/enum/bool (wire type 0)
+  void sint(uint32_t field, int64_t value);          // int32/int64: two's complement, as protobuf does
+  void dbl(uint32_t field, double value);            // double (wire type 1)
+  void str(uint32_t field, std::string_view value);  // string/bytes (wire type 2)
   void message(uint32_t field, const ProtoWriter& m) { str(field, m.bytes_); }  // sub-message
 
   const std::string& bytes() const { return bytes_; }

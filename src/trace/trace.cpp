@@ -112,9 +112,12 @@ void Collector::add_event(uint64_t ts, uint64_t track_uuid, int type, std::strin
   for (const Arg& a : args) {
     ProtoWriter d;
     d.str(annotation::kName, a.name);
-    if (auto* s = std::get_if<std::string>(&a.value)) d.str(annotation::kString, *s);
-    else if (auto* i = std::get_if<int64_t>(&a.value)) d.sint(annotation::kInt, *i);
-    else d.dbl(annotation::kDouble, std::get<double>(a.value));
+    if (auto* s = std::get_if<std::string>(&a.value))
+      d.str(annotation::kString, *s);
+    else if (auto* i = std::get_if<int64_t>(&a.value))
+      d.sint(annotation::kInt, *i);
+    else
+      d.dbl(annotation::kDouble, std::get<double>(a.value));
     e.message(event::kDebugAnnotations, d);
   }
   ProtoWriter p;
@@ -152,7 +155,8 @@ bool Collector::tracing_steps() {
   return steps_ < max_steps_;
 }
 
-void Collector::gpu_step(std::string_view name, uint64_t cpu_submit_ns, std::vector<GpuSlice> dispatches, const Args& args) {
+void Collector::gpu_step(std::string_view name, uint64_t cpu_submit_ns, std::vector<GpuSlice> dispatches,
+                         const Args& args) {
   std::lock_guard lock(mu_);
   const uint64_t anchor = std::max(cpu_submit_ns, gpu_end_);
   add_event(anchor, gpu_track_, kSliceBegin, name, args);
@@ -225,9 +229,12 @@ Collector* global() {
     const std::string dir = p.has_parent_path() ? p.parent_path().string() : ".";
     std::error_code ec;
     std::string problem;
-    if (std::filesystem::is_directory(p, ec)) problem = "it is a directory";
-    else if (!std::filesystem::is_directory(dir, ec)) problem = "no directory " + dir;
-    else if (::access(dir.c_str(), W_OK) != 0) problem = "cannot write into " + dir;
+    if (std::filesystem::is_directory(p, ec))
+      problem = "it is a directory";
+    else if (!std::filesystem::is_directory(dir, ec))
+      problem = "no directory " + dir;
+    else if (::access(dir.c_str(), W_OK) != 0)
+      problem = "cannot write into " + dir;
     if (!problem.empty()) {  // a bad path must not stop the work it would have traced
       std::fprintf(stderr, "meganeura: MEGANEURA_TRACE=%s: %s; tracing is off\n", path, problem.c_str());
       return nullptr;

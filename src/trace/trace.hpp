@@ -66,9 +66,9 @@ class Collector {
 
   std::string path_;
   std::mutex mu_;
-  std::vector<std::string> descriptors_;  // TrackDescriptor packets, written before the events
-  std::vector<Event> events_;             // sorted by time when written
-  std::map<int, uint64_t> thread_tracks_; // tid -> track uuid
+  std::vector<std::string> descriptors_;   // TrackDescriptor packets, written before the events
+  std::vector<Event> events_;              // sorted by time when written
+  std::map<int, uint64_t> thread_tracks_;  // tid -> track uuid
   uint64_t process_track_, gpu_track_;
   bool gpu_described_ = false;
   uint64_t gpu_end_ = 0;  // a track's slices must nest: a GPU step starts after the previous one

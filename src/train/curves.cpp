@@ -49,7 +49,10 @@ double nice_step(double range, int target) {
 
 // Extends [lo, hi] outwards to whole ticks.
 Axis nice_axis(double lo, double hi, int target = 5) {
-  if (!(hi > lo)) { lo -= 0.5; hi += 0.5; }
+  if (!(hi > lo)) {
+    lo -= 0.5;
+    hi += 0.5;
+  }
   double step = nice_step(hi - lo, target);
   return {std::floor(lo / step + 1e-9) * step, std::ceil(hi / step - 1e-9) * step, step};
 }
@@ -68,12 +71,17 @@ struct Panel {
       s += fmt("<text x='%.1f' y='%.1f' text-anchor='end'>%s</text>\n", left - 6, py(t) + 4, y.label(t).c_str());
     }
     for (double t : x.ticks()) {
-      s += fmt("<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' class='axis'/>\n", px(t), top + height, px(t), top + height + 5);
-      s += fmt("<text x='%.1f' y='%.1f' text-anchor='middle'>%s</text>\n", px(t), top + height + 18, x.label(t).c_str());
+      s += fmt("<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' class='axis'/>\n", px(t), top + height, px(t),
+               top + height + 5);
+      s +=
+          fmt("<text x='%.1f' y='%.1f' text-anchor='middle'>%s</text>\n", px(t), top + height + 18, x.label(t).c_str());
     }
-    s += fmt("<rect x='%.1f' y='%.1f' width='%.1f' height='%.1f' class='axis' fill='none'/>\n", left, top, width, height);
-    s += fmt("<text x='%.1f' y='%.1f' text-anchor='middle' class='title'>%s</text>\n", left + width / 2, top - 14, title.c_str());
-    s += fmt("<text x='%.1f' y='%.1f' text-anchor='middle'>%s</text>\n", left + width / 2, top + height + 38, xlabel.c_str());
+    s += fmt("<rect x='%.1f' y='%.1f' width='%.1f' height='%.1f' class='axis' fill='none'/>\n", left, top, width,
+             height);
+    s += fmt("<text x='%.1f' y='%.1f' text-anchor='middle' class='title'>%s</text>\n", left + width / 2, top - 14,
+             title.c_str());
+    s += fmt("<text x='%.1f' y='%.1f' text-anchor='middle'>%s</text>\n", left + width / 2, top + height + 38,
+             xlabel.c_str());
     s += fmt("<text transform='translate(%.1f %.1f) rotate(-90)' text-anchor='middle'>%s</text>\n", left - 46,
              top + height / 2, ylabel.c_str());
     return s;
@@ -86,7 +94,8 @@ struct Panel {
   }
 
   std::string no_data() const {
-    return fmt("<text x='%.1f' y='%.1f' text-anchor='middle' class='note'>no data</text>\n", left + width / 2, top + height / 2);
+    return fmt("<text x='%.1f' y='%.1f' text-anchor='middle' class='note'>no data</text>\n", left + width / 2,
+               top + height / 2);
   }
 };
 
@@ -116,7 +125,10 @@ std::string loss_panel(const std::vector<double>& losses, double left) {
     return p.frame("Training loss per step", "step", "loss") + p.no_data();
   }
   double lo = raw[0].second, hi = lo;
-  for (auto& q : raw) { lo = std::min(lo, q.second); hi = std::max(hi, q.second); }
+  for (auto& q : raw) {
+    lo = std::min(lo, q.second);
+    hi = std::max(hi, q.second);
+  }
   p.y = nice_axis(std::min(0.0, lo), hi);
 
   // Trailing mean over ~2% of the run smooths step noise without lagging far behind.
@@ -133,10 +145,11 @@ std::string loss_panel(const std::vector<double>& losses, double left) {
   s += p.polyline(thin_out(raw, 310), "raw") + p.polyline(avg, "avg");
   // Legend, top right inside the plot.
   const double lx = p.left + p.width - 150, ly = p.top + 16;
-  s += fmt("<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' class='raw'/><text x='%.1f' y='%.1f'>per step</text>\n",
-           lx, ly, lx + 20, ly, lx + 26, ly + 4);
-  s += fmt("<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' class='avg'/><text x='%.1f' y='%.1f'>mean of %zu steps</text>\n",
-           lx, ly + 16, lx + 20, ly + 16, lx + 26, ly + 20, k);
+  s += fmt("<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' class='raw'/><text x='%.1f' y='%.1f'>per step</text>\n", lx,
+           ly, lx + 20, ly, lx + 26, ly + 4);
+  s += fmt(
+      "<line x1='%.1f' y1='%.1f' x2='%.1f' y2='%.1f' class='avg'/><text x='%.1f' y='%.1f'>mean of %zu steps</text>\n",
+      lx, ly + 16, lx + 20, ly + 16, lx + 26, ly + 20, k);
   return s;
 }
 
@@ -152,8 +165,10 @@ std::string accuracy_panel(const std::vector<CurvePoint>& epochs, double left) {
   }
   double xlo = pts[0].first, xhi = xlo, ylo = pts[0].second, yhi = ylo;
   for (auto& q : pts) {
-    xlo = std::min(xlo, q.first); xhi = std::max(xhi, q.first);
-    ylo = std::min(ylo, q.second); yhi = std::max(yhi, q.second);
+    xlo = std::min(xlo, q.first);
+    xhi = std::max(xhi, q.first);
+    ylo = std::min(ylo, q.second);
+    yhi = std::max(yhi, q.second);
   }
   // Epochs are whole numbers: integer ticks, half an epoch of margin on each side.
   p.x = {xlo - 0.5, xhi + 0.5, std::max(1.0, nice_step(xhi - xlo + 1, 6))};
@@ -191,14 +206,16 @@ std::string curves_svg(const std::vector<double>& step_losses, const std::vector
   return s + "</svg>\n";
 }
 
-void write_curves(const std::string& prefix, const std::vector<double>& step_losses, const std::vector<CurvePoint>& epochs) {
+void write_curves(const std::string& prefix, const std::vector<double>& step_losses,
+                  const std::vector<CurvePoint>& epochs) {
   auto parent = std::filesystem::path(prefix).parent_path();
   std::error_code ec;
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
   if (ec) throw Error("cannot create directory " + parent.string() + " for curves " + prefix + ": " + ec.message());
 
   std::string csv = "epoch,train_loss,test_loss,test_accuracy\n";
-  for (const CurvePoint& e : epochs) csv += fmt("%d,%.8g,%.8g,%.8g\n", e.epoch, e.train_loss, e.test_loss, e.test_accuracy);
+  for (const CurvePoint& e : epochs)
+    csv += fmt("%d,%.8g,%.8g,%.8g\n", e.epoch, e.train_loss, e.test_loss, e.test_accuracy);
   std::string steps = "step,loss\n";
   for (size_t i = 0; i < step_losses.size(); ++i) steps += fmt("%zu,%.8g\n", i + 1, step_losses[i]);
 

@@ -13,7 +13,8 @@ struct CurvePoint {
 // Writes <prefix>.csv (epoch,train_loss,test_loss,test_accuracy), <prefix>-steps.csv (step,loss;
 // steps count from 1) and <prefix>.svg (training loss per step with a moving average, test
 // accuracy per epoch). Creates the parent directory; each file is written atomically.
-void write_curves(const std::string& prefix, const std::vector<double>& step_losses, const std::vector<CurvePoint>& epochs);
+void write_curves(const std::string& prefix, const std::vector<double>& step_losses,
+                  const std::vector<CurvePoint>& epochs);
 
 // The SVG alone (800x400, self-contained), for callers that want it as a string.
 std::string curves_svg(const std::vector<double>& step_losses, const std::vector<CurvePoint>& epochs);

@@ -33,7 +33,8 @@ void uniform(Session& s, std::string_view name, float bound, uint64_t seed) {
 }
 
 void normal(Session& s, std::string_view name, float std, uint64_t seed) {
-  if (!(std >= 0)) throw Error("init::normal: \"" + std::string(name) + "\": std " + std::to_string(std) + " is negative");
+  if (!(std >= 0))
+    throw Error("init::normal: \"" + std::string(name) + "\": std " + std::to_string(std) + " is negative");
   s.set_parameter(name, normal_values(numel(shape_of(s, name)), std, seed));
 }
 
@@ -59,20 +60,23 @@ static int64_t fan_in(Session& s, std::string_view weight, std::string_view bias
   if (w.shape.size() != 2) throw ShapeError(what + " is not a matrix ([in, out] or [out, in])");
   const WeightLayout recorded = w.init.layout;
   if (stated != WeightLayout::unknown && recorded != WeightLayout::unknown && stated != recorded)
-    throw ShapeError(what + " is recorded as " + layout_name(recorded) + " (by nn::Linear or its Init), not " + layout_name(stated));
+    throw ShapeError(what + " is recorded as " + layout_name(recorded) + " (by nn::Linear or its Init), not " +
+                     layout_name(stated));
   WeightLayout layout = stated != WeightLayout::unknown ? stated : recorded;
   if (!bias.empty()) {
     const Shape b = shape_of(s, bias);
     const std::string with_bias = what + " and bias \"" + std::string(bias) + "\" " + shape_str(b);
     if (b.size() != 1) throw ShapeError(with_bias + ": the bias is not a vector");
     if (layout == WeightLayout::unknown) layout = layout_from_bias(w.shape, b[0]);
-    if (layout == WeightLayout::unknown) throw ShapeError(with_bias + ": the bias's length is neither of the weight's dims");
+    if (layout == WeightLayout::unknown)
+      throw ShapeError(with_bias + ": the bias's length is neither of the weight's dims");
     if (out_dim(layout, w.shape) != b[0])
       throw ShapeError(with_bias + ": read as " + layout_name(layout) + ", the weight's output dim is " +
                        std::to_string(out_dim(layout, w.shape)));
   }
   if (layout == WeightLayout::unknown && w.shape[0] != w.shape[1])
-    throw ShapeError(what + ": which dim is the input (fan-in)? Pass WeightLayout::in_out (used as x·W) or "
+    throw ShapeError(what +
+                     ": which dim is the input (fan-in)? Pass WeightLayout::in_out (used as x·W) or "
                      "WeightLayout::out_in (x·Wᵀ, PyTorch's nn.Linear), or its bias, or build it with nn::Linear");
   return layout == WeightLayout::out_in ? w.shape[1] : w.shape[0];
 }

@@ -1,6 +1,8 @@
 // Training sessions: differentiate a copy of the graph, append the update ops (update_graph.hpp),
 // and compile it all once, like any graph. The forward part alone is a second command list
 // (evaluate()).
+#include "train/train_session.hpp"
+
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -11,10 +13,9 @@
 #include "meganeura/autodiff.hpp"
 #include "meganeura/io.hpp"
 #include "meganeura/train.hpp"
-#include "runtime/session_impl.hpp"
 #include "optimize/optimize.hpp"
+#include "runtime/session_impl.hpp"
 #include "train/training_graph.hpp"
-#include "train/train_session.hpp"
 #include "train/update_graph.hpp"
 
 namespace meganeura {
@@ -29,8 +30,7 @@ Session build_session(const Graph& user_graph, Tensor loss, const TrainConfig& c
   // Lowering's fusions belong to the optimizer: off with it. The forward pass alone is the
   // second command list (evaluate()).
   const SessionOptions options{.reuse_memory = config.reuse_memory, .profile = config.profile, .device = config.device};
-  auto impl = Session::Impl::compile(g, keep, {.optimizing = tg.optimized, .forward_end = tg.forward_end},
-                                     options);
+  auto impl = Session::Impl::compile(g, keep, {.optimizing = tg.optimized, .forward_end = tg.forward_end}, options);
   Session::Impl::Training tr;
   tr.config = config;
   for (const train::UpdateGraph::Param& p : update.params) tr.params.push_back({p.name, p.grad, p.state});
@@ -63,7 +63,8 @@ static std::array<uint32_t, 2> read_counters(const Session::Impl& impl) {
 }
 
 void Session::evaluate() {
-  if (!impl_->train) throw Error("evaluate() is for training sessions; an inference session's step() is already forward-only");
+  if (!impl_->train)
+    throw Error("evaluate() is for training sessions; an inference session's step() is already forward-only");
   impl_->fill_defaults();
   impl_->check_inputs_set();
   impl_->run_list(1);
@@ -113,7 +114,11 @@ void Session::save(const std::string& path) const {
 void Session::load(const std::string& path) {
   TensorFile f = read_safetensors(path);
   // Everything the session holds, by checkpoint name: parameters and optimizer state.
-  struct Slot { plan::Slice slice; Shape shape; DType dtype; };
+  struct Slot {
+    plan::Slice slice;
+    Shape shape;
+    DType dtype;
+  };
   std::map<std::string, Slot> slots;
   for (const auto& [name, n] : impl_->parameters)
     slots[name] = {impl_->planned.tensor[static_cast<size_t>(n.tensor)], n.shape, n.dtype};
@@ -129,8 +134,9 @@ void Session::load(const std::string& path) {
     if (s == slots.end())
       throw NameError(path + ": tensor \"" + name + "\" matches no parameter or optimizer state of this session");
     if (t.dtype != s->second.dtype || t.shape != s->second.shape)
-      throw ShapeError(path + ": tensor \"" + name + "\" is " + std::string(dtype_name(t.dtype)) + " " + shape_str(t.shape) +
-                       ", the session needs " + std::string(dtype_name(s->second.dtype)) + " " + shape_str(s->second.shape));
+      throw ShapeError(path + ": tensor \"" + name + "\" is " + std::string(dtype_name(t.dtype)) + " " +
+                       shape_str(t.shape) + ", the session needs " + std::string(dtype_name(s->second.dtype)) + " " +
+                       shape_str(s->second.shape));
   }
   // The step counters (metadata strings written by save()): decimal, non-negative, whole.
   int64_t optimizer_steps = 0, micro_steps = 0;
@@ -142,7 +148,8 @@ void Session::load(const std::string& path) {
       int64_t v = 0;
       auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
       if (ec != std::errc() || end != s.data() + s.size() || v < 0 || v > int64_t{UINT32_MAX})
-        throw Error(path + ": __metadata__ entry \"" + key + "\" is \"" + (s.size() > 40 ? s.substr(0, 40) + "..." : s) +
+        throw Error(path + ": __metadata__ entry \"" + key + "\" is \"" +
+                    (s.size() > 40 ? s.substr(0, 40) + "..." : s) +
                     "\", not a step count (a decimal integer from 0 to 4294967295)");
       return v;
     };
@@ -155,7 +162,8 @@ void Session::load(const std::string& path) {
     if (auto p = impl_->parameters.find(name); p != impl_->parameters.end()) p->second.set = true;
   }
   if (impl_->train) {
-    const std::array<uint32_t, 4> counters = {static_cast<uint32_t>(micro_steps), static_cast<uint32_t>(optimizer_steps), 0, 0};
+    const std::array<uint32_t, 4> counters = {static_cast<uint32_t>(micro_steps),
+                                              static_cast<uint32_t>(optimizer_steps), 0, 0};
     impl_->exe->write(first_bytes(impl_->planned.tensor[static_cast<size_t>(impl_->train->counters)], sizeof counters),
                       std::as_bytes(std::span(counters)));
   }

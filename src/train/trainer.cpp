@@ -2,8 +2,8 @@
 // after each epoch, and curves written as CSV and SVG.
 #include "meganeura/trainer.hpp"
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -26,7 +26,8 @@ void check_batch_dimension(const std::map<std::string, Session::Impl::Named, std
   const std::string graph_batch = shape.empty() ? "missing (a scalar)" : std::to_string(shape[0]);
   throw SizeError("Trainer: TrainerOptions::batch_size is " + std::to_string(batch_size) +
                   " but the graph's batch dimension is " + graph_batch + ": input \"" + input + "\" has shape " +
-                  shape_str(shape) + " (make batch_size equal to the graph's first dimension, or build the graph with batch " +
+                  shape_str(shape) +
+                  " (make batch_size equal to the graph's first dimension, or build the graph with batch " +
                   std::to_string(batch_size) + ")");
 }
 
@@ -39,7 +40,8 @@ Trainer::Trainer(Session& session, TrainerOptions options) : session_(&session),
     if (std::find(inputs.begin(), inputs.end(), name) == inputs.end()) {
       std::string known;
       for (const std::string& n : inputs) known += (known.empty() ? "\"" : ", \"") + n + "\"";
-      throw NameError("Trainer: the session has no input \"" + name + "\" (TrainerOptions::input/labels); its inputs are: " + known);
+      throw NameError("Trainer: the session has no input \"" + name +
+                      "\" (TrainerOptions::input/labels); its inputs are: " + known);
     }
   for (const std::string& name : {opts_.input, opts_.labels})
     check_batch_dimension(session.impl_->inputs, name, opts_.batch_size);
@@ -93,7 +95,8 @@ std::vector<EpochStats> Trainer::fit(const data::Dataset& train, const data::Dat
     auto start = std::chrono::steady_clock::now();
     loader.start_epoch(epoch - 1);
     std::optional<Progress> bar;
-    if (opts_.progress) bar.emplace("epoch " + std::to_string(epoch) + "/" + std::to_string(opts_.epochs), loader.batches());
+    if (opts_.progress)
+      bar.emplace("epoch " + std::to_string(epoch) + "/" + std::to_string(opts_.epochs), loader.batches());
     data::Batch b;
     double loss_sum = 0;
     int64_t steps = 0;

@@ -57,15 +57,16 @@ TrainingGraph build_training_graph(const Graph& user_graph, Tensor loss, const T
   }
   auto known = [&](const std::string& name) { return std::find(names.begin(), names.end(), name) != names.end(); };
   for (const auto& list : {config.frozen, [&] {
-         std::vector<std::string> v;
-         for (auto& [k, m] : config.lr_multipliers) v.push_back(k);
-         return v;
-       }()})
+                             std::vector<std::string> v;
+                             for (auto& [k, m] : config.lr_multipliers) v.push_back(k);
+                             return v;
+                           }()})
     for (const std::string& name : list)
       if (!known(name)) {
         std::string all;
         for (auto& n : names) all += (all.empty() ? "\"" : ", \"") + n + "\"";
-        throw NameError("TrainConfig names parameter \"" + name + "\", which the graph does not have; its parameters are: " + all);
+        throw NameError("TrainConfig names parameter \"" + name +
+                        "\", which the graph does not have; its parameters are: " + all);
       }
 
   Tensor l{g.get(), loss_id};

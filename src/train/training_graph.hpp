@@ -12,10 +12,10 @@ namespace meganeura::train {
 inline constexpr const char* kTrainingLossOutput = "meganeura.loss";
 
 struct TrainingGraph {
-  std::unique_ptr<Graph> graph;       // its last output is the loss (kTrainingLossOutput)
-  std::vector<int> params, grads;     // trainable parameters and their gradients, node ids
-  int forward_end = 0;                // nodes below this id are the forward pass
-  bool optimized = false;             // it went through the optimizer (MEGANEURA_OPTIMIZE allowing)
+  std::unique_ptr<Graph> graph;             // its last output is the loss (kTrainingLossOutput)
+  std::vector<int> params, grads;           // trainable parameters and their gradients, node ids
+  int forward_end = 0;                      // nodes below this id are the forward pass
+  bool optimized = false;                   // it went through the optimizer (MEGANEURA_OPTIMIZE allowing)
   optimize::Report forward_report, report;  // the two optimizer runs (empty when disabled)
 };
 

@@ -5,8 +5,16 @@
 
 namespace meganeura::half {
 
-inline uint32_t bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
-inline float from_bits(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
+inline uint32_t bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+inline float from_bits(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
 
 inline float bf16_to_f32(uint16_t h) { return from_bits(static_cast<uint32_t>(h) << 16); }
 
@@ -20,7 +28,7 @@ inline uint16_t f32_to_bf16(float f) {
 inline float f16_to_f32(uint16_t h) {
   uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
   if (exp == 0x1f) return from_bits(sign | 0x7f800000u | (man << 13));  // inf / NaN
-  if (exp == 0) {  // zero or subnormal: man * 2^-24
+  if (exp == 0) {                                                       // zero or subnormal: man * 2^-24
     float v = static_cast<float>(man) * 5.9604644775390625e-8f;
     return sign ? -v : v;
   }
@@ -31,7 +39,7 @@ inline uint16_t f32_to_f16(float f) {
   uint32_t u = bits(f), sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
   if (a > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);   // NaN
   if (a >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to inf
-  if (a < 0x38800000u) {  // subnormal or zero in f16: round a / 2^-24 to nearest even
+  if (a < 0x38800000u) {                   // subnormal or zero in f16: round a / 2^-24 to nearest even
     float v = from_bits(a) * 16777216.0f;  // exact: scales by 2^24
     auto m = static_cast<uint32_t>(v);
     float rest = v - static_cast<float>(m);

@@ -16,7 +16,8 @@ std::string clock_text(double seconds) {
   auto s = static_cast<int64_t>(std::max(0.0, seconds) + 0.5);
   char buf[32];
   if (s >= 3600)
-    std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", (long long)(s / 3600), (long long)(s / 60 % 60), (long long)(s % 60));
+    std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", (long long)(s / 3600), (long long)(s / 60 % 60),
+                  (long long)(s % 60));
   else
     std::snprintf(buf, sizeof buf, "%lld:%02lld", (long long)(s / 60), (long long)(s % 60));
   return buf;
@@ -39,8 +40,8 @@ std::string count_text(ProgressUnit unit, int64_t done, int64_t total) {
   if (unit == ProgressUnit::steps) return std::to_string(done) + "/" + std::to_string(total);
   const ByteScale s = byte_scale(static_cast<double>(total));
   char buf[64];
-  std::snprintf(buf, sizeof buf, s.divisor == 1 ? "%.0f/%.0f %s" : "%.1f/%.1f %s", static_cast<double>(done) / s.divisor,
-                static_cast<double>(total) / s.divisor, s.name);
+  std::snprintf(buf, sizeof buf, s.divisor == 1 ? "%.0f/%.0f %s" : "%.1f/%.1f %s",
+                static_cast<double>(done) / s.divisor, static_cast<double>(total) / s.divisor, s.name);
   return buf;
 }
 
@@ -62,8 +63,14 @@ Progress::Progress(std::string title, int64_t total, ProgressUnit unit, int64_t 
     : Progress(std::move(title), total, stderr, ::isatty(STDERR_FILENO) == 1, unit, initial) {}
 
 Progress::Progress(std::string title, int64_t total, std::FILE* out, bool terminal, ProgressUnit unit, int64_t initial)
-    : title_(std::move(title)), total_(std::max<int64_t>(total, 0)), unit_(unit), initial_(std::max<int64_t>(initial, 0)),
-      out_(out), terminal_(terminal), start_(Clock::now()), last_draw_(start_) {
+    : title_(std::move(title)),
+      total_(std::max<int64_t>(total, 0)),
+      unit_(unit),
+      initial_(std::max<int64_t>(initial, 0)),
+      out_(out),
+      terminal_(terminal),
+      start_(Clock::now()),
+      last_draw_(start_) {
   update(initial_);  // the title shows at once, before a slow first step
 }
 

@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <thread>
 
-#include "util/log_topic.hpp"
 #include "meganeura/error.hpp"
+#include "util/log_topic.hpp"
 #include "vulkan/context_impl.hpp"
 #include "vulkan/fault.hpp"
 #include "vulkan/util.hpp"
@@ -32,7 +32,8 @@ uint32_t compute_family(VkPhysicalDevice pd, const std::string& device_name) {
     if (families[i].timestampValidBits) return i;
     if (found == UINT32_MAX) found = i;
   }
-  if (found == UINT32_MAX) throw DeviceError(device_name + " has no compute queue; choose another with MEGANEURA_DEVICE");
+  if (found == UINT32_MAX)
+    throw DeviceError(device_name + " has no compute queue; choose another with MEGANEURA_DEVICE");
   return found;
 }
 
@@ -46,9 +47,9 @@ VkDevice create_device(const DeviceProbe& d, uint32_t family, bool stats) {
   // Optional extensions: tensor cores, bf16, memory budget (for out-of-memory messages), and
   // portability_subset, which must be enabled wherever it is offered (MoltenVK).
   std::vector<const char*> extensions;
-  for (const char* e : {VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME,
-                        VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME,
-                        "VK_KHR_portability_subset"})
+  for (const char* e :
+       {VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME,
+        VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME, "VK_KHR_portability_subset"})
     if (d.has_extension(e)) extensions.push_back(e);
   // MEGANEURA_LOG=pipelines: the driver's statistics of each pipeline (registers, ...).
   if (stats) extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
@@ -60,17 +61,23 @@ VkDevice create_device(const DeviceProbe& d, uint32_t family, bool stats) {
   auto v12 = init<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
   v12.shaderFloat16 = d.info.fp16;
   v12.uniformBufferStandardLayout = d.ubo_std430;  // the params blocks (Context::params_descriptor)
-  auto coop_khr = init<VkPhysicalDeviceCooperativeMatrixFeaturesKHR>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR);
+  auto coop_khr = init<VkPhysicalDeviceCooperativeMatrixFeaturesKHR>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR);
   coop_khr.cooperativeMatrix = VK_TRUE;
-  auto coop_nv = init<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
+  auto coop_nv = init<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
   coop_nv.cooperativeMatrix = VK_TRUE;
-  auto bf16 = init<VkPhysicalDeviceShaderBfloat16FeaturesKHR>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR);
+  auto bf16 =
+      init<VkPhysicalDeviceShaderBfloat16FeaturesKHR>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR);
   bf16.shaderBFloat16Type = VK_TRUE;
   bf16.shaderBFloat16CooperativeMatrix = d.bf16_coopmat;
   features.pNext = &v11;
   v11.pNext = &v12;
   void** tail = &v12.pNext;
-  auto append = [&](auto& s) { *tail = &s; tail = &s.pNext; };
+  auto append = [&](auto& s) {
+    *tail = &s;
+    tail = &s.pNext;
+  };
   if (d.info.coopmat_khr) append(coop_khr);
   if (d.info.coopmat_nv) append(coop_nv);
   if (d.info.bf16) append(bf16);
@@ -154,7 +161,7 @@ Context::Context(int device) : impl_(std::make_unique<Impl>()) {
   VkPhysicalDeviceProperties props;
   vkGetPhysicalDeviceProperties(physical_, &props);
   params_descriptor_ = m.probe.ubo_std430 && !params_storage_requested() ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER
-                                                                          : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+                                                                         : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
   m.pipelines = std::make_unique<PipelineCache>(*this, props, params_descriptor_, statistics);
 }
 
@@ -179,7 +186,8 @@ uint64_t Context::max_allocation_size() const { return impl_->probe.max_allocati
 void Context::wait(VkFence fence, std::string_view what) {
   const double s = fence_timeout_s();
   VkResult r = fault::device_lost(fault::Loss::AtWait);
-  if (r == VK_SUCCESS) r = fault::hang() ? wait_as_hung(s) : vkWaitForFences(device_, 1, &fence, VK_TRUE, static_cast<uint64_t>(s * 1e9));
+  if (r == VK_SUCCESS)
+    r = fault::hang() ? wait_as_hung(s) : vkWaitForFences(device_, 1, &fence, VK_TRUE, static_cast<uint64_t>(s * 1e9));
   if (r == VK_TIMEOUT) {
     char secs[32];
     std::snprintf(secs, sizeof secs, "%g", s);

@@ -50,8 +50,10 @@ std::string driver_string(const VkPhysicalDeviceProperties& p, const VkPhysicalD
     char buf[48];
     if (p.vendorID == 0x10DE) {  // NVIDIA packs 10.8.8.6 bits
       unsigned major = v >> 22, minor = (v >> 14) & 0xff, patch = (v >> 6) & 0xff;
-      if (patch) std::snprintf(buf, sizeof buf, "%u.%u.%02u", major, minor, patch);
-      else std::snprintf(buf, sizeof buf, "%u.%u", major, minor);
+      if (patch)
+        std::snprintf(buf, sizeof buf, "%u.%u.%02u", major, minor, patch);
+      else
+        std::snprintf(buf, sizeof buf, "%u.%u", major, minor);
     } else {
       std::snprintf(buf, sizeof buf, "%u.%u.%u", VK_API_VERSION_MAJOR(v), VK_API_VERSION_MINOR(v),
                     VK_API_VERSION_PATCH(v));
@@ -161,7 +163,8 @@ DeviceProbe probe(const Instance& inst, VkPhysicalDevice pd, int index) {
   // the device's version or extensions define them (the validation layer checks this).
   auto subgroup = init<VkPhysicalDeviceSubgroupProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES);
   auto driver = init<VkPhysicalDeviceDriverProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES);
-  auto maint3 = init<VkPhysicalDeviceMaintenance3Properties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES);
+  auto maint3 =
+      init<VkPhysicalDeviceMaintenance3Properties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES);
   auto props = init<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
   void* head = nullptr;
   if (v11) {
@@ -169,7 +172,8 @@ DeviceProbe probe(const Instance& inst, VkPhysicalDevice pd, int index) {
     link(head, maint3);
   }
   if (v12 || d.has_extension(VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME)) link(head, driver);
-  auto sm = init<VkPhysicalDeviceShaderSMBuiltinsPropertiesNV>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV);
+  auto sm = init<VkPhysicalDeviceShaderSMBuiltinsPropertiesNV>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV);
   if (d.has_extension(VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) link(head, sm);
   props.pNext = head;
   vkGetPhysicalDeviceProperties2(pd, &props);
@@ -181,10 +185,14 @@ DeviceProbe probe(const Instance& inst, VkPhysicalDevice pd, int index) {
   d.info.bf16 = d.has_extension(VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME);
   d.memory_budget = d.has_extension(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
   auto storage16 = init<VkPhysicalDevice16BitStorageFeatures>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES);
-  auto float16 = init<VkPhysicalDeviceShaderFloat16Int8Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES);
-  auto coop_khr = init<VkPhysicalDeviceCooperativeMatrixFeaturesKHR>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR);
-  auto coop_nv = init<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
-  auto bf16 = init<VkPhysicalDeviceShaderBfloat16FeaturesKHR>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR);
+  auto float16 =
+      init<VkPhysicalDeviceShaderFloat16Int8Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES);
+  auto coop_khr = init<VkPhysicalDeviceCooperativeMatrixFeaturesKHR>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR);
+  auto coop_nv = init<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
+  auto bf16 =
+      init<VkPhysicalDeviceShaderBfloat16FeaturesKHR>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR);
   auto ubo_layout = init<VkPhysicalDeviceUniformBufferStandardLayoutFeatures>(
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_UNIFORM_BUFFER_STANDARD_LAYOUT_FEATURES);
   auto features = init<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
@@ -216,7 +224,8 @@ DeviceProbe probe(const Instance& inst, VkPhysicalDevice pd, int index) {
   info.shared_memory = base.limits.maxComputeSharedMemorySize;
   info.multiprocessors = sm.shaderSMCount;
   for (uint32_t i = 0; i < d.memory.memoryHeapCount; ++i)
-    if (d.memory.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) info.device_local_bytes += d.memory.memoryHeaps[i].size;
+    if (d.memory.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
+      info.device_local_bytes += d.memory.memoryHeaps[i].size;
   info.coopmat_shapes = coopmat_shapes(inst, d);
   return d;
 }
@@ -247,18 +256,20 @@ static std::string device_list(std::span<const DeviceProbe> devices) {
 
 size_t device_at(std::span<const DeviceProbe> devices, int index) {
   if (index >= 0 && static_cast<size_t>(index) < devices.size()) return static_cast<size_t>(index);
-  throw DeviceError("device " + std::to_string(index) + " does not exist: the Vulkan devices are" + device_list(devices));
+  throw DeviceError("device " + std::to_string(index) + " does not exist: the Vulkan devices are" +
+                    device_list(devices));
 }
 
 size_t choose_device(std::span<const DeviceProbe> devices) {
   if (auto want = env("MEGANEURA_DEVICE")) {
-    const bool is_index = std::all_of(want->begin(), want->end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+    const bool is_index =
+        std::all_of(want->begin(), want->end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
     for (size_t i = 0; i < devices.size(); ++i) {
       if (is_index ? std::to_string(i) == *want : lower(devices[i].info.name).find(lower(*want)) != std::string::npos)
         return i;
     }
-    throw DeviceError("MEGANEURA_DEVICE=" + *want + " matches none of the Vulkan devices (give an index or part of a name):" +
-                      device_list(devices));
+    throw DeviceError("MEGANEURA_DEVICE=" + *want +
+                      " matches none of the Vulkan devices (give an index or part of a name):" + device_list(devices));
   }
   size_t best = 0;
   for (size_t i = 1; i < devices.size(); ++i)
@@ -272,10 +283,14 @@ std::string DeviceInfo::banner() const {
   std::string s = std::to_string(index) + ": " + name + " | Vulkan " + api + " | driver " + driver + " | subgroup " +
                   std::to_string(subgroup_size) + " | shared " + std::to_string(shared_memory / 1024) + " KiB | ";
   if (multiprocessors) s += std::to_string(multiprocessors) + " SMs | ";
-  if (fp16 && bf16) s += "fp16 bf16";
-  else if (fp16) s += "fp16";
-  else if (bf16) s += "bf16";
-  else s += "no fp16";
+  if (fp16 && bf16)
+    s += "fp16 bf16";
+  else if (fp16)
+    s += "fp16";
+  else if (bf16)
+    s += "bf16";
+  else
+    s += "no fp16";
   s += " | coopmat";
   if (!coopmat_nv && !coopmat_khr) return s + " none";
   if (coopmat_nv) s += " NV";

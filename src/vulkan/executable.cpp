@@ -50,8 +50,8 @@ struct Executable::Impl {
       throw Error("program error: " + std::string(use) + " names buffer " + std::to_string(s.buffer) + " of " +
                   std::to_string(descs.size()));
     if (s.offset > descs[s.buffer].size || s.size > descs[s.buffer].size - s.offset)
-      throw Error("program error: " + std::string(use) + " reaches past the end of the " + descs[s.buffer].name +
-                  " (" + std::to_string(s.offset) + " + " + std::to_string(s.size) + " > " +
+      throw Error("program error: " + std::string(use) + " reaches past the end of the " + descs[s.buffer].name + " (" +
+                  std::to_string(s.offset) + " + " + std::to_string(s.size) + " > " +
                   std::to_string(descs[s.buffer].size) + " bytes)");
   }
 
@@ -65,9 +65,9 @@ struct Executable::Impl {
                   ", not a multiple of minStorageBufferOffsetAlignment (" +
                   std::to_string(limits.minStorageBufferOffsetAlignment) + ")");
     if (s.size > limits.maxStorageBufferRange)
-      throw DeviceError(use + " binds " + format_bytes(s.size) + " of the " + name + ", more than one binding may span on " +
-                        ctx->info().name + " (maxStorageBufferRange " + format_bytes(limits.maxStorageBufferRange) +
-                        "); reduce the batch size or sequence length");
+      throw DeviceError(use + " binds " + format_bytes(s.size) + " of the " + name +
+                        ", more than one binding may span on " + ctx->info().name + " (maxStorageBufferRange " +
+                        format_bytes(limits.maxStorageBufferRange) + "); reduce the batch size or sequence length");
     // An empty slice is never read; bind a valid 4-byte range (every buffer has at least 4).
     if (s.size == 0) return {buffers[s.buffer].handle(), 0, 4};
     return {buffers[s.buffer].handle(), s.offset, s.size};
@@ -120,14 +120,17 @@ void Executable::Impl::create_pools(const plan::Program& program, bool timestamp
     // One params block a set (a uniform or a storage buffer), the rest storage buffers.
     const VkDescriptorType params = ctx->params_descriptor();
     std::vector<VkDescriptorPoolSize> sizes{{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptors - sets}};
-    if (params == VK_DESCRIPTOR_TYPE_STORAGE_BUFFER) sizes[0].descriptorCount = descriptors;
-    else sizes.push_back({params, sets});
+    if (params == VK_DESCRIPTOR_TYPE_STORAGE_BUFFER)
+      sizes[0].descriptorCount = descriptors;
+    else
+      sizes.push_back({params, sets});
     auto info = init<VkDescriptorPoolCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO);
     info.maxSets = sets;
     info.poolSizeCount = static_cast<uint32_t>(sizes.size());
     info.pPoolSizes = sizes.data();
-    ctx->check_allocation(fault::allocate([&] { return vkCreateDescriptorPool(device, &info, nullptr, &descriptor_pool); }),
-                          "the descriptor pool (" + std::to_string(sets) + " sets, " + std::to_string(descriptors) + " descriptors)");
+    ctx->check_allocation(
+        fault::allocate([&] { return vkCreateDescriptorPool(device, &info, nullptr, &descriptor_pool); }),
+        "the descriptor pool (" + std::to_string(sets) + " sets, " + std::to_string(descriptors) + " descriptors)");
   }
 
   auto pool = init<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
@@ -142,7 +145,8 @@ void Executable::Impl::create_pools(const plan::Program& program, bool timestamp
   ctx->check_allocation(fault::allocate([&] { return vkAllocateCommandBuffers(device, &alloc, cbs.data()); }),
                         std::to_string(cbs.size()) + " command buffers");
   auto fence_info = init<VkFenceCreateInfo>(VK_STRUCTURE_TYPE_FENCE_CREATE_INFO);
-  ctx->check_allocation(fault::allocate([&] { return vkCreateFence(device, &fence_info, nullptr, &fence); }), "the step's fence");
+  ctx->check_allocation(fault::allocate([&] { return vkCreateFence(device, &fence_info, nullptr, &fence); }),
+                        "the step's fence");
 
   // Timestamps need a queue that has them; without, dispatch_times_ns() stays empty.
   uint32_t n = 0;
@@ -175,7 +179,8 @@ BarrierScopes scopes(plan::Barrier::Kind kind) {
   switch (kind) {
     case plan::Barrier::TransferToCompute: return {transfer, VK_ACCESS_TRANSFER_WRITE_BIT, compute, shader_rw};
     case plan::Barrier::ComputeToCompute: return {compute, VK_ACCESS_SHADER_WRITE_BIT, compute, shader_rw};
-    case plan::Barrier::ComputeToTransfer: return {compute, VK_ACCESS_SHADER_WRITE_BIT, transfer, VK_ACCESS_TRANSFER_READ_BIT};
+    case plan::Barrier::ComputeToTransfer:
+      return {compute, VK_ACCESS_SHADER_WRITE_BIT, transfer, VK_ACCESS_TRANSFER_READ_BIT};
     case plan::Barrier::TransferToHost:
       return {transfer, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT};
   }
@@ -282,7 +287,8 @@ Executable::Executable(std::shared_ptr<Context> ctx, const plan::Program& progra
     for (const auto& command : commands)
       if (const auto* d = std::get_if<plan::Dispatch>(&command)) {
         if (d->generated >= static_cast<int>(m.generated.size())) continue;  // record() reports it
-        const kernels::GeneratedKernel* g = d->generated >= 0 ? &m.generated[static_cast<size_t>(d->generated)] : nullptr;
+        const kernels::GeneratedKernel* g =
+            d->generated >= 0 ? &m.generated[static_cast<size_t>(d->generated)] : nullptr;
         wants.push_back({d->kernel, g, d->spec, static_cast<uint32_t>(d->tensors.size())});
       }
   };
@@ -364,8 +370,8 @@ std::vector<DispatchTime> Executable::dispatch_intervals_ns(size_t list) const {
   if (!m.queries || list >= m.ran.size() || !m.ran[list] || !m.dispatches[list]) return {};
   const uint32_t n = m.dispatches[list];
   std::vector<uint64_t> ticks(2 * n);
-  check(vkGetQueryPoolResults(m.device, m.queries, m.first_query[list], 2 * n, ticks.size() * sizeof(uint64_t), ticks.data(),
-                              sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+  check(vkGetQueryPoolResults(m.device, m.queries, m.first_query[list], 2 * n, ticks.size() * sizeof(uint64_t),
+                              ticks.data(), sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
         "vkGetQueryPoolResults");
   const double period = m.ctx->limits().timestampPeriod;
   // Relative to the first tick, through the valid bits: a counter that wrapped stays right.

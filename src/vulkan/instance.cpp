@@ -32,8 +32,7 @@ MessageStore& store() {
   return *s;
 }
 
-VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT,
-                                          VkDebugUtilsMessageTypeFlagsEXT,
+VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT, VkDebugUtilsMessageTypeFlagsEXT,
                                           const VkDebugUtilsMessengerCallbackDataEXT* data, void*) {
   std::string msg = data && data->pMessage ? data->pMessage : "(no message)";
   std::fprintf(stderr, "meganeura: validation: %s\n", msg.c_str());
@@ -77,7 +76,8 @@ bool has_layer(const char* name) {
 
 uint32_t loader_version() {
   // vkEnumerateInstanceVersion is absent from 1.0 loaders: look it up rather than link it.
-  auto fn = reinterpret_cast<PFN_vkEnumerateInstanceVersion>(vkGetInstanceProcAddr(nullptr, "vkEnumerateInstanceVersion"));
+  auto fn =
+      reinterpret_cast<PFN_vkEnumerateInstanceVersion>(vkGetInstanceProcAddr(nullptr, "vkEnumerateInstanceVersion"));
   uint32_t v = VK_API_VERSION_1_0;
   if (fn) check(fn(&v), "vkEnumerateInstanceVersion");
   return v;

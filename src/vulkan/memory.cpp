@@ -57,7 +57,8 @@ std::string Context::heap_report(uint32_t memory_type) const {
   const uint32_t heap = impl_->probe.memory.memoryTypes[memory_type].heapIndex;
   const std::string h = "heap " + std::to_string(heap);
   if (impl_->probe.memory_budget) {
-    auto budget = init<VkPhysicalDeviceMemoryBudgetPropertiesEXT>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT);
+    auto budget =
+        init<VkPhysicalDeviceMemoryBudgetPropertiesEXT>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT);
     auto props = init<VkPhysicalDeviceMemoryProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2);
     props.pNext = &budget;
     vkGetPhysicalDeviceMemoryProperties2(physical_, &props);
@@ -75,9 +76,10 @@ std::atomic<uint64_t>& Context::held_bytes(uint32_t memory_type) const {
 void Context::check_allocation(VkResult r, std::string_view what, uint32_t memory_type) const {
   if (r != VK_ERROR_OUT_OF_DEVICE_MEMORY && r != VK_ERROR_OUT_OF_HOST_MEMORY) return check(r, what);
   if (memory_type == UINT32_MAX) memory_type = this->memory_type(~0u, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0);
-  throw OutOfMemoryError(std::string(r == VK_ERROR_OUT_OF_DEVICE_MEMORY ? "out of device memory" : "out of host memory") +
-                         " allocating " + std::string(what) + " on " + info_.name + ": " + heap_report(memory_type) +
-                         ". Reduce the batch size or sequence length, or set MEGANEURA_DEVICE.");
+  throw OutOfMemoryError(
+      std::string(r == VK_ERROR_OUT_OF_DEVICE_MEMORY ? "out of device memory" : "out of host memory") + " allocating " +
+      std::string(what) + " on " + info_.name + ": " + heap_report(memory_type) +
+      ". Reduce the batch size or sequence length, or set MEGANEURA_DEVICE.");
 }
 
 Buffer::Buffer(const Context& ctx, std::string_view name, uint64_t size, plan::Memory memory)
@@ -91,8 +93,8 @@ Buffer::Buffer(const Context& ctx, std::string_view name, uint64_t size, plan::M
     auto info = init<VkBufferCreateInfo>(VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO);
     info.size = size_;
     // Uniform too: the params buffer is bound as one (Context::params_descriptor).
-    info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-                 VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+    info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT |
+                 VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
     info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
     const std::string asked = "the " + what + " (" + format_bytes(size) + ")";
     ctx.check_allocation(fault::allocate([&] { return vkCreateBuffer(device_, &info, nullptr, &buffer_); }), asked);
@@ -104,7 +106,8 @@ Buffer::Buffer(const Context& ctx, std::string_view name, uint64_t size, plan::M
     auto alloc = init<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO);
     alloc.allocationSize = req.size;
     alloc.memoryTypeIndex = type;
-    ctx.check_allocation(fault::allocate([&] { return vkAllocateMemory(device_, &alloc, nullptr, &memory_); }), asked, type);
+    ctx.check_allocation(fault::allocate([&] { return vkAllocateMemory(device_, &alloc, nullptr, &memory_); }), asked,
+                         type);
     held_ = &ctx.held_bytes(type);
     held_size_ = alloc.allocationSize;
     *held_ += held_size_;
@@ -127,9 +130,14 @@ Buffer::Buffer(const Context& ctx, std::string_view name, uint64_t size, plan::M
 Buffer::~Buffer() { release(); }
 
 Buffer::Buffer(Buffer&& o) noexcept
-    : device_(o.device_), buffer_(std::exchange(o.buffer_, VK_NULL_HANDLE)),
-      memory_(std::exchange(o.memory_, VK_NULL_HANDLE)), mapped_(std::exchange(o.mapped_, nullptr)),
-      size_(o.size_), coherent_(o.coherent_), held_(std::exchange(o.held_, nullptr)), held_size_(o.held_size_) {}
+    : device_(o.device_),
+      buffer_(std::exchange(o.buffer_, VK_NULL_HANDLE)),
+      memory_(std::exchange(o.memory_, VK_NULL_HANDLE)),
+      mapped_(std::exchange(o.mapped_, nullptr)),
+      size_(o.size_),
+      coherent_(o.coherent_),
+      held_(std::exchange(o.held_, nullptr)),
+      held_size_(o.held_size_) {}
 
 Buffer& Buffer::operator=(Buffer&& o) noexcept {
   if (this != &o) {

@@ -24,8 +24,8 @@ class Buffer {
   Buffer& operator=(const Buffer&) = delete;
 
   VkBuffer handle() const { return buffer_; }
-  uint64_t size() const { return size_; }  // as allocated: at least 4 bytes, a multiple of 4
-  void* mapped() const { return mapped_; } // null for DeviceLocal buffers
+  uint64_t size() const { return size_; }   // as allocated: at least 4 bytes, a multiple of 4
+  void* mapped() const { return mapped_; }  // null for DeviceLocal buffers
   // Make device writes visible to the host / host writes visible to the device where the memory
   // type is not coherent; no-ops otherwise.
   void invalidate() const;

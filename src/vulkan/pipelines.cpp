@@ -58,8 +58,9 @@ const PipelineCache::Layout& PipelineCache::layout(uint32_t tensor_bindings) {
   auto set_info = init<VkDescriptorSetLayoutCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO);
   set_info.bindingCount = static_cast<uint32_t>(bindings.size());
   set_info.pBindings = bindings.data();
-  ctx_.check_allocation(fault::allocate([&] { return vkCreateDescriptorSetLayout(device_, &set_info, nullptr, &l.set); }),
-                       "a descriptor set layout");
+  ctx_.check_allocation(
+      fault::allocate([&] { return vkCreateDescriptorSetLayout(device_, &set_info, nullptr, &l.set); }),
+      "a descriptor set layout");
   auto info = init<VkPipelineLayoutCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO);
   info.setLayoutCount = 1;
   info.pSetLayouts = &l.set;
@@ -89,7 +90,8 @@ void PipelineCache::print_statistics(VkPipeline p, std::string_view name, std::s
     uint32_t count = 0;
     if (statistics(device_, &exec, &count, nullptr) != VK_SUCCESS) continue;
     std::vector<VkPipelineExecutableStatisticKHR> stats(count);
-    for (auto& s : stats) s = init<VkPipelineExecutableStatisticKHR>(VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR);
+    for (auto& s : stats)
+      s = init<VkPipelineExecutableStatisticKHR>(VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR);
     if (statistics(device_, &exec, &count, stats.data()) != VK_SUCCESS) continue;
     for (const auto& s : stats) {
       line += std::string(" | ") + s.name + " ";
@@ -116,7 +118,7 @@ VkShaderModule PipelineCache::create_module(std::span<const uint32_t> code, std:
   info.pCode = code.data();
   VkShaderModule m = VK_NULL_HANDLE;
   ctx_.check_allocation(fault::allocate([&] { return vkCreateShaderModule(device_, &info, nullptr, &m); }),
-                       "the shader module of " + std::string(name));
+                        "the shader module of " + std::string(name));
   return m;
 }
 
@@ -124,7 +126,8 @@ VkShaderModule PipelineCache::module(kernels::Kernel k) {
   VkShaderModule& m = modules_.at(static_cast<size_t>(k));
   if (m) return m;
   std::span<const uint32_t> code = kernels::spirv(k);
-  if (code.empty()) throw DeviceError("no SPIR-V was built for the " + std::string(kernels::kernel_name(k)) + " kernel");
+  if (code.empty())
+    throw DeviceError("no SPIR-V was built for the " + std::string(kernels::kernel_name(k)) + " kernel");
   m = create_module(code, kernels::kernel_name(k));
   return m;
 }
@@ -183,8 +186,9 @@ VkPipeline PipelineCache::create(VkShaderModule module, std::string_view name, s
   info.layout = layout;
   if (statistics_) info.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   VkPipeline p = VK_NULL_HANDLE;
-  ctx_.check_allocation(fault::allocate([&] { return vkCreateComputePipelines(device_, cache_, 1, &info, nullptr, &p); }),
-                       "the pipeline of " + std::string(name));
+  ctx_.check_allocation(
+      fault::allocate([&] { return vkCreateComputePipelines(device_, cache_, 1, &info, nullptr, &p); }),
+      "the pipeline of " + std::string(name));
   if (statistics_) print_statistics(p, name, spec);
   return p;
 }
@@ -215,7 +219,8 @@ void PipelineCache::prepare(std::span<const PipelineWant> wants) {
       // Generated kernels compile here, serially: the shader compiler runs one source at a time.
       const VkShaderModule m = w.generated ? module(*w.generated) : module(w.kernel);
       std::string name = w.generated ? w.generated->name : std::string(kernels::kernel_name(w.kernel));
-      Key key{m, w.generated ? std::vector<uint32_t>{} : std::vector<uint32_t>(w.spec.begin(), w.spec.end()), w.tensor_bindings};
+      Key key{m, w.generated ? std::vector<uint32_t>{} : std::vector<uint32_t>(w.spec.begin(), w.spec.end()),
+              w.tensor_bindings};
       if (pipelines_.count(key) || !queued.insert(key).second) continue;
       jobs.push_back({std::move(key), std::move(name), layout(w.tensor_bindings), VK_NULL_HANDLE, nullptr});
     }
@@ -243,7 +248,8 @@ void PipelineCache::prepare(std::span<const PipelineWant> wants) {
     if (j.error && !first_error) first_error = j.error;
     if (!j.made) continue;
     unsaved_ = true;
-    auto [it, inserted] = pipelines_.emplace(j.key, Pipeline{j.made, j.layout.pipeline, j.layout.set, std::get<2>(j.key)});
+    auto [it, inserted] =
+        pipelines_.emplace(j.key, Pipeline{j.made, j.layout.pipeline, j.layout.set, std::get<2>(j.key)});
     if (!inserted) vkDestroyPipeline(device_, j.made, nullptr);  // another thread made it meanwhile
   }
   if (first_error) std::rethrow_exception(first_error);

@@ -60,7 +60,8 @@ class PipelineCache {
                            uint32_t tensor_bindings);
   // vkCreateComputePipelines for one pipeline (no lock needed: the VkPipelineCache is internally
   // synchronized); the caller owns the result.
-  VkPipeline create(VkShaderModule module, std::string_view name, std::span<const uint32_t> spec, VkPipelineLayout layout);
+  VkPipeline create(VkShaderModule module, std::string_view name, std::span<const uint32_t> spec,
+                    VkPipelineLayout layout);
   // Prints one line of the driver's statistics of `p` (statistics_: MEGANEURA_LOG=pipelines).
   void print_statistics(VkPipeline p, std::string_view name, std::span<const uint32_t> spec) const;
 
@@ -76,7 +77,7 @@ class PipelineCache {
   std::map<uint32_t, Layout> layouts_;
   std::array<VkShaderModule, static_cast<size_t>(kernels::Kernel::Count)> modules_{};
   std::map<std::string, VkShaderModule> generated_modules_;  // by source
-  std::map<Key, Pipeline> pipelines_;  // std::map: references survive insertions
+  std::map<Key, Pipeline> pipelines_;                        // std::map: references survive insertions
 };
 
 }  // namespace meganeura::vk

@@ -23,7 +23,7 @@ struct DeviceProbe {
   std::vector<std::string> extensions;
   // Features enabled on the logical device when present.
   bool shader_int16 = false, storage16 = false, bf16_coopmat = false;
-  bool ubo_std430 = false;  // uniformBufferStandardLayout: params blocks are uniform buffers
+  bool ubo_std430 = false;     // uniformBufferStandardLayout: params blocks are uniform buffers
   bool memory_budget = false;  // VK_EXT_memory_budget: free bytes for out-of-memory messages
 
   bool has_extension(const char* name) const;

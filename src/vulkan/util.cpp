@@ -19,7 +19,9 @@ bool validation_requested() {
   return v && *v != "0";
 }
 
-bool params_storage_requested() { return util::env_choice("MEGANEURA_PARAMS_BUFFER", {"uniform", "storage"}) == "storage"; }
+bool params_storage_requested() {
+  return util::env_choice("MEGANEURA_PARAMS_BUFFER", {"uniform", "storage"}) == "storage";
+}
 
 double fence_timeout_s() {
   auto v = env("MEGANEURA_TIMEOUT_S");
@@ -35,8 +37,7 @@ bool settle_fence(VkDevice device, VkFence fence) noexcept {
   double s = 60;
   try {
     s = fence_timeout_s();
-  } catch (...) {
-  }
+  } catch (...) {}
   const VkResult r = vkWaitForFences(device, 1, &fence, VK_TRUE, static_cast<uint64_t>(s * 1e9));
   return r == VK_SUCCESS || r == VK_ERROR_DEVICE_LOST;
 }
@@ -56,10 +57,14 @@ std::string format_bytes(uint64_t bytes) {
   constexpr double KiB = 1024.0, MiB = KiB * 1024, GiB = MiB * 1024;
   char buf[64];
   double b = static_cast<double>(bytes);
-  if (b < KiB) std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(bytes));
-  else if (b < MiB) std::snprintf(buf, sizeof buf, "%.1f KiB", b / KiB);
-  else if (b < GiB) std::snprintf(buf, sizeof buf, "%.1f MiB", b / MiB);
-  else std::snprintf(buf, sizeof buf, "%.1f GiB", b / GiB);
+  if (b < KiB)
+    std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(bytes));
+  else if (b < MiB)
+    std::snprintf(buf, sizeof buf, "%.1f KiB", b / KiB);
+  else if (b < GiB)
+    std::snprintf(buf, sizeof buf, "%.1f MiB", b / MiB);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f GiB", b / GiB);
   return buf;
 }
 

@@ -8,7 +8,8 @@ namespace meganeura::vk {
 
 std::string result_name(VkResult r) {
   switch (r) {
-#define MEGANEURA_RESULT(x) case x: return #x;
+#define MEGANEURA_RESULT(x) \
+  case x: return #x;
     MEGANEURA_RESULT(VK_SUCCESS)
     MEGANEURA_RESULT(VK_NOT_READY)
     MEGANEURA_RESULT(VK_TIMEOUT)
@@ -51,16 +52,14 @@ const char* hint(VkResult r) {
     case VK_ERROR_INITIALIZATION_FAILED:
       return "no usable Vulkan driver: install your GPU's Vulkan driver "
              "(on a machine without a GPU: apt-get install mesa-vulkan-drivers libvulkan1)";
-    case VK_ERROR_LAYER_NOT_PRESENT:
-      return "install vulkan-validationlayers, or unset MEGANEURA_VALIDATION";
+    case VK_ERROR_LAYER_NOT_PRESENT: return "install vulkan-validationlayers, or unset MEGANEURA_VALIDATION";
     case VK_ERROR_EXTENSION_NOT_PRESENT:
     case VK_ERROR_FEATURE_NOT_PRESENT:
       return "the driver lacks something meganeura asked for; please report it with the output of "
              "`meganeura info`";
     case VK_ERROR_TOO_MANY_OBJECTS:
     case VK_ERROR_FRAGMENTED_POOL:
-    case VK_ERROR_OUT_OF_POOL_MEMORY:
-      return "a meganeura bug in sizing a pool; please report it";
+    case VK_ERROR_OUT_OF_POOL_MEMORY: return "a meganeura bug in sizing a pool; please report it";
     default: return "please report it with the output of `meganeura info`";
   }
 }

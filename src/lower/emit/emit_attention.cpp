@@ -10,7 +10,8 @@ namespace meganeura::lower {
 
 using namespace kernels;
 
-static_assert(kWorkgroupSize >= kMaxAttentionHeadDim, "attention kernels give each output element of a row one invocation");
+static_assert(kWorkgroupSize >= kMaxAttentionHeadDim,
+              "attention kernels give each output element of a row one invocation");
 
 int64_t attention_lse_rows(const Shape& out) { return out.empty() ? 0 : numel(out) / std::max<int64_t>(out.back(), 1); }
 
@@ -82,9 +83,12 @@ void emit_attention(Emitter& e, int id, int partner) {
   enum class Pick { Rows, Blocks, Split } pick = Pick::Rows;
   const bool enough_blocks = (g.sq + 127) / 128 * g.batch * g.hq >= kCoopAttentionMinBlocks;
   if (tiers.coop_attention && coop_shape) {
-    if (tiers.attention_kernel == "blocks") pick = Pick::Blocks;
-    else if (tiers.attention_kernel == "split") pick = split_shape || backward ? Pick::Split : Pick::Rows;
-    else if (enough_blocks || tiers.force_coop_attention) pick = Pick::Blocks;
+    if (tiers.attention_kernel == "blocks")
+      pick = Pick::Blocks;
+    else if (tiers.attention_kernel == "split")
+      pick = split_shape || backward ? Pick::Split : Pick::Rows;
+    else if (enough_blocks || tiers.force_coop_attention)
+      pick = Pick::Blocks;
     // The backward has one tensor-core form, for enough blocks or when forced.
     if (backward && pick == Pick::Split) pick = tiers.force_coop_attention ? Pick::Blocks : Pick::Rows;
   }
@@ -98,9 +102,10 @@ void emit_attention(Emitter& e, int id, int partner) {
     return;
   }
   if (tiers.force_coop_attention && pick == Pick::Rows)
-    throw Error("attention %" + std::to_string(id) + ": MEGANEURA_FLASH_ATTENTION is set, but the tensor-core kernels "
-                "take D == Dv, D a multiple of 16, D <= 128 (the key-split one D <= 64; here D = " + std::to_string(g.d) +
-                ", Dv = " + std::to_string(g.dv) + ")");
+    throw Error("attention %" + std::to_string(id) +
+                ": MEGANEURA_FLASH_ATTENTION is set, but the tensor-core kernels "
+                "take D == Dv, D a multiple of 16, D <= 128 (the key-split one D <= 64; here D = " +
+                std::to_string(g.d) + ", Dv = " + std::to_string(g.dv) + ")");
   if (!backward) {
     // Blocks of 16 query rows share each key tile (SmolLM2 at 128 tokens on an H100: 19.8 -> 17.6
     // µs a layer, inference 2.99 -> 2.89 ms); a decoding step's few rows keep a workgroup each.
@@ -111,11 +116,12 @@ void emit_attention(Emitter& e, int id, int partner) {
     const bool blocks = block_shape && (tiers.attention_blocks == "1" ||
                                         (tiers.attention_blocks.empty() && g.sq >= kAttentionBlockRows));
     if (tiers.attention_blocks == "1" && !block_shape)
-      throw Error("attention %" + std::to_string(id) + ": MEGANEURA_ATTENTION_BLOCKS=1, but the block kernel takes D, Dv <= " +
+      throw Error("attention %" + std::to_string(id) +
+                  ": MEGANEURA_ATTENTION_BLOCKS=1, but the block kernel takes D, Dv <= " +
                   std::to_string(kAttentionBlockMaxHeadDim) + " and " +
-                  std::to_string(attention_block_shared_bytes(g.d, g.dv, 16)) + " bytes of shared memory (here D = " +
-                  std::to_string(g.d) + ", Dv = " + std::to_string(g.dv) + ", the device has " +
-                  std::to_string(tiers.shared_memory) + ")");
+                  std::to_string(attention_block_shared_bytes(g.d, g.dv, 16)) +
+                  " bytes of shared memory (here D = " + std::to_string(g.d) + ", Dv = " + std::to_string(g.dv) +
+                  ", the device has " + std::to_string(tiers.shared_memory) + ")");
     KernelCall& c = e.call(blocks ? Kernel::AttentionBlock : Kernel::Attention, id, what);
     c.spec = {has_position ? 1u : 0u, static_cast<uint32_t>(g.d), static_cast<uint32_t>(g.dv)};
     if (blocks) c.spec.push_back(tile);
@@ -134,10 +140,11 @@ void emit_attention(Emitter& e, int id, int partner) {
   if (pick == Pick::Blocks) {
     KernelCall& c = e.call(Kernel::AttentionBackwardCoopNV, id, which_name[which] + (what.empty() ? "" : ", " + what));
     c.spec = {which, has_position ? 1u : 0u, static_cast<uint32_t>(g.d)};
-    c.tensors = {{q, false}, {k, false}, {v, false}, {fwd, false}, {n.inputs[4], false}, {n.inputs[5], false},
-                 {position, false}, {id, true}};
-    c.groups = which == ATT_GRAD_Q ? std::array<uint32_t, 3>{groups_for(g.sq, 128), head_groups(g.batch * g.hq, id), 1}
-                                   : std::array<uint32_t, 3>{groups_for(g.sk, 128), head_groups(g.batch * g.hkv, id), 1};
+    c.tensors = {{q, false},           {k, false},           {v, false},        {fwd, false},
+                 {n.inputs[4], false}, {n.inputs[5], false}, {position, false}, {id, true}};
+    c.groups = which == ATT_GRAD_Q
+                   ? std::array<uint32_t, 3>{groups_for(g.sq, 128), head_groups(g.batch * g.hq, id), 1}
+                   : std::array<uint32_t, 3>{groups_for(g.sk, 128), head_groups(g.batch * g.hkv, id), 1};
     Emitter::set_params(c, p);
     return;
   }
@@ -147,8 +154,8 @@ void emit_attention(Emitter& e, int id, int partner) {
   const int dv = partner < 0 ? e.scratch(4) : dk == id ? partner : id;
   KernelCall& c = e.call(Kernel::AttentionBackward, id, which_name[which] + (what.empty() ? "" : ", " + what));
   c.spec = {which, has_position ? 1u : 0u, static_cast<uint32_t>(g.d), static_cast<uint32_t>(g.dv)};
-  c.tensors = {{q, false}, {k, false}, {v, false}, {fwd, false}, {n.inputs[4], false}, {n.inputs[5], false}, {position, false},
-               {dk, true}, {dv, true}};
+  c.tensors = {{q, false},           {k, false},        {v, false}, {fwd, false}, {n.inputs[4], false},
+               {n.inputs[5], false}, {position, false}, {dk, true}, {dv, true}};
   c.groups = which == ATT_GRAD_Q ? std::array<uint32_t, 3>{groups_for(g.sq, 1), head_groups(g.batch * g.hq, id), 1}
                                  : std::array<uint32_t, 3>{groups_for(g.sk, 1), head_groups(g.batch * g.hkv, id), 1};
   Emitter::set_params(c, p);

@@ -57,8 +57,10 @@ static void emit_cast(Emitter& e, int id) {
     e.elementwise(id, op, n.shape, {src}, dst, {dtype_code(from), DT_F32, dtype_code(to)});
     return;
   }
-  uint32_t mode = from == DType::f16 ? CAST_F16_TO_F32 : from == DType::bf16 ? CAST_BF16_TO_F32
-                : to == DType::f16 ? CAST_F32_TO_F16 : CAST_F32_TO_BF16;
+  uint32_t mode = from == DType::f16    ? CAST_F16_TO_F32
+                  : from == DType::bf16 ? CAST_BF16_TO_F32
+                  : to == DType::f16    ? CAST_F32_TO_F16
+                                        : CAST_F32_TO_BF16;
   Cast16Params p{u32(numel(n.shape), "cast element count")};
   KernelCall& c = e.call(Kernel::Cast16, id, "");
   c.spec = {mode};
@@ -74,8 +76,12 @@ void emit_elementwise(Emitter& e, int id) {
   for (int in : n.inputs) ins.push_back({in, 0, broadcast_strides(e.node(in).shape, n.shape)});
   std::vector<uint32_t> dtypes;
   for (int in : n.inputs) dtypes.push_back(dtype_code(e.node(in).dtype));
-  if (n.op == Op::Where) dtypes = {dtype_code(e.node(n.inputs[0]).dtype), DT_F32, dtype_code(n.dtype)};
-  else if (dtypes.size() < 3) { dtypes.resize(2, DT_F32); dtypes.push_back(dtype_code(n.dtype)); }
+  if (n.op == Op::Where)
+    dtypes = {dtype_code(e.node(n.inputs[0]).dtype), DT_F32, dtype_code(n.dtype)};
+  else if (dtypes.size() < 3) {
+    dtypes.resize(2, DT_F32);
+    dtypes.push_back(dtype_code(n.dtype));
+  }
   e.elementwise(id, ew_op(n.op), n.shape, std::move(ins), {id, 0, contiguous_strides(n.shape)}, dtypes,
                 static_cast<float>(n.attrs.scalar));
 }

@@ -13,7 +13,9 @@ namespace meganeura::lower {
 
 using namespace kernels;
 
-bool is_coop(Kernel k) { return k == Kernel::MatMulCoopNV || k == Kernel::MatMulCoopKHR || k == Kernel::MatMulCoopKHRBf16; }
+bool is_coop(Kernel k) {
+  return k == Kernel::MatMulCoopNV || k == Kernel::MatMulCoopKHR || k == Kernel::MatMulCoopKHRBf16;
+}
 
 // Spec 11, K_STEP, where it is not the default 32: spec 9 (GLU) and 10 (K_GROUPS) are filled in
 // with their defaults first (spec constants are positional).
@@ -79,11 +81,14 @@ void fill_batch(const Emitter& e, const Node& n, int id, MatMulParams& p, int re
 // tensor-core kernels' operand layouts (B_KCONTIG, and 16-byte vector loads where every row of
 // the operand starts 16-byte aligned: bindings are placed 256-byte aligned).
 std::vector<uint32_t> operand_layout(const MatMulParams& p, const MatMulPlan& plan, bool ta, bool tb) {
-  auto aligned = [](const uint32_t* v, size_t n) { return std::all_of(v, v + n, [](uint32_t x) { return x % 4 == 0; }); };
+  auto aligned = [](const uint32_t* v, size_t n) {
+    return std::all_of(v, v + n, [](uint32_t x) { return x % 4 == 0; });
+  };
   const bool vec_a = !ta && p.K % 4 == 0 && p.a_offset % 4 == 0 && aligned(p.a_batch_stride, p.batch_rank);
   const bool vec_b = aligned(p.b_offset, p.groups) && aligned(p.b_batch_stride, p.batch_rank) &&
                      (tb ? p.K % 4 == 0 : aligned(p.N, p.groups));
-  if (is_coop(plan.kernel) || plan.kernel == Kernel::MatMul) return {0u, vec_a ? 1u : 0u, tb ? 1u : 0u, vec_b ? 1u : 0u};
+  if (is_coop(plan.kernel) || plan.kernel == Kernel::MatMul)
+    return {0u, vec_a ? 1u : 0u, tb ? 1u : 0u, vec_b ? 1u : 0u};
   if (plan.kernel == Kernel::MatMulGemv) return {plan.k_contiguous, plan.k_contiguous && vec_a && vec_b ? 1u : 0u};
   return {};
 }
@@ -131,13 +136,15 @@ Dispatch plan_dispatch(Emitter& e, const std::vector<int>& products, const Opera
   p.k_chunk = d.plan.k_chunk;
   const uint64_t row_jobs = (d.M + d.plan.tile_m - 1) / d.plan.tile_m * d.plan.splits;
   if (row_jobs > kMaxGroups)
-    throw ShapeError("matmul %" + std::to_string(d.id) + ": " + std::to_string(d.M) + " rows are too many for one dispatch");
+    throw ShapeError("matmul %" + std::to_string(d.id) + ": " + std::to_string(d.M) +
+                     " rows are too many for one dispatch");
   // Bindings 5 and 6 (bias, residual) read A and B again when there is no epilogue.
   d.bias = n.op == Op::Linear ? n.inputs[2] : n.inputs[0];
   d.res = has_res ? n.inputs[static_cast<size_t>(res_input)] : n.inputs[1];
   d.epilogue = {n.op == Op::Linear ? 1u : 0u, n.op == Op::Linear ? static_cast<uint32_t>(n.attrs.count) : LIN_ACT_NONE,
                 has_res ? 1u : 0u};
-  d.groups = {std::min(p.tile0[p.groups], kMaxGroups), static_cast<uint32_t>(row_jobs), std::min<uint32_t>(p.batch, 65535)};
+  d.groups = {std::min(p.tile0[p.groups], kMaxGroups), static_cast<uint32_t>(row_jobs),
+              std::min<uint32_t>(p.batch, 65535)};
   d.layout = operand_layout(p, d.plan, ta, tb);
   // rms_norm(x, w) as A: the GEMV reads x and w (binding 7) and scales by the row's rstd as it
   // stores; another tier gets the norm as its own call first.
@@ -165,7 +172,8 @@ void bind_finish(const Dispatch& d, KernelCall& c, int partials, int counts) {
 
 void one_pass(Emitter& e, const Dispatch& d, const MatMulFusions& f) {
   const std::string norm_a =
-      d.norm_a_here ? (d.what.empty() ? "" : ", ") + std::string("rms_norm %") + std::to_string(f.norm_a) + " as A" : "";
+      d.norm_a_here ? (d.what.empty() ? "" : ", ") + std::string("rms_norm %") + std::to_string(f.norm_a) + " as A"
+                    : "";
   KernelCall& c = e.call(d.plan.kernel, d.id, d.what + norm_a);
   c.tensors = {{d.a_tensor, false}, {d.weights, false}, {d.outputs, true}, {d.bias, false}, {d.res, false}};
   bind_glu(d, c, f.glu);
@@ -214,7 +222,7 @@ void sum_pass_rotary(Emitter& e, const Dispatch& d, int partials, const MatMulFu
   const Node& r0 = e.node(f.rotary[0]);
   KernelCall& sum = e.call(Kernel::MatMulSplitSumRotary, d.id,
                            "split-K sum, rotary %" + std::to_string(f.rotary[0]) + ", %" + std::to_string(f.rotary[1]));
-  sum.tensors = {{partials, false},     {d.weights, false},    {d.outputs, true},      {d.bias, false},       {d.res, false},
+  sum.tensors = {{partials, false},     {d.weights, false},    {d.outputs, true},   {d.bias, false},    {d.res, false},
                  {r0.inputs[1], false}, {r0.inputs[2], false}, {f.rotary[0], true}, {f.rotary[1], true}};
   sum.groups = {groups_for(d.p.split_stride), 1, 1};
   Emitter::set_params(sum, rp);
@@ -224,13 +232,20 @@ void sum_pass_rotary(Emitter& e, const Dispatch& d, int partials, const MatMulFu
 void sum_pass_norm(Emitter& e, const Dispatch& d, int partials, int norm) {
   const Node& nn = e.node(norm);
   const bool has_w = nn.inputs.size() > 1, has_b = nn.inputs.size() > 2;
-  KernelCall& sum =
-      e.call(Kernel::MatMulSplitSumNorm, d.id, "split-K sum, " + std::string(op_name(nn.op)) + " %" + std::to_string(norm));
-  sum.tensors = {{partials, false}, {d.weights, false}, {d.outputs, true}, {d.bias, false}, {d.res, false},
-                 {has_w ? nn.inputs[1] : partials, false}, {has_b ? nn.inputs[2] : partials, false}, {norm, true}};
+  KernelCall& sum = e.call(Kernel::MatMulSplitSumNorm, d.id,
+                           "split-K sum, " + std::string(op_name(nn.op)) + " %" + std::to_string(norm));
+  sum.tensors = {{partials, false},
+                 {d.weights, false},
+                 {d.outputs, true},
+                 {d.bias, false},
+                 {d.res, false},
+                 {has_w ? nn.inputs[1] : partials, false},
+                 {has_b ? nn.inputs[2] : partials, false},
+                 {norm, true}};
   sum.spec = d.epilogue;
   const auto eps_bits = std::bit_cast<uint32_t>(static_cast<float>(nn.attrs.scalar));
-  sum.spec.insert(sum.spec.end(), {0u, nn.op == Op::RmsNorm ? NORM_RMS : NORM_LAYER, has_w ? 1u : 0u, has_b ? 1u : 0u, eps_bits});
+  sum.spec.insert(sum.spec.end(),
+                  {0u, nn.op == Op::RmsNorm ? NORM_RMS : NORM_LAYER, has_w ? 1u : 0u, has_b ? 1u : 0u, eps_bits});
   sum.groups = {std::min<uint32_t>(d.p.batch * d.p.M, kMaxGroups), 1, 1};
   Emitter::set_params(sum, d.p);
 }
@@ -245,10 +260,12 @@ void split_k(Emitter& e, Dispatch& d, const MatMulFusions& f) {
   d.p.split_stride = u32(c_extent, "split-K partial size");
   const int partials = e.scratch(uint64_t{d.p.split_stride} * d.plan.splits * 4);
   const bool in_kernel = e.options().matmul.split_finish && can_finish(d) && f.norm < 0 && f.rotary[0] < 0;
-  KernelCall& part = e.call(d.plan.kernel, d.id, d.what + (d.what.empty() ? "" : " ") + "split-K x" +
-                                                     std::to_string(d.plan.splits) + (in_kernel ? ", summed in-kernel" : ""));
+  KernelCall& part = e.call(d.plan.kernel, d.id,
+                            d.what + (d.what.empty() ? "" : " ") + "split-K x" + std::to_string(d.plan.splits) +
+                                (in_kernel ? ", summed in-kernel" : ""));
   if (in_kernel) return split_summed_in_kernel(e, d, part, partials, f.glu);
-  part.tensors = {{e.node(d.id).inputs[0], false}, {d.weights, false}, {partials, true}, {d.bias, false}, {d.res, false}};
+  part.tensors = {
+      {e.node(d.id).inputs[0], false}, {d.weights, false}, {partials, true}, {d.bias, false}, {d.res, false}};
   bind_glu(d, part, f.glu);
   bind_finish(d, part, -1, -1);
   part.spec = {0u, LIN_ACT_NONE, 0u, SPLIT_PARTIAL_PASS};
@@ -294,7 +311,8 @@ void emit_matmul(Emitter& e, const DispatchGroup& grp) {
   Operands o{grp.packed_b, grp.packed_c, {}, {}};
   const Lowered& low = e.lowered();
   for (int m : grp.nodes) {
-    o.b_offsets.push_back(static_cast<uint32_t>(low.tensors[static_cast<size_t>(e.node(m).inputs[1])].alias_offset / 4));
+    o.b_offsets.push_back(
+        static_cast<uint32_t>(low.tensors[static_cast<size_t>(e.node(m).inputs[1])].alias_offset / 4));
     o.c_offsets.push_back(static_cast<uint32_t>(low.tensors[static_cast<size_t>(m)].alias_offset / 4));
   }
   emit_products(e, grp.nodes, o, f);

@@ -36,8 +36,8 @@ void emit_movement(Emitter& e, int id) {
       for (size_t k = 0; k < n.inputs.size(); ++k) {
         const Shape& s = e.node(n.inputs[k]).shape;
         if (numel(s) > 0)
-          e.elementwise(id, EW_COPY, s, {{n.inputs[k], 0, contiguous_strides(s)}}, {id, at * out_contig[ax], out_contig},
-                        bits, 0, "part " + std::to_string(k));
+          e.elementwise(id, EW_COPY, s, {{n.inputs[k], 0, contiguous_strides(s)}},
+                        {id, at * out_contig[ax], out_contig}, bits, 0, "part " + std::to_string(k));
         at += s[ax];
       }
       break;

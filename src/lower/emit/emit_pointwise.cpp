@@ -90,7 +90,8 @@ void emit_pointwise(Emitter& e, const DispatchGroup& grp) {
   p.rank = static_cast<uint32_t>(shape.size());
   for (size_t d = 0; d < shape.size(); ++d) {
     p.shape[d] = u32(shape[d], "dimension");
-    for (size_t j = 0; j < grp.reads.size(); ++j) p.in_stride[j * kernels::kMaxKernelRank + d] = u32(strides[j][d], "stride");
+    for (size_t j = 0; j < grp.reads.size(); ++j)
+      p.in_stride[j * kernels::kMaxKernelRank + d] = u32(strides[j][d], "stride");
   }
   const std::string call_label = label(g, grp, kernel.name);
   KernelCall& c = e.generated_call(std::move(kernel), grp.anchor, call_label);

@@ -64,7 +64,8 @@ void emit_product_sum(Emitter& e, const DispatchGroup& grp) {
   p.split_stride = u32(M * N, "split-K partial size");
   const uint64_t row_tiles = (M + plan.tile_m - 1) / plan.tile_m;
   const bool split = plan.splits > 1;
-  KernelCall& c = e.call(plan.kernel, id, what + (split ? ", split-K x" + std::to_string(plan.splits) + ", summed in-kernel" : ""));
+  KernelCall& c =
+      e.call(plan.kernel, id, what + (split ? ", split-K x" + std::to_string(plan.splits) + ", summed in-kernel" : ""));
   const int res = has_res ? residual : a_pack;
   c.tensors = {{a_pack, false}, {b_root, false}, {id, true}, {a_pack, false}, {res, false}};
   if (is_coop(plan.kernel)) c.tensors.push_back({id, true});  // binding 7: no GLU

@@ -14,7 +14,8 @@ RotaryPart rotary_part(const Emitter& e, int id) {
                              broadcast_strides(e.node(n.inputs[2]).shape, n.shape)};
   Shape s = n.shape;
   collapse_but_last(s, st);  // the kernel pairs the halves of the last axis
-  if (s.size() > kMaxKernelRank) throw ShapeError("internal: rotary rank " + std::to_string(s.size()) + " after collapsing");
+  if (s.size() > kMaxKernelRank)
+    throw ShapeError("internal: rotary rank " + std::to_string(s.size()) + " after collapsing");
   RotaryPart p{};
   p.n = u32(numel(n.shape), "rotary element count");
   p.rank = static_cast<uint32_t>(s.size());

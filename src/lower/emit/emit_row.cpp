@@ -45,5 +45,4 @@ void emit_row(Emitter& e, int id) {
   Emitter::set_params(c, p);
 }
 
-
 }  // namespace meganeura::lower

@@ -11,7 +11,8 @@ namespace meganeura::lower {
 using namespace kernels;
 using graph::UpdateAlgo;
 
-static_assert(static_cast<uint32_t>(UpdateAlgo::SGD) == OPT_SGD && static_cast<uint32_t>(UpdateAlgo::Adam) == OPT_ADAM &&
+static_assert(static_cast<uint32_t>(UpdateAlgo::SGD) == OPT_SGD &&
+              static_cast<uint32_t>(UpdateAlgo::Adam) == OPT_ADAM &&
               static_cast<uint32_t>(UpdateAlgo::AdamW) == OPT_ADAMW);
 
 namespace {
@@ -28,7 +29,8 @@ void emit_step_scalars(Emitter& e, int id) {
 // "update 3 parameters (1024 bytes)" for a pack, "update lm_head.weight" for one parameter.
 std::string what(const Emitter& e, const char* verb, const DispatchGroup& grp, uint64_t bytes) {
   if (grp.packs.empty()) return std::string(verb) + " " + e.node(e.node(grp.nodes[0]).inputs[0]).name;
-  return std::string(verb) + " " + std::to_string(grp.nodes.size()) + " parameters (" + std::to_string(bytes) + " bytes)";
+  return std::string(verb) + " " + std::to_string(grp.nodes.size()) + " parameters (" + std::to_string(bytes) +
+         " bytes)";
 }
 
 void emit_accumulate(Emitter& e, const DispatchGroup& grp) {

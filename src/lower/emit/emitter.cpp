@@ -1,7 +1,8 @@
 // The Emitter's calls and tensors, and the strided elementwise call most emitters build on.
+#include "lower/emit/emitter.hpp"
+
 #include <algorithm>
 
-#include "lower/emit/emitter.hpp"
 #include "meganeura/error.hpp"
 
 namespace meganeura::lower {
@@ -69,7 +70,8 @@ void Emitter::elementwise(int node, uint32_t op, const Shape& shape, std::vector
   for (auto& in : inputs) st.push_back(in.strides);
   st.push_back(out.strides);
   collapse(s, st);
-  if (s.size() > kMaxKernelRank) throw ShapeError("internal: elementwise rank " + std::to_string(s.size()) + " after collapsing");
+  if (s.size() > kMaxKernelRank)
+    throw ShapeError("internal: elementwise rank " + std::to_string(s.size()) + " after collapsing");
   ElementwiseParams p{};
   p.n = u32(numel(s), "elementwise element count");
   p.rank = static_cast<uint32_t>(s.size());

@@ -6,7 +6,8 @@
 namespace meganeura::lower {
 
 void add_in_norm_backward(PassContext& c, Grouping& groups) {
-  static const std::vector<Pattern> adds = {node(Op::Add, {var("dx"), var("other")}), node(Op::Add, {var("other"), var("dx")})};
+  static const std::vector<Pattern> adds = {node(Op::Add, {var("dx"), var("other")}),
+                                            node(Op::Add, {var("other"), var("dx")})};
   for (int id = 0; id < c.g.size(); ++id) {
     const Node& add = c.node(id);
     if (add.op != Op::Add || !groups.alone(id) || add.dtype != DType::f32 || add.inputs[0] == add.inputs[1]) continue;

@@ -54,7 +54,8 @@ void matmul_siblings(PassContext& c, Grouping& groups) {
   for (auto& [key, ids] : by_input)
     for (size_t first = 0; first + 1 < ids.size(); first += kernels::kMatMulMaxGroups) {
       const size_t last = std::min(ids.size(), first + kernels::kMatMulMaxGroups);
-      std::vector<int> members(ids.begin() + static_cast<std::ptrdiff_t>(first), ids.begin() + static_cast<std::ptrdiff_t>(last));
+      std::vector<int> members(ids.begin() + static_cast<std::ptrdiff_t>(first),
+                               ids.begin() + static_cast<std::ptrdiff_t>(last));
       if (members.size() < 2) break;
       std::vector<int> weights;
       for (int m : members) weights.push_back(g.node(m).inputs[1]);

@@ -33,8 +33,8 @@ void norm_after_matmul(PassContext& c, Grouping& groups) {
     const auto m = match_any(c.g, id, norm_forms());
     if (!m) continue;
     const int product = (*m)["product"];
-    if (!is_product(c.node(product).op) || !groups.alone(product) || !groups.alone(id) || c.node(product).shape != norm.shape ||
-        numel(norm.shape) == 0 || norm.shape.back() > kMaxFusedNormDim)
+    if (!is_product(c.node(product).op) || !groups.alone(product) || !groups.alone(id) ||
+        c.node(product).shape != norm.shape || numel(norm.shape) == 0 || norm.shape.back() > kMaxFusedNormDim)
       continue;
     // The norm runs where the product does: its weight and bias must be ready there.
     if (!std::all_of(norm.inputs.begin() + 1, norm.inputs.end(), [&](int in) { return in < product; })) continue;

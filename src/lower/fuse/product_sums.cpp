@@ -106,7 +106,7 @@ void product_sums(PassContext& c, Grouping& groups) {
   // product) on the tiled or tensor-core tier.
   if (!c.options.matmul.split_finish || c.options.matmul.force == "gemv") return;
   Finder finder{c, groups};
-  std::set<int> packed;  // an A's storage joins one pack at most
+  std::set<int> packed;                           // an A's storage joins one pack at most
   for (int id = c.g.size() - 1; id >= 0; --id) {  // from the last: the largest sum first
     const Node& root = c.node(id);
     if ((root.op != Op::Add && root.op != Op::MatMulAdd) || root.dtype != DType::f32 || !groups.alone(id)) continue;
@@ -121,7 +121,8 @@ void product_sums(PassContext& c, Grouping& groups) {
     packed.insert(roots.begin(), roots.end());
     const int sum = groups.merge(Archetype::ProductSum, id, t.products);
     for (int x : t.inner)
-      if (std::find(t.products.begin(), t.products.end(), x) == t.products.end()) groups.absorb(sum, x, FusedAs::Summed);
+      if (std::find(t.products.begin(), t.products.end(), x) == t.products.end())
+        groups.absorb(sum, x, FusedAs::Summed);
     groups.group(sum).reads = t.others;
   }
 }

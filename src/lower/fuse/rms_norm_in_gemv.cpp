@@ -27,8 +27,10 @@ void rms_norm_in_gemv(PassContext& c, Grouping& groups) {
     if (!c.is_live(r) || !match(c.g, r, rms_norm) || n.dtype != DType::f32 || n.shape.size() < 2 ||
         n.shape[n.shape.size() - 2] > 4 || c.pinned(r))
       continue;
-    const std::vector<int>& products = c.uses.readers[static_cast<size_t>(r)];  // a node reading r twice fails reads_as_a
-    if (products.empty() || !std::all_of(products.begin(), products.end(), [&](int id) { return reads_as_a(c.g, id, r); }))
+    const std::vector<int>& products =
+        c.uses.readers[static_cast<size_t>(r)];  // a node reading r twice fails reads_as_a
+    if (products.empty() ||
+        !std::all_of(products.begin(), products.end(), [&](int id) { return reads_as_a(c.g, id, r); }))
       continue;
     auto group_of = [&](int id) -> const DispatchGroup* {
       const int o = groups.owner(id);

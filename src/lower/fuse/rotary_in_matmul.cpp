@@ -35,13 +35,16 @@ void rotary_in_matmul(PassContext& c, Grouping& groups) {
     const auto ma = match(c.g, a, rotary), mb = match(c.g, b, rotary);
     if (!ma || !mb || c.node(a).attrs.count != 0 || c.node(b).attrs.count != 0) continue;
     const ProductOf pa = product_of(c, groups, (*ma)["x"]), pb = product_of(c, groups, (*mb)["x"]);
-    if (pa.group < 0 || pb.group != pa.group || pa.index == pb.index || groups.group(pa.group).extra(FusedAs::Rotary) >= 0)
+    if (pa.group < 0 || pb.group != pa.group || pa.index == pb.index ||
+        groups.group(pa.group).extra(FusedAs::Rotary) >= 0)
       continue;
     const std::vector<int>& products = groups.group(pa.group).nodes;
     auto whole = [&](int r, int index) {  // the rotary covers all of the product, in f32
-      return c.node(r).dtype == DType::f32 && numel(c.node(r).shape) == numel(c.node(products[static_cast<size_t>(index)]).shape);
+      return c.node(r).dtype == DType::f32 &&
+             numel(c.node(r).shape) == numel(c.node(products[static_cast<size_t>(index)]).shape);
     };
-    if (!whole(a, pa.index) || !whole(b, pb.index) || (*ma)["cos"] >= products[0] || (*ma)["sin"] >= products[0]) continue;
+    if (!whole(a, pa.index) || !whole(b, pb.index) || (*ma)["cos"] >= products[0] || (*ma)["sin"] >= products[0])
+      continue;
     groups.absorb(pa.group, a, FusedAs::Rotary, static_cast<uint32_t>(pa.index));
     groups.absorb(pa.group, b, FusedAs::Rotary, static_cast<uint32_t>(pb.index));
   }

@@ -8,7 +8,8 @@ namespace {
 bool same_rotation(const Graph& g, int a, int b) {
   static const Pattern rotary = node(Op::Rotary, {var("x"), var("cos"), var("sin")});
   const auto x = match(g, a, rotary), y = match(g, b, rotary);
-  return x && y && (*x)["cos"] == (*y)["cos"] && (*x)["sin"] == (*y)["sin"] && g.node(a).attrs.count == g.node(b).attrs.count;
+  return x && y && (*x)["cos"] == (*y)["cos"] && (*x)["sin"] == (*y)["sin"] &&
+         g.node(a).attrs.count == g.node(b).attrs.count;
 }
 
 }  // namespace

@@ -18,7 +18,8 @@ void scatter_in_place(PassContext& c, Grouping& groups) {
         c.node(base).dtype != n.dtype)
       continue;
     c.out.tensors[static_cast<size_t>(id)].alias_of = base;
-    if (c.options.log) std::fprintf(stderr, "meganeura: lower:   %%%d scatter_add adds into the bytes of %%%d\n", id, base);
+    if (c.options.log)
+      std::fprintf(stderr, "meganeura: lower:   %%%d scatter_add adds into the bytes of %%%d\n", id, base);
   }
 }
 

@@ -53,7 +53,8 @@ class Packer {
   // Whether the updates of one storage root may join a pack.
   bool packable(int root, const std::vector<Update>& members, size_t parameters_there) {
     const Lowered& out = c_.out;
-    if (out.tensors[static_cast<size_t>(root)].role != Role::Parameter || parameters_there != members.size()) return false;
+    if (out.tensors[static_cast<size_t>(root)].role != Role::Parameter || parameters_there != members.size())
+      return false;
     for (const Update& u : members) {
       const int grad = out.root(u.grad);
       const TensorDesc& gd = out.tensors[static_cast<size_t>(grad)];
@@ -159,7 +160,8 @@ void update_packs(PassContext& c, Grouping& groups) {
   std::map<std::vector<double>, std::vector<int>> by_values;
   Packer packer(c, groups);
   for (auto& [root, members] : units)
-    if (packer.packable(root, members, parameters_in[root])) by_values[c.node(members[0].node).attrs.values].push_back(root);
+    if (packer.packable(root, members, parameters_in[root]))
+      by_values[c.node(members[0].node).attrs.values].push_back(root);
   for (auto& [values, roots] : by_values) {
     for (int root : roots) packer.add(root, units[root], c.options.update_pack_bytes);
     packer.close();
