@@ -1,6 +1,6 @@
 #version 450
 // Cross-entropy, final: out[0] = sum(loss) / sum(valid), by one workgroup (0/0 = NaN, as PyTorch
-// gives when every label is ignored); count[0] = sum(valid), which the backward reads.
+// gives when every label is ignored).
 #extension GL_GOOGLE_include_directive : require
 #define MN_WORKGROUP_REDUCE
 #include "common.glsl"
@@ -9,7 +9,6 @@ struct CrossEntropyParams { uint rows, classes; int ignore_index; uint node; };
 PARAMS_BLOCK { CrossEntropyParams p; };
 layout(std430, set = 0, binding = 2) readonly buffer Scratch { uint scratch[]; };
 layout(std430, set = 0, binding = 3) writeonly buffer Out { uint out_data[]; };
-layout(std430, set = 0, binding = 4) writeonly buffer Count { float count[]; };
 
 void main() {
   if (gl_WorkGroupID.x != 0u) return;  // uniform per workgroup, so barriers stay valid
@@ -21,8 +20,5 @@ void main() {
   }
   s = wg_sum(s);
   n = wg_sum(n);
-  if (t == 0u) {
-    out_data[0] = floatBitsToUint(n == 0.0f ? F_NAN : s / n);
-    count[0] = n;
-  }
+  if (t == 0u) out_data[0] = floatBitsToUint(n == 0.0f ? F_NAN : s / n);
 }

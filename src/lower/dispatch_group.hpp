@@ -36,15 +36,14 @@ Archetype archetype_of(Op op);
 
 // How a node joins a group another node anchors.
 enum class FusedAs : uint8_t {
-  Partner,    // the pair's second node (a q/k rotary, an attention's d v with its d k)
-  Norm,       // the norm of a single product's rows, in its summing pass (or right after it)
-  NormA,      // rms_norm(x, w) that is the products' A, in the GEMV's loads
-  Glu,        // swiglu(gate, up) of a two-product group, in the tensor-core store
-  Rotary,     // a q/k rotary of two products, in the split-K summing pass
-  Add,        // the add that a norm backward's store performs (the anchor)
-  Map,        // the product or |x| a reduction maps as it loads
-  Summed,     // an add or product a sum of products takes in
-  CountFrom,  // not computed here: the forward whose dispatch left what this one reads (a label count)
+  Partner,  // the pair's second node (a q/k rotary, an attention's d v with its d k)
+  Norm,     // the norm of a single product's rows, in its summing pass (or right after it)
+  NormA,    // rms_norm(x, w) that is the products' A, in the GEMV's loads
+  Glu,      // swiglu(gate, up) of a two-product group, in the tensor-core store
+  Rotary,   // a q/k rotary of two products, in the split-K summing pass
+  Add,      // the add that a norm backward's store performs (the anchor)
+  Map,      // the product or |x| a reduction maps as it loads
+  Summed,   // an add or product a sum of products takes in
 };
 const char* fused_as_name(FusedAs f);
 
@@ -56,14 +55,14 @@ struct Fused {
 
 struct DispatchGroup {
   Archetype archetype = Archetype::NoKernel;
-  int anchor = -1;                   // emitted at this node's place in graph order
-  std::vector<int> nodes;            // what it computes by its archetype: a matmul's products, a chain
-                                     // (ascending, the stored root last), a sum's products, else one node
-  std::vector<Fused> extras;         // nodes computed inside it (FusedAs), in the order they joined
-  std::vector<int> reads;            // Pointwise: the nodes it loads; ProductSum: the addend, if any
+  int anchor = -1;              // emitted at this node's place in graph order
+  std::vector<int> nodes;       // what it computes by its archetype: a matmul's products, a chain
+                                // (ascending, the stored root last), a sum's products, else one node
+  std::vector<Fused> extras;    // nodes computed inside it (FusedAs), in the order they joined
+  std::vector<int> reads;       // Pointwise: the nodes it loads; ProductSum: the addend, if any
   int packed_b = -1, packed_c = -1;  // MatMul of several products: the packed weights and outputs
-  std::vector<int> packs;            // Training over a pack: its packed tensors (emit_training.cpp)
-  bool dead = false;                 // merged into another group
+  std::vector<int> packs;       // Training over a pack: its packed tensors (emit_training.cpp)
+  bool dead = false;            // merged into another group
 
   int extra(FusedAs as) const;  // the first extra joined as `as`, or -1
 };

@@ -33,15 +33,13 @@ void emit_norm_backward(Emitter& e, int id, int add) {
   const int out = add >= 0 ? add : id;
   int addend = x;
   if (add >= 0) addend = e.node(add).inputs[0] == id ? e.node(add).inputs[1] : e.node(add).inputs[0];
-  KernelCall& c =
-      e.call(Kernel::NormBackward, id, add >= 0 ? "+ %" + std::to_string(addend) + " -> %" + std::to_string(add) : "");
+  KernelCall& c = e.call(Kernel::NormBackward, id, add >= 0 ? "+ %" + std::to_string(addend) + " -> %" + std::to_string(add) : "");
   c.spec = {n.op == Op::RmsNormBackward ? NORM_RMS : NORM_LAYER, has_w ? 1u : 0u, add >= 0 ? 1u : 0u};
   // The row statistics, for the weight gradient of the same x and dy where it is emitted later.
   const int stats = e.scratch(uint64_t{p.rows} * 8);
   e.set_norm_stats(x, n.inputs[1], n.op == Op::RmsNormBackward, stats);
   c.spec.push_back(1u);  // WRITE_STATS
-  c.tensors = {{x, false},   {has_w ? n.inputs[2] : x, false}, {n.inputs[1], false}, {out, true}, {addend, false},
-               {stats, true}};
+  c.tensors = {{x, false}, {has_w ? n.inputs[2] : x, false}, {n.inputs[1], false}, {out, true}, {addend, false}, {stats, true}};
   c.groups = {row_groups(p.rows), 1, 1};
   Emitter::set_params(c, p);
 }
@@ -60,9 +58,8 @@ static void emit_norm_weight_grad(Emitter& e, int id) {
   Emitter::set_params(c, p);
 }
 
-// (logits, labels, dloss) -> dlogits: the count of labels that are not ignored (from the forward's
-// dispatch where `forward` names it, fuse/count_from_cross_entropy.cpp), then one pass.
-static void emit_cross_entropy_backward(Emitter& e, int id, int forward) {
+// (logits, labels, dloss) -> dlogits: the count of labels that are not ignored, then one pass.
+static void emit_cross_entropy_backward(Emitter& e, int id) {
   const Node& n = e.node(id);
   const Shape& logits = e.node(n.inputs[0]).shape;
   CrossEntropyParams p{};
@@ -70,15 +67,11 @@ static void emit_cross_entropy_backward(Emitter& e, int id, int forward) {
   p.rows = u32(numel(logits) / logits.back(), "rows");
   p.ignore_index = static_cast<int32_t>(n.attrs.ignore_index);
   p.node = static_cast<uint32_t>(id);
-  int count = forward >= 0 ? e.side_output(forward) : -1;
-  if (count < 0) {
-    count = e.scratch(4);
-    KernelCall& k = e.call(Kernel::CrossEntropyCount, id, "count");
-    k.tensors = {{n.inputs[1], false}, {count, true}};
-    Emitter::set_params(k, p);
-  }
-  KernelCall& c =
-      e.call(Kernel::CrossEntropyBackward, id, forward >= 0 ? "count from %" + std::to_string(forward) : "");
+  int count = e.scratch(4);
+  KernelCall& k = e.call(Kernel::CrossEntropyCount, id, "count");
+  k.tensors = {{n.inputs[1], false}, {count, true}};
+  Emitter::set_params(k, p);
+  KernelCall& c = e.call(Kernel::CrossEntropyBackward, id, "");
   c.tensors = {{n.inputs[0], false}, {n.inputs[1], false}, {n.inputs[2], false}, {count, false}, {id, true}};
   c.groups = {row_groups(p.rows), 1, 1};
   Emitter::set_params(c, p);
@@ -101,7 +94,7 @@ static void emit_slice_backward(Emitter& e, int id) {
   e.elementwise(id, EW_COPY, dy_shape, {{dy, 0, contiguous_strides(dy_shape)}}, {id, offset, out}, bits, 0, "window");
 }
 
-void emit_backward(Emitter& e, int id, int count_from) {
+void emit_backward(Emitter& e, int id) {
   switch (e.node(id).op) {
     case Op::SoftmaxBackward:
     case Op::LogSoftmaxBackward: return emit_softmax_backward(e, id);
@@ -109,7 +102,7 @@ void emit_backward(Emitter& e, int id, int count_from) {
     case Op::LayerNormBackward: return emit_norm_backward(e, id);
     case Op::RmsNormWeightGrad:
     case Op::LayerNormWeightGrad: return emit_norm_weight_grad(e, id);
-    case Op::CrossEntropyBackward: return emit_cross_entropy_backward(e, id, count_from);
+    case Op::CrossEntropyBackward: return emit_cross_entropy_backward(e, id);
     case Op::SliceBackward: return emit_slice_backward(e, id);
     default: throw Error("internal: " + std::string(op_name(e.node(id).op)) + " is not a fused backward op");
   }

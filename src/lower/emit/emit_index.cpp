@@ -85,10 +85,8 @@ void emit_index(Emitter& e, int id) {
       rows.tensors = {{n.inputs[0], false}, {n.inputs[1], false}, {scratch, true}};
       rows.groups = {std::min<uint32_t>(std::max<uint32_t>(cp.rows, 1), kMaxGroups), 1, 1};
       Emitter::set_params(rows, cp);
-      const int count = e.scratch(4);  // the labels that count, for a backward reading it
-      e.set_side_output(id, count);
       KernelCall& fin = e.call(Kernel::CrossEntropyFinish, id, "mean");
-      fin.tensors = {{scratch, false}, {id, true}, {count, true}};
+      fin.tensors = {{scratch, false}, {id, true}};
       Emitter::set_params(fin, cp);
       return;
     }

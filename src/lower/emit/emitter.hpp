@@ -48,12 +48,6 @@ class Emitter {
     return it == norm_stats_.end() ? -1 : it->second;
   }
   void set_norm_stats(int x, int dy, bool rms, int scratch) { norm_stats_[{x, dy, rms}] = scratch; }
-  // A tensor node `node`'s calls wrote besides its own (a cross-entropy's label count), or -1.
-  int side_output(int node) const {
-    auto it = side_outputs_.find(node);
-    return it == side_outputs_.end() ? -1 : it->second;
-  }
-  void set_side_output(int node, int tensor) { side_outputs_[node] = tensor; }
 
   template <class P>
   static void set_params(KernelCall& c, const P& p) {
@@ -71,7 +65,6 @@ class Emitter {
   Lowered& out_;
   const LowerOptions& options_;
   std::map<std::tuple<int, int, bool>, int> norm_stats_;
-  std::map<int, int> side_outputs_;
 };
 
 uint32_t ew_op(Op op);  // the EW_* code of an elementwise op

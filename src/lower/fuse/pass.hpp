@@ -24,9 +24,7 @@ struct PassContext {
   // Its value is needed by nothing but the one reader computing it.
   bool dies_in_one_reader(int id) const { return lower::dies_in_one_reader(uses, out, id); }
   // Its value must be stored: a graph output or a tensor kept for later.
-  bool pinned(int id) const {
-    return uses.kept[static_cast<size_t>(id)] || out.tensors[static_cast<size_t>(id)].output;
-  }
+  bool pinned(int id) const { return uses.kept[static_cast<size_t>(id)] || out.tensors[static_cast<size_t>(id)].output; }
 };
 
 using PassFn = void (*)(PassContext&, Grouping&);
@@ -51,7 +49,6 @@ void attention_grad_pairs(PassContext& c, Grouping& groups);
 void norm_after_matmul(PassContext& c, Grouping& groups);
 void add_in_norm_backward(PassContext& c, Grouping& groups);
 void map_in_reduction(PassContext& c, Grouping& groups);
-void count_from_cross_entropy(PassContext& c, Grouping& groups);
 void swiglu_in_matmul(PassContext& c, Grouping& groups);
 void rotary_in_matmul(PassContext& c, Grouping& groups);
 void rms_norm_in_gemv(PassContext& c, Grouping& groups);
