@@ -146,6 +146,10 @@ std::vector<OpCase> cross_entropy_backward_cases() {
       {"one_row_c1001", {1, 1001}, -10, 10, -100, 0},
       {"rows257_c5_large_logits", {257, 5}, 50, 100, -100, 0.1},
       {"all_rows_ignored_zeros", {4, 7}, -1, 1, -100, 1},
+      // At most 1/16 as many labels as a row's logits: the pass counts the labels itself.
+      {"rows9_c300_counted_in_the_pass", {9, 300}, -3, 3, -100, 0.4},
+      {"batch_2x5_c257_counted_in_the_pass", {2, 5, 257}, -4, 4, -1, 0.3},
+      {"all_ignored_counted_in_the_pass", {3, 64}, -1, 1, -100, 1},
   };
   std::vector<OpCase> cases;
   for (const Row& r : rows)

@@ -1,10 +1,14 @@
 #version 450
 // Cross-entropy backward, fused: d logits[r,c] = (softmax(row r)[c] - (c == label)) * dloss / count,
 // one workgroup per row, without a one-hot or softmax tensor. Ignored rows get zeros; labels out
-// of range report to the status block (as CrossEntropyRows) and get zeros.
+// of range report to the status block (as CrossEntropyRows) and get zeros. count: the labels that
+// count, read from binding 5 (CrossEntropyCount's), or with COUNT_HERE summed by each workgroup
+// (few labels against long rows: no dispatch before this one).
 #extension GL_GOOGLE_include_directive : require
 #define MN_WORKGROUP_REDUCE
 #include "common.glsl"
+
+layout(constant_id = 1) const uint COUNT_HERE = 0u;
 
 struct CrossEntropyParams { uint rows, classes; int ignore_index; uint node; };
 PARAMS_BLOCK { CrossEntropyParams p; };
@@ -16,7 +20,13 @@ layout(std430, set = 0, binding = 6) writeonly buffer DLogits { uint dlogits[]; 
 
 void main() {
   uint t = gl_LocalInvocationID.x;
-  float scale = uintBitsToFloat(dloss[0]) / uintBitsToFloat(count[0]);
+  float n;
+  if (COUNT_HERE != 0u) {
+    ROW_SUM(n, p.rows, int(labels[l_]) != p.ignore_index ? 1.0f : 0.0f)
+  } else {
+    n = uintBitsToFloat(count[0]);
+  }
+  float scale = uintBitsToFloat(dloss[0]) / n;
   for (uint r = gl_WorkGroupID.x; r < p.rows; r += gl_NumWorkGroups.x) {
     uint base = r * p.classes;
     int label = int(labels[r]);

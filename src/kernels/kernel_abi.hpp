@@ -16,43 +16,43 @@
 namespace meganeura::kernels {
 
 enum class Kernel : uint8_t {
-  Elementwise,        // unary/binary/compare/where/convert/copy with strided, broadcast access
-  Cast16,             // f32 <-> f16/bf16 (two 16-bit elements per 32-bit word)
-  MatMul,             // batched C = A·B, strided A and B (transposes are strides); f32 register tiles
-  MatMulGemv,         // the same contract for a few rows (decode), exact f32
-  MatMulSplitSum,     // split-K's second pass: adds the partial sums, applies the epilogue
+  Elementwise,     // unary/binary/compare/where/convert/copy with strided, broadcast access
+  Cast16,          // f32 <-> f16/bf16 (two 16-bit elements per 32-bit word)
+  MatMul,          // batched C = A·B, strided A and B (transposes are strides); f32 register tiles
+  MatMulGemv,      // the same contract for a few rows (decode), exact f32
+  MatMulSplitSum,  // split-K's second pass: adds the partial sums, applies the epilogue
   // The same contract on tensor cores (matmul_coop.glsl), 64x64 tiles. The KHR variants exist
   // where the build's glslang compiled them (kernel_built).
   MatMulCoopNV,
-  MatMulCoopKHR,      // f16 staging
-  MatMulCoopKHRBf16,  // bf16 staging
-  Reduce,             // sum/max/argmax over a set of axes, optional map of one or two inputs
-  Softmax,            // softmax or log-softmax along one axis
-  Norm,               // rms_norm / layer_norm over the last axis
-  CrossEntropyRows,   // per-row loss and valid flag
-  CrossEntropyFinish, // sum(loss) / sum(valid)
+  MatMulCoopKHR,       // f16 staging
+  MatMulCoopKHRBf16,   // bf16 staging
+  Reduce,              // sum/max/argmax over a set of axes, optional map of one or two inputs
+  Softmax,             // softmax or log-softmax along one axis
+  Norm,                // rms_norm / layer_norm over the last axis
+  CrossEntropyRows,    // per-row loss and valid flag
+  CrossEntropyFinish,  // sum(loss) / sum(valid)
   Gather,
   ScatterAdd,
   OneHot,
   // backward and training kernels
-  SoftmaxBackward,      // softmax / log-softmax backward along one axis
-  NormBackward,         // rms_norm / layer_norm: d x
-  NormWeightGrad,       // d weight = sum over rows of dy * normalised x
-  CrossEntropyCount,    // number of labels that count (not ignore_index)
-  CrossEntropyBackward, // d logits, fused: never builds a one-hot or a softmax tensor
-  Optimizer,            // SGD / Adam / AdamW update of one parameter, in place
-  ClipScale,            // global-norm clipping factor from per-tensor sums of squares
-  CacheWrite,           // rows into a state at a position read on the device (IndexParams)
-  Attention,            // softmax(q·kᵀ·scale [+ causal])·v, online softmax; saves the log-sum-exp
-  AttentionBackward,    // d q, d k or d v from the saved log-sum-exp (spec 1 picks which)
-  AttentionCoopNV,      // Attention on tensor cores for D == Dv, D % 16 == 0, D <= 128 (spec 2: D)
+  SoftmaxBackward,          // softmax / log-softmax backward along one axis
+  NormBackward,             // rms_norm / layer_norm: d x
+  NormWeightGrad,           // d weight = sum over rows of dy * normalised x
+  CrossEntropyCount,        // number of labels that count (not ignore_index)
+  CrossEntropyBackward,     // d logits, fused: never builds a one-hot or a softmax tensor
+  Optimizer,                // SGD / Adam / AdamW update of one parameter, in place
+  ClipScale,                // global-norm clipping factor from per-tensor sums of squares
+  CacheWrite,               // rows into a state at a position read on the device (IndexParams)
+  Attention,                // softmax(q·kᵀ·scale [+ causal])·v, online softmax; saves the log-sum-exp
+  AttentionBackward,        // d q, d k or d v from the saved log-sum-exp (spec 1 picks which)
+  AttentionCoopNV,          // Attention on tensor cores for D == Dv, D % 16 == 0, D <= 128 (spec 2: D)
   AttentionBackwardCoopNV,  // AttentionBackward likewise (spec 3: D)
-  AttentionCoopSplitNV, // Attention on tensor cores, keys split among subgroups: short queries, D <= 64
-  Rotary,               // rotary embedding (or its transpose) of one or two tensors
-  MatMulSplitSumNorm,   // MatMulSplitSum for one product, then rms_norm / layer_norm of each row
-  MatMulSplitSumRotary, // MatMulSplitSum for a group, then the rotary embedding of two of its products
-  AttentionBlock,       // Attention for many query rows: key tiles in shared memory, a block of rows a workgroup
-  StepScalars,          // a training step's Hyper block from the step counters, which it advances
+  AttentionCoopSplitNV,     // Attention on tensor cores, keys split among subgroups: short queries, D <= 64
+  Rotary,                   // rotary embedding (or its transpose) of one or two tensors
+  MatMulSplitSumNorm,       // MatMulSplitSum for one product, then rms_norm / layer_norm of each row
+  MatMulSplitSumRotary,     // MatMulSplitSum for a group, then the rotary embedding of two of its products
+  AttentionBlock,           // Attention for many query rows: key tiles in shared memory, a block of rows a workgroup
+  StepScalars,              // a training step's Hyper block from the step counters, which it advances
   Count
 };
 
@@ -66,28 +66,59 @@ inline constexpr uint32_t kElementwiseInputs = 3;
 
 // Status codes written to binding 1 (first failure wins, via atomicCompSwap on `code`).
 enum : uint32_t { STATUS_OK = 0, STATUS_INDEX_OUT_OF_RANGE = 1 };
-struct Status { uint32_t code, node; int32_t value; uint32_t limit; };
+struct Status {
+  uint32_t code, node;
+  int32_t value;
+  uint32_t limit;
+};
 
 // ---- Elementwise ------------------------------------------------------------------------------
 // spec 1: EW_OP; spec 2: dtype of input 0; spec 3: dtype of input 1; spec 4: dtype of output.
 // Bindings 2, 3, 4: inputs (those past the arity are bound to input 0 and not read); binding 5:
-// the output. Arity: 1 (unary, COPY, CONVERT), 2 (binary, compare), 3 (WHERE: cond, a, b). For each output index i in [0, n): unravel i over `shape`
-// (row-major, `rank` dims), input k reads element in_offset[k] + sum_d idx[d]*in_stride[k*8+d],
-// and the result goes to out_offset + sum_d idx[d]*out_stride[d]. Strides are in elements
-// (0 = broadcast). Arithmetic ops read and write f32. Compares read dtype spec 2 (both inputs
-// the same dtype) and write a u32 0/1. WHERE copies the 32-bit pattern of a or b (cond nonzero
-// selects a; cond read as dtype spec 2, f32 -0.0 counts as zero). COPY copies the bit pattern.
-// CONVERT converts dtype spec 2 to dtype spec 4 (f32->int truncates toward zero, like C++).
+// the output. Arity: 1 (unary, COPY, CONVERT), 2 (binary, compare), 3 (WHERE: cond, a, b). For each output index i in
+// [0, n): unravel i over `shape` (row-major, `rank` dims), input k reads element in_offset[k] + sum_d
+// idx[d]*in_stride[k*8+d], and the result goes to out_offset + sum_d idx[d]*out_stride[d]. Strides are in elements (0 =
+// broadcast). Arithmetic ops read and write f32. Compares read dtype spec 2 (both inputs the same dtype) and write a
+// u32 0/1. WHERE copies the 32-bit pattern of a or b (cond nonzero selects a; cond read as dtype spec 2, f32 -0.0
+// counts as zero). COPY copies the bit pattern. CONVERT converts dtype spec 2 to dtype spec 4 (f32->int truncates
+// toward zero, like C++).
 enum : uint32_t {
-  EW_COPY = 0, EW_CONVERT,
-  EW_NEG, EW_ABS, EW_EXP, EW_LOG, EW_SQRT, EW_RSQRT, EW_RECIPROCAL, EW_RELU, EW_GELU, EW_GELU_TANH,
-  EW_SILU, EW_SIGMOID, EW_TANH, EW_SIN, EW_COS, EW_POW,  // EW_POW: x^scalar (pow(x,2) = x*x exactly)
-  EW_ADD, EW_SUB, EW_MUL, EW_DIV, EW_MAX, EW_MIN,           // MAX/MIN propagate NaN like PyTorch
-  EW_EQ, EW_NE, EW_LT, EW_LE, EW_GT, EW_GE,
+  EW_COPY = 0,
+  EW_CONVERT,
+  EW_NEG,
+  EW_ABS,
+  EW_EXP,
+  EW_LOG,
+  EW_SQRT,
+  EW_RSQRT,
+  EW_RECIPROCAL,
+  EW_RELU,
+  EW_GELU,
+  EW_GELU_TANH,
+  EW_SILU,
+  EW_SIGMOID,
+  EW_TANH,
+  EW_SIN,
+  EW_COS,
+  EW_POW,  // EW_POW: x^scalar (pow(x,2) = x*x exactly)
+  EW_ADD,
+  EW_SUB,
+  EW_MUL,
+  EW_DIV,
+  EW_MAX,
+  EW_MIN,  // MAX/MIN propagate NaN like PyTorch
+  EW_EQ,
+  EW_NE,
+  EW_LT,
+  EW_LE,
+  EW_GT,
+  EW_GE,
   EW_WHERE,
   // binary (a = x, b = dy): dy * f'(x)
-  EW_GELU_GRAD, EW_GELU_TANH_GRAD, EW_SILU_GRAD,
-  EW_FILL,  // arity 1 (input bound, not read): writes `scalar` (as f32 bits) to every output element
+  EW_GELU_GRAD,
+  EW_GELU_TANH_GRAD,
+  EW_SILU_GRAD,
+  EW_FILL,    // arity 1 (input bound, not read): writes `scalar` (as f32 bits) to every output element
   EW_SWIGLU,  // binary (a = g, b = u): silu(g) * u
   EW_ERF      // unary (appended: the GLSL side numbers the ops)
 };
@@ -136,7 +167,9 @@ struct PointwiseParams {
 // handles one 32-bit word of the 16-bit side (elements 2w and 2w+1; the odd tail's upper half is
 // zero on write). f32->f16 and f32->bf16 round to nearest even; NaN stays NaN, overflow to inf.
 enum : uint32_t { CAST_F16_TO_F32 = 0, CAST_BF16_TO_F32, CAST_F32_TO_F16, CAST_F32_TO_BF16 };
-struct Cast16Params { uint32_t n; };
+struct Cast16Params {
+  uint32_t n;
+};
 
 // ---- MatMul -----------------------------------------------------------------------------------
 // Bindings 2: A, 3: B, 4: C (all f32). A matmul is `groups` (1..4) products that share A and K:
@@ -274,7 +307,9 @@ struct ReduceParams {
 // spec 1: 1 for log-softmax. Bindings 2: x, 3: out, both contiguous [outer, len, inner].
 // One workgroup per row (o, i), grid-stride over outer*inner rows; element l at
 // o*len*inner + l*inner + i. Numerically stable (subtract the row max).
-struct SoftmaxParams { uint32_t outer, len, inner, pad; };
+struct SoftmaxParams {
+  uint32_t outer, len, inner, pad;
+};
 
 // ---- Norm -------------------------------------------------------------------------------------
 // spec 1: NORM_KIND; spec 2: has weight; spec 3: has bias. Bindings 2: x, 3: weight, 4: bias,
@@ -282,7 +317,11 @@ struct SoftmaxParams { uint32_t outer, len, inner, pad; };
 // rms:   out = x * inversesqrt(mean(x^2) + eps) * w
 // layer: out = (x - mean) * inversesqrt(var + eps) * w + b   (biased variance, two-pass)
 enum : uint32_t { NORM_RMS = 0, NORM_LAYER };
-struct NormParams { uint32_t rows, dim; float eps; uint32_t pad; };
+struct NormParams {
+  uint32_t rows, dim;
+  float eps;
+  uint32_t pad;
+};
 
 // ---- CrossEntropyRows / CrossEntropyFinish ----------------------------------------------------
 // Rows: bindings 2: logits [rows, classes] f32, 3: labels [rows] i32, 4: scratch [2*rows] f32.
@@ -291,7 +330,11 @@ struct NormParams { uint32_t rows, dim; float eps; uint32_t pad; };
 // zeros; else scratch[r] = logsumexp(row) - row[label], scratch[rows+r] = 1.
 // Finish (one workgroup): bindings 2: scratch, 3: out[1] = sum(scratch[0:rows]) /
 // sum(scratch[rows:2rows]) (0/0 = NaN, as PyTorch gives when every label is ignored).
-struct CrossEntropyParams { uint32_t rows, classes; int32_t ignore_index; uint32_t node; };
+struct CrossEntropyParams {
+  uint32_t rows, classes;
+  int32_t ignore_index;
+  uint32_t node;
+};
 
 // ---- Gather / ScatterAdd / OneHot -------------------------------------------------------------
 // spec 1: dtype of the indices (DT_I32 or DT_U32). An index v is valid in [-len, len) (negative
@@ -302,7 +345,9 @@ struct CrossEntropyParams { uint32_t rows, classes; int32_t ignore_index; uint32
 // ScatterAdd: bindings 2: updates, 3: idx, 4: out (already holding base; f32):
 //   out[(o*len + idx[j])*inner + i] += updates[(o*n_idx + j)*inner + i]   (atomic add).
 // OneHot: bindings 2: idx, 3: out f32 [n_idx, len]: out[j*len + c] = (idx[j] == c) ? 1 : 0.
-struct IndexParams { uint32_t outer, len, inner, n_idx, node, pad[3]; };
+struct IndexParams {
+  uint32_t outer, len, inner, n_idx, node, pad[3];
+};
 
 // ---- SoftmaxBackward ---------------------------------------------------------------------------
 // spec 1: 1 for log-softmax. Bindings 2: y (the forward output), 3: dy, 4: dx; layout and
@@ -329,7 +374,8 @@ struct IndexParams { uint32_t outer, len, inner, n_idx, node, pad[3]; };
 // Backward: bindings 2: logits [rows, classes], 3: labels, 4: dloss [1], 5: count [1],
 //   6: dlogits. One workgroup per row: label == ignore_index -> zeros; else
 //   dlogits[r,c] = (softmax(row)[c] - (c == label)) * dloss / count. Labels out of range report
-//   INDEX_OUT_OF_RANGE (as CrossEntropyRows) and write zeros.
+//   INDEX_OUT_OF_RANGE (as CrossEntropyRows) and write zeros. Spec 1 COUNT_HERE: each workgroup
+//   counts the labels itself (binding 5 is not read; no Count dispatch before it).
 
 // ---- Optimizer --------------------------------------------------------------------------------
 // spec 1: OPT_ALGO; spec 2: 1 if momentum != 0 (SGD); spec 3: nesterov (SGD);
@@ -352,17 +398,26 @@ struct OptimizerParams {
 };
 // The per-step scalars, written by StepScalars at the start of every step (lr from the schedule,
 // the bias corrections 1 - beta^t, apply) and by ClipScale (clip_scale; 1 when clipping is off).
-struct Hyper { float lr, bias1, bias2, clip_scale; uint32_t apply, pad[3]; };
+struct Hyper {
+  float lr, bias1, bias2, clip_scale;
+  uint32_t apply, pad[3];
+};
 
 // ---- StepScalars ------------------------------------------------------------------------------
 // One invocation. Bindings 2: counters [4] u32 (micro-steps, optimizer steps; read-write),
 // 3: settings [8] f32 (graph/train_ops.hpp StepValue), 4: hyper (Hyper, written). No params.
-struct StepParams { uint32_t unused[4]; };
+struct StepParams {
+  uint32_t unused[4];
+};
 
 // ---- ClipScale --------------------------------------------------------------------------------
 // One workgroup. Bindings 2: sums [count] f32 (each a tensor's sum of squares), 3: hyper
 // (read-write). norm = sqrt(sum of sums); hyper.clip_scale = min(1, max_norm / (norm + 1e-6))
 // (torch.nn.utils.clip_grad_norm_), written only when hyper.apply != 0 (else left as is).
-struct ClipParams { uint32_t count; float max_norm; uint32_t pad[2]; };
+struct ClipParams {
+  uint32_t count;
+  float max_norm;
+  uint32_t pad[2];
+};
 
 }  // namespace meganeura::kernels

@@ -124,17 +124,21 @@ std::vector<int> Grouping::take_changed() {
 static std::string node_str(const Graph& g, int id) {
   const Node& n = g.node(id);
   std::string s = "%" + std::to_string(id) + " " + std::string(op_name(n.op));
-  const bool by_weight = archetype_of(n.op) == Archetype::MatMul && n.inputs.size() > 1 &&
-                         g.node(n.inputs[1]).op == Op::Parameter;
-  if (by_weight) s += " by " + g.node(n.inputs[1]).name;  // the projection it is
-  else if (n.op == Op::OptimizerUpdate || n.op == Op::Accumulate) s += " of " + g.node(n.inputs[0]).name;
-  else if (!n.name.empty()) s += " (" + n.name + ")";
+  const bool by_weight =
+      archetype_of(n.op) == Archetype::MatMul && n.inputs.size() > 1 && g.node(n.inputs[1]).op == Op::Parameter;
+  if (by_weight)
+    s += " by " + g.node(n.inputs[1]).name;  // the projection it is
+  else if (n.op == Op::OptimizerUpdate || n.op == Op::Accumulate)
+    s += " of " + g.node(n.inputs[0]).name;
+  else if (!n.name.empty())
+    s += " (" + n.name + ")";
   return s;
 }
 
 std::string Grouping::describe(const Graph& g, int index) const {
   const DispatchGroup& grp = group(index);
-  std::string s = "#" + std::to_string(index) + " " + archetype_name(grp.archetype) + " @%" + std::to_string(grp.anchor) + ":";
+  std::string s =
+      "#" + std::to_string(index) + " " + archetype_name(grp.archetype) + " @%" + std::to_string(grp.anchor) + ":";
   for (size_t k = 0; k < grp.nodes.size(); ++k) s += (k ? ", " : " ") + node_str(g, grp.nodes[k]);
   for (const Fused& f : grp.extras) s += std::string(" + ") + fused_as_name(f.as) + " " + node_str(g, f.node);
   if (grp.archetype == Archetype::Pointwise) s += " reading " + std::to_string(grp.reads.size()) + " tensors";

@@ -55,14 +55,14 @@ struct Fused {
 
 struct DispatchGroup {
   Archetype archetype = Archetype::NoKernel;
-  int anchor = -1;              // emitted at this node's place in graph order
-  std::vector<int> nodes;       // what it computes by its archetype: a matmul's products, a chain
-                                // (ascending, the stored root last), a sum's products, else one node
-  std::vector<Fused> extras;    // nodes computed inside it (FusedAs), in the order they joined
-  std::vector<int> reads;       // Pointwise: the nodes it loads; ProductSum: the addend, if any
+  int anchor = -1;                   // emitted at this node's place in graph order
+  std::vector<int> nodes;            // what it computes by its archetype: a matmul's products, a chain
+                                     // (ascending, the stored root last), a sum's products, else one node
+  std::vector<Fused> extras;         // nodes computed inside it (FusedAs), in the order they joined
+  std::vector<int> reads;            // Pointwise: the nodes it loads; ProductSum: the addend, if any
   int packed_b = -1, packed_c = -1;  // MatMul of several products: the packed weights and outputs
-  std::vector<int> packs;       // Training over a pack: its packed tensors (emit_training.cpp)
-  bool dead = false;            // merged into another group
+  std::vector<int> packs;            // Training over a pack: its packed tensors (emit_training.cpp)
+  bool dead = false;                 // merged into another group
 
   int extra(FusedAs as) const;  // the first extra joined as `as`, or -1
 };

@@ -33,13 +33,15 @@ void emit_norm_backward(Emitter& e, int id, int add) {
   const int out = add >= 0 ? add : id;
   int addend = x;
   if (add >= 0) addend = e.node(add).inputs[0] == id ? e.node(add).inputs[1] : e.node(add).inputs[0];
-  KernelCall& c = e.call(Kernel::NormBackward, id, add >= 0 ? "+ %" + std::to_string(addend) + " -> %" + std::to_string(add) : "");
+  KernelCall& c =
+      e.call(Kernel::NormBackward, id, add >= 0 ? "+ %" + std::to_string(addend) + " -> %" + std::to_string(add) : "");
   c.spec = {n.op == Op::RmsNormBackward ? NORM_RMS : NORM_LAYER, has_w ? 1u : 0u, add >= 0 ? 1u : 0u};
   // The row statistics, for the weight gradient of the same x and dy where it is emitted later.
   const int stats = e.scratch(uint64_t{p.rows} * 8);
   e.set_norm_stats(x, n.inputs[1], n.op == Op::RmsNormBackward, stats);
   c.spec.push_back(1u);  // WRITE_STATS
-  c.tensors = {{x, false}, {has_w ? n.inputs[2] : x, false}, {n.inputs[1], false}, {out, true}, {addend, false}, {stats, true}};
+  c.tensors = {{x, false},   {has_w ? n.inputs[2] : x, false}, {n.inputs[1], false}, {out, true}, {addend, false},
+               {stats, true}};
   c.groups = {row_groups(p.rows), 1, 1};
   Emitter::set_params(c, p);
 }
@@ -58,7 +60,9 @@ static void emit_norm_weight_grad(Emitter& e, int id) {
   Emitter::set_params(c, p);
 }
 
-// (logits, labels, dloss) -> dlogits: the count of labels that are not ignored, then one pass.
+// (logits, labels, dloss) -> dlogits: the count of labels that are not ignored, then one pass;
+// where the labels are few against a row (at most 1/16 of its logits), every workgroup of the
+// pass counts them itself and the counting dispatch goes.
 static void emit_cross_entropy_backward(Emitter& e, int id) {
   const Node& n = e.node(id);
   const Shape& logits = e.node(n.inputs[0]).shape;
@@ -67,11 +71,16 @@ static void emit_cross_entropy_backward(Emitter& e, int id) {
   p.rows = u32(numel(logits) / logits.back(), "rows");
   p.ignore_index = static_cast<int32_t>(n.attrs.ignore_index);
   p.node = static_cast<uint32_t>(id);
-  int count = e.scratch(4);
-  KernelCall& k = e.call(Kernel::CrossEntropyCount, id, "count");
-  k.tensors = {{n.inputs[1], false}, {count, true}};
-  Emitter::set_params(k, p);
-  KernelCall& c = e.call(Kernel::CrossEntropyBackward, id, "");
+  const bool count_here = uint64_t{p.rows} * 16 <= p.classes;
+  int count = n.inputs[1];  // not read where the pass counts
+  if (!count_here) {
+    count = e.scratch(4);
+    KernelCall& k = e.call(Kernel::CrossEntropyCount, id, "count");
+    k.tensors = {{n.inputs[1], false}, {count, true}};
+    Emitter::set_params(k, p);
+  }
+  KernelCall& c = e.call(Kernel::CrossEntropyBackward, id, count_here ? "counts the labels" : "");
+  c.spec = {count_here ? 1u : 0u};
   c.tensors = {{n.inputs[0], false}, {n.inputs[1], false}, {n.inputs[2], false}, {count, false}, {id, true}};
   c.groups = {row_groups(p.rows), 1, 1};
   Emitter::set_params(c, p);

@@ -11,18 +11,18 @@ namespace meganeura::lower {
 // The calls of group `grp`, by its archetype's emitter.
 void emit_group(Emitter& e, const DispatchGroup& grp);
 
-void emit_elementwise(Emitter& e, int node);  // unary, binary, compare, where, cast
-void emit_movement(Emitter& e, int node);     // permute, slice, concat, broadcast_to
+void emit_elementwise(Emitter& e, int node);                  // unary, binary, compare, where, cast
+void emit_movement(Emitter& e, int node);                     // permute, slice, concat, broadcast_to
 void emit_pointwise(Emitter& e, const DispatchGroup& chain);  // a chain as one generated kernel
 
 // What a matmul dispatch computes besides its products (-1: none); each runs as a call of its
 // own where the tier the products get cannot take it.
 struct MatMulFusions {
-  int norm = -1;        // the norm of a single product's result: in the split-K summing pass
-  int glu = -1;         // swiglu(products[0], products[1]): in the tensor-core kernel's store
-  int rotary[2] = {-1, -1};     // a q/k rotary pair of two products: in the split-K summing pass
+  int norm = -1;                        // the norm of a single product's result: in the split-K summing pass
+  int glu = -1;                         // swiglu(products[0], products[1]): in the tensor-core kernel's store
+  int rotary[2] = {-1, -1};             // a q/k rotary pair of two products: in the split-K summing pass
   uint32_t rotary_product[2] = {0, 0};  // which product each rotates
-  int norm_a = -1;      // rms_norm(x, w) that is the products' A: in the GEMV's loads (x·w, rstd at the store)
+  int norm_a = -1;  // rms_norm(x, w) that is the products' A: in the GEMV's loads (x·w, rstd at the store)
 };
 inline constexpr int64_t kMaxFusedNormDim = 4096;  // matmul_split_sum_norm.comp keeps a row in shared memory
 void emit_matmul(Emitter& e, const DispatchGroup& products);

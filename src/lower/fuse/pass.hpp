@@ -24,7 +24,9 @@ struct PassContext {
   // Its value is needed by nothing but the one reader computing it.
   bool dies_in_one_reader(int id) const { return lower::dies_in_one_reader(uses, out, id); }
   // Its value must be stored: a graph output or a tensor kept for later.
-  bool pinned(int id) const { return uses.kept[static_cast<size_t>(id)] || out.tensors[static_cast<size_t>(id)].output; }
+  bool pinned(int id) const {
+    return uses.kept[static_cast<size_t>(id)] || out.tensors[static_cast<size_t>(id)].output;
+  }
 };
 
 using PassFn = void (*)(PassContext&, Grouping&);

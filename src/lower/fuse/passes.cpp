@@ -8,8 +8,10 @@ namespace meganeura::lower {
 const std::vector<Pass>& fusion_passes() {
   static const std::vector<Pass> passes = {
       {"matmul_siblings", "matmuls reading one A with weight parameters as B: one dispatch", matmul_siblings},
-      {"elementwise_chains", "elementwise nodes whose values only the chain reads: one generated kernel", elementwise_chains},
-      {"scatter_in_place", "a scatter_add adds into its base's bytes where nothing else reads them", scatter_in_place, true},
+      {"elementwise_chains", "elementwise nodes whose values only the chain reads: one generated kernel",
+       elementwise_chains},
+      {"scatter_in_place", "a scatter_add adds into its base's bytes where nothing else reads them", scatter_in_place,
+       true},
       {"rotary_pairs", "two rotaries sharing cos, sin and direction: one dispatch", rotary_pairs},
       {"attention_grad_pairs", "an attention's d k and d v: one dispatch", attention_grad_pairs},
       {"norm_after_matmul", "the norm of a single product's rows: in its split-K summing pass", norm_after_matmul},
@@ -19,13 +21,15 @@ const std::vector<Pass>& fusion_passes() {
       {"rotary_in_matmul", "the q/k rotary pair of a q/k/v group: in its split-K summing pass", rotary_in_matmul},
       {"rms_norm_in_gemv", "rms_norm(x, w) as a GEMV's A: normalised as it loads", rms_norm_in_gemv},
       {"product_sums", "dq·Wq + dk·Wk + dv·Wv and the like: one split-K dispatch", product_sums},
-      {"update_packs", "optimizer updates (and accumulations) of many parameters: one dispatch a pack", update_packs, true},
+      {"update_packs", "optimizer updates (and accumulations) of many parameters: one dispatch a pack", update_packs,
+       true},
   };
   return passes;
 }
 
 void run_passes(PassContext& c, Grouping& groups) {
-  if (c.options.log) std::fprintf(stderr, "meganeura: lower: %zu dispatch groups before fusion\n", groups.emission_order().size());
+  if (c.options.log)
+    std::fprintf(stderr, "meganeura: lower: %zu dispatch groups before fusion\n", groups.emission_order().size());
   groups.take_changed();
   for (const Pass& pass : fusion_passes()) {
     if (!c.options.fuse && !pass.always) continue;
