@@ -3,7 +3,7 @@
 # the test suite with ctest. Exits with ctest's status. Extra arguments go to ctest
 # (for example `scripts/test.sh -R matmul`).
 # With CI=true (.ci/run): build/ is a Release build with warnings as errors (GCC's -O3 passes
-# warn where the default -O2 does not), every C++ file must be as .clang-format says, each fuzz target runs for a few seconds from its seeds,
+# warn where the default -O2 does not), every C++ file must be as .clang-format says and src/ pass .clang-tidy, each fuzz target runs for a few seconds from its seeds,
 # and the whole suite runs again under ASan + UBSan (scripts/sanitize.sh); every part runs
 # whatever the others' outcome, and the status says whether all passed.
 set -euo pipefail
@@ -19,6 +19,7 @@ started=$SECONDS
 CMAKE_BUILD_TYPE=Release scripts/build.sh  # CI=true: warnings are errors
 status=0
 scripts/format.sh --check || status=1
+scripts/tidy.sh || status=1  # .clang-tidy over src/, with the Release build's compile commands
 echo "test: ctest --test-dir build --output-on-failure $*"
 ctest --test-dir build --output-on-failure "$@" || status=1
 echo "test: CI: $((SECONDS - started)) s so far"
