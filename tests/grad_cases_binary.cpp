@@ -40,6 +40,9 @@ std::vector<GradCase> binary_cases() {
     cases.push_back({o.op, "rank0_second_operand", [o, second](GradBuilder& b) {
                        Tensor a = b.param("a", {7, 9}, -1, 1);
                        b.out = o.fn(a, second(b, {}));
+                       // d b sums 63 terms of about 0.3 each, which may cancel: its f32 rounding
+                       // is relative to their magnitudes, not to what is left of their sum.
+                       b.grad_scale = 0.05;
                      }});
   }
   // swiglu with the gate wider than silu's bend, and only the gate or only the up projection

@@ -1,6 +1,8 @@
 // Gradient cases for matmul (transposes, batch broadcasting: the broadcast operand's gradient
 // sums over the batch), reductions (several axes, keepdim, max with ties split evenly) and the
 // row ops (softmax, log_softmax along any axis; rms_norm/layer_norm w.r.t. x, weight and bias).
+#include <algorithm>
+
 #include "grad_case.hpp"
 
 namespace mntest {
@@ -80,21 +82,40 @@ std::vector<GradCase> linear_cases() {
   };
 }
 
+// Values in [-1, 1] at least 1/n apart, shuffled: a max's winner stays the winner under the
+// finite differences' steps (1e-6), where uniform draws tie within a step now and then.
+Tensor spaced(GradBuilder& b, const Shape& s) {
+  const int64_t n = numel(s);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    v[static_cast<size_t>(i)] = static_cast<float>(-1.0 + 2.0 * static_cast<double>(i) / static_cast<double>(n));
+  std::shuffle(v.begin(), v.end(), b.rng.engine());
+  return b.param_host("x", host_f32(s, v));
+}
+
 std::vector<GradCase> reduce_cases() {
   std::vector<GradCase> cases;
   for (Op op : {Op::Sum, Op::Mean, Op::Max}) {
     auto fn = [op](Tensor x, std::vector<int64_t> axes, bool keepdim) {
       return op == Op::Sum ? sum(x, axes, keepdim) : op == Op::Mean ? mean(x, axes, keepdim) : max(x, axes, keepdim);
     };
-    cases.push_back({op, "all_axes_7x33", [fn](GradBuilder& b) { b.out = fn(b.param("x", {7, 33}), {}, false); }});
-    cases.push_back({op, "axes_0_2_keepdim_5x7x9", [fn](GradBuilder& b) {
-                       b.out = fn(b.param("x", {5, 7, 9}), {0, 2}, true);  // [1,7,1]
+    // A sum (or mean) of 35 to 231 values in [-1, 1] may cancel to almost nothing: its f32
+    // rounding is relative to the values' magnitudes, not to what is left, so the comparison's
+    // scale has that floor. A max draws spaced values.
+    auto x_of = [op](GradBuilder& b, const Shape& s) {
+      if (op == Op::Sum) b.scale = 1.0;
+      if (op == Op::Mean) b.scale = 0.01;
+      return op == Op::Max ? spaced(b, s) : b.param("x", s);
+    };
+    cases.push_back({op, "all_axes_7x33", [fn, x_of](GradBuilder& b) { b.out = fn(x_of(b, {7, 33}), {}, false); }});
+    cases.push_back({op, "axes_0_2_keepdim_5x7x9", [fn, x_of](GradBuilder& b) {
+                       b.out = fn(x_of(b, {5, 7, 9}), {0, 2}, true);  // [1,7,1]
                      }});
-    cases.push_back({op, "rank4_negative_axes", [fn](GradBuilder& b) {
-                       b.out = fn(b.param("x", {2, 3, 5, 7}), {-1, -3}, false);  // [2,5]
+    cases.push_back({op, "rank4_negative_axes", [fn, x_of](GradBuilder& b) {
+                       b.out = fn(x_of(b, {2, 3, 5, 7}), {-1, -3}, false);  // [2,5]
                      }});
-    cases.push_back({op, "axis1_keepdim_then_broadcast_sub", [fn](GradBuilder& b) {
-                       Tensor x = b.param("x", {7, 33});
+    cases.push_back({op, "axis1_keepdim_then_broadcast_sub", [fn, x_of](GradBuilder& b) {
+                       Tensor x = x_of(b, {7, 33});
                        b.out = x - fn(x, {1}, true);  // x used twice, through the reduction and directly
                      }});
   }
