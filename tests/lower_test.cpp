@@ -137,8 +137,8 @@ TEST(LowerCounts, SmolLM2NeverTakesMoreDispatches) {
   mn::models::Llama model(*g, c);
   std::vector<mn::models::Llama::Cache> caches;
   for (int64_t l = 0; l < c.num_hidden_layers; ++l)
-    caches.push_back({g->state("k" + std::to_string(l), model.cache_shape(1, 256)),
-                      g->state("v" + std::to_string(l), model.cache_shape(1, 256))});
+    caches.push_back({g->state(std::string("k").append(std::to_string(l)), model.cache_shape(1, 256)),
+                      g->state(std::string("v").append(std::to_string(l)), model.cache_shape(1, 256))});
   mn::Tensor hidden = model.forward_cached(g->input("ids", {1, 1}, mn::i32), g->input("positions", {1}, mn::i32),
                                            g->input("start", {1}, mn::i32), caches);
   g->output("logits", model.head(mn::gather(hidden, g->input("last", {1}, mn::i32), 1)));

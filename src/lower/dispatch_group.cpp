@@ -121,28 +121,33 @@ std::vector<int> Grouping::take_changed() {
   return out;
 }
 
+// Built by appending: GCC 12's -O3 warns (-Wrestrict, a false positive) on "literal" + string&&.
 static std::string node_str(const Graph& g, int id) {
   const Node& n = g.node(id);
-  std::string s = "%" + std::to_string(id) + " " + std::string(op_name(n.op));
+  std::string s = "%";
+  s.append(std::to_string(id)).append(" ").append(op_name(n.op));
   const bool by_weight =
       archetype_of(n.op) == Archetype::MatMul && n.inputs.size() > 1 && g.node(n.inputs[1]).op == Op::Parameter;
   if (by_weight)
-    s += " by " + g.node(n.inputs[1]).name;  // the projection it is
+    s.append(" by ").append(g.node(n.inputs[1]).name);  // the projection it is
   else if (n.op == Op::OptimizerUpdate || n.op == Op::Accumulate)
-    s += " of " + g.node(n.inputs[0]).name;
+    s.append(" of ").append(g.node(n.inputs[0]).name);
   else if (!n.name.empty())
-    s += " (" + n.name + ")";
+    s.append(" (").append(n.name).append(")");
   return s;
 }
 
 std::string Grouping::describe(const Graph& g, int index) const {
   const DispatchGroup& grp = group(index);
-  std::string s =
-      "#" + std::to_string(index) + " " + archetype_name(grp.archetype) + " @%" + std::to_string(grp.anchor) + ":";
-  for (size_t k = 0; k < grp.nodes.size(); ++k) s += (k ? ", " : " ") + node_str(g, grp.nodes[k]);
-  for (const Fused& f : grp.extras) s += std::string(" + ") + fused_as_name(f.as) + " " + node_str(g, f.node);
-  if (grp.archetype == Archetype::Pointwise) s += " reading " + std::to_string(grp.reads.size()) + " tensors";
-  if (grp.archetype == Archetype::ProductSum && !grp.reads.empty()) s += " + %" + std::to_string(grp.reads[0]);
+  std::string s = "#";
+  s.append(std::to_string(index)).append(" ").append(archetype_name(grp.archetype));
+  s.append(" @%").append(std::to_string(grp.anchor)).append(":");
+  for (size_t k = 0; k < grp.nodes.size(); ++k) s.append(k ? ", " : " ").append(node_str(g, grp.nodes[k]));
+  for (const Fused& f : grp.extras) s.append(" + ").append(fused_as_name(f.as)).append(" ").append(node_str(g, f.node));
+  if (grp.archetype == Archetype::Pointwise)
+    s.append(" reading ").append(std::to_string(grp.reads.size())).append(" tensors");
+  if (grp.archetype == Archetype::ProductSum && !grp.reads.empty())
+    s.append(" + %").append(std::to_string(grp.reads[0]));
   return s;
 }
 
