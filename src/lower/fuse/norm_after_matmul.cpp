@@ -22,8 +22,6 @@ const std::vector<Pattern>& norm_forms() {
   return forms;
 }
 
-bool is_product(Op op) { return op == Op::MatMul || op == Op::MatMulAdd || op == Op::Linear; }
-
 }  // namespace
 
 void norm_after_matmul(PassContext& c, Grouping& groups) {
@@ -33,7 +31,7 @@ void norm_after_matmul(PassContext& c, Grouping& groups) {
     const auto m = match_any(c.g, id, norm_forms());
     if (!m) continue;
     const int product = (*m)["product"];
-    if (!is_product(c.node(product).op) || !groups.alone(product) || !groups.alone(id) ||
+    if (archetype_of(c.node(product).op) != Archetype::MatMul || !groups.alone(product) || !groups.alone(id) ||
         c.node(product).shape != norm.shape || numel(norm.shape) == 0 || norm.shape.back() > kMaxFusedNormDim)
       continue;
     // The norm runs where the product does: its weight and bias must be ready there.

@@ -12,7 +12,7 @@ namespace {
 // Product `id` reads `norm` as its A, and only there.
 bool reads_as_a(const Graph& g, int id, int norm) {
   const Node& m = g.node(id);
-  return (m.op == Op::MatMul || m.op == Op::MatMulAdd || m.op == Op::Linear) && m.inputs[0] == norm &&
+  return archetype_of(m.op) == Archetype::MatMul && m.inputs[0] == norm &&
          std::count(m.inputs.begin(), m.inputs.end(), norm) == 1 && !m.attrs.transpose_a;
 }
 

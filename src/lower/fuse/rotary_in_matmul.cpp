@@ -26,13 +26,12 @@ ProductOf product_of(const PassContext& c, const Grouping& groups, int x) {
 }  // namespace
 
 void rotary_in_matmul(PassContext& c, Grouping& groups) {
-  static const Pattern rotary = node(Op::Rotary, {var("x"), var("cos"), var("sin")});
   for (int a = 0; a < c.g.size(); ++a) {
     const int pair = groups.owner(a);
     if (pair < 0 || groups.group(pair).archetype != Archetype::Rotary || groups.group(pair).anchor != a) continue;
     const int b = groups.group(pair).extra(FusedAs::Partner);
     if (b < 0) continue;
-    const auto ma = match(c.g, a, rotary), mb = match(c.g, b, rotary);
+    const auto ma = match(c.g, a, rotary_pattern()), mb = match(c.g, b, rotary_pattern());
     if (!ma || !mb || c.node(a).attrs.count != 0 || c.node(b).attrs.count != 0) continue;
     const ProductOf pa = product_of(c, groups, (*ma)["x"]), pb = product_of(c, groups, (*mb)["x"]);
     if (pa.group < 0 || pb.group != pa.group || pa.index == pb.index ||

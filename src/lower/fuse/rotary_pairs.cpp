@@ -6,13 +6,17 @@ namespace meganeura::lower {
 namespace {
 
 bool same_rotation(const Graph& g, int a, int b) {
-  static const Pattern rotary = node(Op::Rotary, {var("x"), var("cos"), var("sin")});
-  const auto x = match(g, a, rotary), y = match(g, b, rotary);
+  const auto x = match(g, a, rotary_pattern()), y = match(g, b, rotary_pattern());
   return x && y && (*x)["cos"] == (*y)["cos"] && (*x)["sin"] == (*y)["sin"] &&
          g.node(a).attrs.count == g.node(b).attrs.count;
 }
 
 }  // namespace
+
+const Pattern& rotary_pattern() {
+  static const Pattern rotary = node(Op::Rotary, {var("x"), var("cos"), var("sin")});
+  return rotary;
+}
 
 void rotary_pairs(PassContext& c, Grouping& groups) { pair_nodes(c, groups, same_rotation); }
 
