@@ -48,9 +48,10 @@ struct TrainConfig {
   std::map<std::string, float> lr_multipliers{};  // per-parameter lr factor, by name
   std::vector<std::string> frozen{};              // parameters that are not updated (no gradient is computed)
   bool reuse_memory = true;
-  bool profile = false;  // GPU timestamps per dispatch (Session::profile)
-  bool optimize = true;  // run the e-graph optimizer on forward + backward, fuse elementwise chains
-  int device = -1;       // the Vulkan device, as SessionOptions::device
+  bool profile = false;           // GPU timestamps per dispatch (Session::profile)
+  bool optimize = true;           // run the e-graph optimizer on forward + backward, fuse elementwise chains
+  int device = -1;                // the Vulkan device, as SessionOptions::device
+  uint64_t max_buffer_bytes = 0;  // as SessionOptions::max_buffer_bytes (tests of the split)
 };
 
 // Builds a training session: step() runs forward, backward and (every accumulation_steps

@@ -7,37 +7,67 @@ namespace meganeura::plan {
 
 static uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
-std::vector<uint64_t> place(const std::vector<Lifetime>& items, uint64_t alignment, bool reuse, uint64_t& size) {
-  std::vector<uint64_t> offset(items.size(), 0);
-  size = 0;
-  if (!reuse) {
-    for (size_t i = 0; i < items.size(); ++i) {
-      offset[i] = size;
-      size = align_up(size + items[i].bytes, alignment);
-    }
-    return offset;
-  }
-  std::vector<size_t> order(items.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return items[a].bytes > items[b].bytes; });
-  std::vector<size_t> placed;
-  for (size_t i : order) {
-    const Lifetime& t = items[i];
-    std::vector<std::pair<uint64_t, uint64_t>> busy;  // [begin, end) of tensors alive with t
-    for (size_t j : placed)
+namespace {
+
+struct Packer {
+  const std::vector<Lifetime>& items;
+  uint64_t alignment, capacity;
+  Arenas out;
+  std::vector<std::vector<size_t>> placed;  // per arena, the items in it
+
+  // The lowest offset in `arena` where `t` overlaps no item alive with it (maybe past capacity).
+  uint64_t lowest_free(size_t arena, const Lifetime& t) const {
+    std::vector<std::pair<uint64_t, uint64_t>> busy;  // [begin, end) of items alive with t
+    for (size_t j : placed[arena])
       if (items[j].first <= t.last && t.first <= items[j].last)
-        busy.emplace_back(offset[j], offset[j] + items[j].bytes);
+        busy.emplace_back(out.at[j].offset, out.at[j].offset + items[j].bytes);
     std::sort(busy.begin(), busy.end());
     uint64_t at = 0;
     for (auto& [b, e] : busy) {
       if (at + t.bytes <= b) break;
       at = std::max(at, align_up(e, alignment));
     }
-    offset[i] = at;
-    size = std::max(size, align_up(at + t.bytes, alignment));
-    placed.push_back(i);
+    return at;
   }
-  return offset;
+
+  void put(size_t i, size_t arena, uint64_t offset) {
+    if (arena == placed.size()) {
+      placed.emplace_back();
+      out.size.push_back(0);
+    }
+    out.at[i] = {static_cast<uint32_t>(arena), offset};
+    placed[arena].push_back(i);
+    out.size[arena] = std::max(out.size[arena], align_up(offset + items[i].bytes, alignment));
+  }
+
+  void reusing(size_t i) {
+    for (size_t a = 0; a < placed.size(); ++a)
+      if (uint64_t at = lowest_free(a, items[i]); at + items[i].bytes <= capacity) return put(i, a, at);
+    put(i, placed.size(), 0);
+  }
+
+  void appending(size_t i) {
+    size_t a = placed.empty() ? 0 : placed.size() - 1;
+    uint64_t at = placed.empty() ? 0 : out.size[a];
+    if (!placed.empty() && at + items[i].bytes > capacity && at > 0) ++a, at = 0;
+    put(i, a, at);
+  }
+};
+
+}  // namespace
+
+Arenas place(const std::vector<Lifetime>& items, uint64_t alignment, bool reuse, uint64_t capacity) {
+  Packer p{items, alignment, capacity, {std::vector<Placement>(items.size()), {}}, {}};
+  if (!reuse) {
+    for (size_t i = 0; i < items.size(); ++i) p.appending(i);
+  } else {
+    std::vector<size_t> order(items.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return items[a].bytes > items[b].bytes; });
+    for (size_t i : order) p.reusing(i);
+  }
+  if (p.out.size.empty()) p.out.size.push_back(0);
+  return p.out;
 }
 
 }  // namespace meganeura::plan

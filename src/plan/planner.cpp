@@ -12,6 +12,14 @@ using lower::Role;
 
 static uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
+// A tensor must fit one buffer: bindings address a single allocation.
+static void check_fits(const lower::TensorDesc& d, const Graph& g, uint64_t max_bytes) {
+  if (d.bytes > max_bytes)
+    throw OutOfMemoryError("tensor \"" + (d.node >= 0 ? g.label(d.node) : std::string("packed weights")) + "\" needs " +
+                           std::to_string(d.bytes) + " bytes, more than the device's largest buffer (" +
+                           std::to_string(max_bytes) + " bytes)");
+}
+
 // Persistent tensors (parameters, constants, inputs) are packed one after another; when `more`
 // is given, a tensor that would push the buffer past max_bytes starts a new buffer (its index
 // and size appended to `more`), so a model larger than one allocation still fits.
@@ -22,10 +30,7 @@ static void pack(std::vector<Slice>& where, const lower::Lowered& low, const Gra
   for (size_t t = 0; t < low.tensors.size(); ++t) {
     const lower::TensorDesc& d = low.tensors[t];
     if (d.alias_of >= 0 || !wanted(d.role)) continue;
-    if (d.bytes > max_bytes)
-      throw OutOfMemoryError("tensor \"" + (d.node >= 0 ? g.label(d.node) : std::string("packed weights")) +
-                             "\" needs " + std::to_string(d.bytes) + " bytes, more than the device's largest buffer (" +
-                             std::to_string(max_bytes) + " bytes)");
+    check_fits(d, g, max_bytes);
     if (more && *fill > 0 && *fill + d.bytes > max_bytes) {
       const uint32_t next = more->empty() ? kBufferCount : more->back().first + 1;
       more->push_back({next, 0});
@@ -38,9 +43,12 @@ static void pack(std::vector<Slice>& where, const lower::Lowered& low, const Gra
 }
 
 // Lifetimes of arena tensors in schedule levels (tensors alive in one level never share bytes,
-// so reuse adds no barrier inside a level), then their offsets.
-static uint64_t place_arena(std::vector<Slice>& where, const lower::Lowered& low, const Schedule& sched,
-                            const PlanOptions& opts, uint64_t& unshared) {
+// so reuse adds no barrier inside a level), then their places: in kArenaBuffer and, past
+// max_buffer_bytes, in further arenas, buffers `next_buffer`, `next_buffer` + 1, ... Returns
+// each arena's size.
+static std::vector<uint64_t> place_arena(std::vector<Slice>& where, const lower::Lowered& low, const Graph& g,
+                                         const Schedule& sched, const PlanOptions& opts, uint32_t next_buffer,
+                                         uint64_t& unshared) {
   int end = 0;
   std::vector<int> first(low.tensors.size(), -1), last(low.tensors.size(), -1);
   for (size_t c = 0; c < low.calls.size(); ++c) {
@@ -58,17 +66,18 @@ static uint64_t place_arena(std::vector<Slice>& where, const lower::Lowered& low
     const lower::TensorDesc& d = low.tensors[t];
     bool arena = d.role == Role::Intermediate || d.role == Role::Scratch;
     if (d.alias_of >= 0 || !arena || first[t] < 0) continue;
+    check_fits(d, g, opts.max_buffer_bytes);
     items.push_back({d.bytes, first[t], d.output ? end : last[t]});
     ids.push_back(t);
   }
-  uint64_t size = 0;
-  std::vector<uint64_t> offsets = place(items, opts.alignment, opts.reuse_memory, size);
+  const Arenas placed = place(items, opts.alignment, opts.reuse_memory, opts.max_buffer_bytes);
   unshared = 0;
   for (size_t i = 0; i < ids.size(); ++i) {
-    where[ids[i]] = {kArenaBuffer, offsets[i], items[i].bytes};
+    const uint32_t arena = placed.at[i].arena;
+    where[ids[i]] = {arena == 0 ? kArenaBuffer : next_buffer + arena - 1, placed.at[i].offset, items[i].bytes};
     unshared += align_up(items[i].bytes, opts.alignment);
   }
-  return size;
+  return placed.size;
 }
 
 namespace {
@@ -114,7 +123,8 @@ Planned plan_program(const lower::Lowered& low, const Graph& g, const PlanOption
       &more_persistent);
   pack(out.tensor, low, g, kInputBuffer, opts.alignment, inputs, [](Role r) { return r == Role::Input; });
   const Schedule sched = schedule_calls(low, opts.schedule_by_level);
-  uint64_t arena = place_arena(out.tensor, low, sched, opts, out.arena_unshared);
+  const auto next_buffer = static_cast<uint32_t>(kBufferCount + more_persistent.size());
+  const std::vector<uint64_t> arenas = place_arena(out.tensor, low, g, sched, opts, next_buffer, out.arena_unshared);
   for (size_t t = 0; t < n; ++t)  // views share their root's bytes
     if (low.tensors[t].alias_of >= 0) {
       out.tensor[t] = out.tensor[static_cast<size_t>(low.root(static_cast<int>(t)))];
@@ -207,11 +217,18 @@ Planned plan_program(const lower::Lowered& low, const Graph& g, const PlanOption
   p.buffers[kStatusBuffer] = {"status block", sizeof(kernels::Status), Memory::HostShared};
   p.buffers[kPersistentBuffer] = {"parameters", std::max<uint64_t>(persistent, 256), Memory::DeviceLocal};
   p.buffers[kInputBuffer] = {"inputs", std::max<uint64_t>(inputs, 256), Memory::DeviceLocal};
-  p.buffers[kArenaBuffer] = {"activation arena", std::max<uint64_t>(arena, 256), Memory::DeviceLocal};
+  p.buffers[kArenaBuffer] = {"activation arena", std::max<uint64_t>(arenas[0], 256), Memory::DeviceLocal};
   p.buffers[kUploadBuffer] = {"input staging", std::max<uint64_t>(upload, 256), Memory::Upload};
   p.buffers[kReadbackBuffer] = {"output staging", std::max<uint64_t>(readback, 256), Memory::Readback};
   for (const auto& [index, size] : more_persistent)
     p.buffers.push_back({"parameters " + std::to_string(index - kBufferCount + 2), size, Memory::DeviceLocal});
+  out.parameter_buffers.push_back(kPersistentBuffer);
+  for (const auto& [index, size] : more_persistent) out.parameter_buffers.push_back(index);
+  out.arena_buffers.push_back(kArenaBuffer);
+  for (size_t a = 1; a < arenas.size(); ++a) {
+    out.arena_buffers.push_back(static_cast<uint32_t>(p.buffers.size()));
+    p.buffers.push_back({"activation arena " + std::to_string(a + 1), arenas[a], Memory::DeviceLocal});
+  }
   out.params_words.resize(p.buffers[kParamsBuffer].size / 4, 0);
   return out;
 }

@@ -28,8 +28,9 @@ struct PlanOptions {
   bool reuse_memory = true;
   uint64_t alignment = 256;  // >= every device's minStorageBufferOffsetAlignment
   // The largest buffer the device takes (maxMemoryAllocationSize, maxStorageBufferRange):
-  // parameters beyond it go into further buffers ("parameters 2", ...), appended after
-  // kBufferCount; a single tensor above it is an error naming the tensor.
+  // parameters and intermediates beyond it go into further buffers ("parameters 2", ...,
+  // "activation arena 2", ...), appended after kBufferCount; a single tensor above it is an
+  // error naming the tensor.
   uint64_t max_buffer_bytes = UINT64_MAX;
   // Record calls level by level (schedule.hpp); false keeps lowering's order.
   bool schedule_by_level = true;
@@ -37,11 +38,13 @@ struct PlanOptions {
 
 struct Planned {
   Program program;
-  std::vector<Slice> tensor;           // where each lowered tensor lives (size 0: never needed)
-  std::vector<Slice> upload;           // per tensor: its staging slice, for inputs
-  std::vector<Slice> readback;         // per graph output (in Graph::outputs order)
-  std::vector<uint32_t> params_words;  // contents of the params buffer
-  uint64_t arena_unshared = 0;         // what the arena would take without reuse
+  std::vector<Slice> tensor;                // where each lowered tensor lives (size 0: never needed)
+  std::vector<Slice> upload;                // per tensor: its staging slice, for inputs
+  std::vector<Slice> readback;              // per graph output (in Graph::outputs order)
+  std::vector<uint32_t> params_words;       // contents of the params buffer
+  std::vector<uint32_t> parameter_buffers;  // kPersistentBuffer, then the further ones
+  std::vector<uint32_t> arena_buffers;      // kArenaBuffer, then the further ones
+  uint64_t arena_unshared = 0;              // what the arenas would take without reuse
   uint32_t dispatches = 0, barriers = 0;
 };
 

@@ -49,9 +49,10 @@ Session& Session::operator=(Session&&) noexcept = default;
 
 Session make_session(std::unique_ptr<Session::Impl> impl) { return Session(std::move(impl)); }
 
-uint64_t Session::Impl::largest_buffer(int device) {
-  const auto ctx = vk::Context::get(device);
-  return std::min<uint64_t>(ctx->max_allocation_size(), ctx->limits().maxStorageBufferRange);
+uint64_t Session::Impl::largest_buffer(const SessionOptions& options) {
+  const auto ctx = vk::Context::get(options.device);
+  const uint64_t largest = std::min<uint64_t>(ctx->max_allocation_size(), ctx->limits().maxStorageBufferRange);
+  return options.max_buffer_bytes ? std::min(options.max_buffer_bytes, largest) : largest;
 }
 
 // MEGANEURA_SCHEDULE: level (default: independent calls recorded together, plan/schedule.hpp)
@@ -64,8 +65,7 @@ std::unique_ptr<Session::Impl> Session::Impl::build(const Graph& g, const lower:
   impl->options = options;
   impl->ctx = vk::Context::get(options.device);
   impl->trace_hold = std::make_unique<trace::SessionHold>(impl->ctx->info().name);
-  const uint64_t largest = largest_buffer(options.device);
-  const uint64_t split = options.max_buffer_bytes ? std::min(options.max_buffer_bytes, largest) : largest;
+  const uint64_t split = largest_buffer(options);
   {
     trace::Scope phase("plan");
     impl->planned = plan::plan_program(
@@ -133,7 +133,7 @@ std::unique_ptr<Session::Impl> Session::Impl::compile(const Graph& g, const std:
   {
     trace::Scope phase("lower");
     lower::LowerOptions lowering = runtime::lower_options(vk::Context::get(options.device)->info(), how.optimizing);
-    lowering.update_pack_bytes = runtime::update_pack_bytes(largest_buffer(options.device));
+    lowering.update_pack_bytes = runtime::update_pack_bytes(largest_buffer(options));
     low = lower::lower(g, keep, lowering);
     if (how.forward_end > 0) {
       lower::Lowered::CommandList forward;
@@ -277,15 +277,14 @@ std::vector<std::string> Session::output_names() const {
 }
 
 MemoryStats Session::memory() const {
-  const auto& b = impl_->planned.program.buffers;
+  const plan::Planned& p = impl_->planned;
+  const auto& b = p.program.buffers;
   MemoryStats m;
-  m.parameters = b[plan::kPersistentBuffer].size;
-  for (size_t i = plan::kBufferCount; i < b.size(); ++i) {  // further parameter buffers
-    m.parameters += b[i].size;
-    ++m.parameter_buffers;
-  }
+  for (uint32_t i : p.parameter_buffers) m.parameters += b[i].size;
+  for (uint32_t i : p.arena_buffers) m.arena += b[i].size;
+  m.parameter_buffers = static_cast<uint32_t>(p.parameter_buffers.size());
+  m.arena_buffers = static_cast<uint32_t>(p.arena_buffers.size());
   m.io = b[plan::kInputBuffer].size;
-  m.arena = b[plan::kArenaBuffer].size;
   m.arena_unshared = impl_->planned.arena_unshared;
   m.total_device = impl_->exe->device_bytes();
   return m;

@@ -98,8 +98,9 @@ struct Session::Impl {
   };
   static std::unique_ptr<Impl> compile(const Graph& g, const std::vector<int>& keep, const Compile& how,
                                        const SessionOptions& options);
-  // The largest buffer the device takes and binds (maxMemoryAllocationSize, maxStorageBufferRange).
-  static uint64_t largest_buffer(int device);
+  // The largest buffer the device takes and binds (maxMemoryAllocationSize, maxStorageBufferRange),
+  // or options.max_buffer_bytes where lower.
+  static uint64_t largest_buffer(const SessionOptions& options);
   // Throws the first failure a kernel reported in the status block (and clears it).
   void check_status();
   // Draws the default initialiser of every parameter (or of one) that has one and was never

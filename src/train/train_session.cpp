@@ -29,7 +29,10 @@ Session build_session(const Graph& user_graph, Tensor loss, const TrainConfig& c
   keep.insert(keep.end(), update.roots.begin(), update.roots.end());
   // Lowering's fusions belong to the optimizer: off with it. The forward pass alone is the
   // second command list (evaluate()).
-  const SessionOptions options{.reuse_memory = config.reuse_memory, .profile = config.profile, .device = config.device};
+  const SessionOptions options{.reuse_memory = config.reuse_memory,
+                               .profile = config.profile,
+                               .max_buffer_bytes = config.max_buffer_bytes,
+                               .device = config.device};
   auto impl = Session::Impl::compile(g, keep, {.optimizing = tg.optimized, .forward_end = tg.forward_end}, options);
   Session::Impl::Training tr;
   tr.config = config;
