@@ -1,12 +1,12 @@
 // meganeura-bench-model: a Llama model (a Hugging Face directory: config.json + safetensors) timed
-// on the device at batch 1 in three modes, one JSON line per mode on stdout, progress on stderr:
+// on the device at --batch rows (decode: 1) in three modes, one JSON line per mode on stdout, progress on stderr:
 //   inference  the forward over --seq tokens (logits of every position)
 //   decode     the Generator's KV-cache decode after a --seq-token prefill, per token
 //   train      one step: forward, next-token cross-entropy, backward, SGD
 // bench/model_torch.py prints the same lines for PyTorch on the same weights and tokens, and
 // bench/model_table.py joins them (bench/run_models.sh runs all three on the GPU machine).
 //
-//   meganeura-bench-model --model DIR [--name NAME] [--seq 128] [--runs 30] [--warmup 5]
+//   meganeura-bench-model --model DIR [--name NAME] [--batch 1] [--seq 128] [--runs 30] [--warmup 5]
 //                         [--modes inference,decode,train] [--optimize on|off] [--lr 1e-4]
 //                         [--breakdown N] [--listing DIR]
 //
@@ -43,7 +43,7 @@ namespace {
 
 struct Options {
   std::string model_dir, name;
-  int64_t seq = 128;
+  int64_t batch = 1, seq = 128;  // batch: inference and train (decoding is one sequence)
   int runs = 30, warmup = 5;
   std::vector<std::string> modes{"inference", "decode", "train"};
   bool optimize = true;
@@ -214,9 +214,9 @@ double sum(const std::vector<float>& v) {
 // --- inference: all positions' logits, reduced on the device to what the host reads (the last
 // row, and each row's sum and sum of |x|) so no 25 MB download enters the timing; the PyTorch
 // twin computes the same three reductions inside its timed call.
-std::unique_ptr<mn::Graph> inference_graph(const LlamaConfig& c, int64_t seq) {
+std::unique_ptr<mn::Graph> inference_graph(const LlamaConfig& c, int64_t batch, int64_t seq) {
   auto g = std::make_unique<mn::Graph>();
-  Tensor ids = g->input("input_ids", {1, seq}, mn::i32);
+  Tensor ids = g->input("input_ids", {batch, seq}, mn::i32);
   Tensor positions = g->input("positions", {seq}, mn::i32);
   Tensor logits = mn::models::Llama(*g, c)(ids, positions);
   g->output("last", mn::slice(logits, 1, seq - 1, seq));
@@ -225,35 +225,42 @@ std::unique_ptr<mn::Graph> inference_graph(const LlamaConfig& c, int64_t seq) {
   return g;
 }
 
+// Row r's tokens continue row r - 1's: token(r * seq + i).
+std::vector<int32_t> batch_tokens(const Bench& b, int64_t shift) {
+  const int64_t seq = b.opt.seq;
+  std::vector<int32_t> ids(static_cast<size_t>(b.opt.batch * seq));
+  for (int64_t i = 0; i < b.opt.batch * seq; ++i) ids[static_cast<size_t>(i)] = token(i + shift, b.config.vocab_size);
+  return ids;
+}
+
 void set_tokens(Session& s, const Bench& b) {
-  std::vector<int32_t> ids(static_cast<size_t>(b.opt.seq));
-  for (int64_t i = 0; i < b.opt.seq; ++i) ids[static_cast<size_t>(i)] = token(i, b.config.vocab_size);
-  s.set_input("input_ids", HostTensor::i32s({1, b.opt.seq}, ids));
+  s.set_input("input_ids", HostTensor::i32s({b.opt.batch, b.opt.seq}, batch_tokens(b, 0)));
   s.set_input("positions", HostTensor::i32s({b.opt.seq}, iota_from(0, b.opt.seq)));
 }
 
 Json inference(const Bench& b) {
-  auto g = inference_graph(b.config, b.opt.seq);
+  auto g = inference_graph(b.config, b.opt.batch, b.opt.seq);
   Json j;
-  auto t0 = std::chrono::steady_clock::now();
-  Session s = mn::build_inference_session(*g, {.optimize = b.opt.optimize});
-  j.num("compile_s", seconds_since(t0));
-  t0 = std::chrono::steady_clock::now();
-  mn::models::load_weights(s, *g, b.weights);
-  j.num("load_s", seconds_since(t0));
-  set_tokens(s, b);
-  j.times("wall", stats(wall_ms(b.opt, [&] { s.step(); })));
-
+  {  // one session at a time, as train() does
+    auto t0 = std::chrono::steady_clock::now();
+    Session s = mn::build_inference_session(*g, {.optimize = b.opt.optimize});
+    j.num("compile_s", seconds_since(t0));
+    t0 = std::chrono::steady_clock::now();
+    mn::models::load_weights(s, *g, b.weights);
+    j.num("load_s", seconds_since(t0));
+    set_tokens(s, b);
+    j.times("wall", stats(wall_ms(b.opt, [&] { s.step(); })));
+    j.num("dispatches", s.stats().dispatches).num("barriers", s.stats().barriers);
+    write_listing(b.opt, "inference", s);
+    j.nums("sample", first(s.read_output("last").to_f32(), 4));
+    j.num("checksum", sum(s.read_output("row_abs_sum").to_f32()));
+    j.num("sum", sum(s.read_output("row_sum").to_f32()));
+  }
   Session p = mn::build_inference_session(*g, {.profile = true, .optimize = b.opt.optimize});
   mn::models::load_weights(p, *g, b.weights);
   set_tokens(p, b);
   j.times("gpu", stats(gpu_ms(b.opt, p, [&] { p.step(); })));
-  j.num("dispatches", s.stats().dispatches).num("barriers", s.stats().barriers);
-  write_listing(b.opt, "inference", s);
   write_profile(b.opt, "inference", p);
-  j.nums("sample", first(s.read_output("last").to_f32(), 4));
-  j.num("checksum", sum(s.read_output("row_abs_sum").to_f32()));
-  j.num("sum", sum(s.read_output("row_sum").to_f32()));
   j.str("note", "sample: logits[0, -1, :4]; checksum: sum |logits| over all positions");
   return j;
 }
@@ -331,41 +338,47 @@ Json decode(const Bench& b) {
 Json train(const Bench& b) {
   const int64_t seq = b.opt.seq;
   auto g = std::make_unique<mn::Graph>();
-  Tensor ids = g->input("input_ids", {1, seq}, mn::i32);
+  const int64_t batch = b.opt.batch;
+  Tensor ids = g->input("input_ids", {batch, seq}, mn::i32);
   Tensor positions = g->input("positions", {seq}, mn::i32);
-  Tensor labels = g->input("labels", {1, seq}, mn::i32);
+  Tensor labels = g->input("labels", {batch, seq}, mn::i32);
   Tensor loss = mn::cross_entropy(mn::models::Llama(*g, b.config)(ids, positions), labels);
-  std::vector<int32_t> next(static_cast<size_t>(seq), -100);
-  for (int64_t i = 0; i + 1 < seq; ++i) next[static_cast<size_t>(i)] = token(i + 1, b.config.vocab_size);
+  std::vector<int32_t> next = batch_tokens(b, 1);
+  for (int64_t r = 0; r < batch; ++r) next[static_cast<size_t>(r * seq + seq - 1)] = -100;
   auto prepare = [&](Session& s) {
     mn::models::load_weights(s, *g, b.weights);
     set_tokens(s, b);
-    s.set_input("labels", HostTensor::i32s({1, seq}, next));
+    s.set_input("labels", HostTensor::i32s({batch, seq}, next));
   };
   mn::TrainConfig cfg;
   cfg.optimizer = mn::SGD{.lr = b.opt.lr};
   cfg.optimize = b.opt.optimize;
   Json j;
-  auto t0 = std::chrono::steady_clock::now();
-  Session s = mn::build_session(*g, loss, cfg);
-  j.num("compile_s", seconds_since(t0));
-  t0 = std::chrono::steady_clock::now();
-  prepare(s);
-  j.num("load_s", seconds_since(t0));
-  s.step();  // the first step sees the checkpoint's weights, as PyTorch's first step does
-  const float first_loss = s.read_loss();
-  const std::vector<float> grad = s.read_grad("model.norm.weight").to_f32();
-  j.times("wall", stats(wall_ms(b.opt, [&] { s.step(); })));
-
+  float first_loss = 0, last_loss = 0;
+  std::vector<float> grad;
+  {  // one session at a time: at 1.7B parameters and 8 x 512 tokens two would not fit
+    auto t0 = std::chrono::steady_clock::now();
+    Session s = mn::build_session(*g, loss, cfg);
+    j.num("compile_s", seconds_since(t0));
+    t0 = std::chrono::steady_clock::now();
+    prepare(s);
+    j.num("load_s", seconds_since(t0));
+    s.step();  // the first step sees the checkpoint's weights, as PyTorch's first step does
+    first_loss = s.read_loss();
+    grad = s.read_grad("model.norm.weight").to_f32();
+    j.times("wall", stats(wall_ms(b.opt, [&] { s.step(); })));
+    last_loss = s.read_loss();
+    j.num("dispatches", s.stats().dispatches).num("barriers", s.stats().barriers);
+    j.num("device_gib", static_cast<double>(s.memory().total_device) / (1 << 30));
+    write_listing(b.opt, "train", s);
+  }
   cfg.profile = true;
   Session p = mn::build_session(*g, loss, cfg);
   prepare(p);
   j.times("gpu", stats(gpu_ms(b.opt, p, [&] { p.step(); })));
-  j.num("dispatches", s.stats().dispatches).num("barriers", s.stats().barriers);
-  write_listing(b.opt, "train", s);
   write_profile(b.opt, "train", p);
   j.num("loss", first_loss);
-  j.num("loss_last", s.read_loss());
+  j.num("loss_last", last_loss);
   j.nums("sample", first(grad, 4));
   j.num("checksum", abs_sum(grad));
   j.num("lr", b.opt.lr);
@@ -395,6 +408,8 @@ Options parse(int argc, char** argv) {
       o.model_dir = value();
     else if (a == "--name")
       o.name = value();
+    else if (a == "--batch")
+      o.batch = std::stoll(value());
     else if (a == "--seq")
       o.seq = std::stoll(value());
     else if (a == "--runs")
@@ -415,7 +430,8 @@ Options parse(int argc, char** argv) {
       throw mn::Error("unknown option '" + a + "'");
   }
   if (o.model_dir.empty()) throw mn::Error("--model DIR (config.json + model.safetensors) is required");
-  if (o.seq < 2 || o.runs < 1 || o.warmup < 0) throw mn::Error("--seq must be at least 2, --runs at least 1");
+  if (o.batch < 1 || o.seq < 2 || o.runs < 1 || o.warmup < 0)
+    throw mn::Error("--batch must be at least 1, --seq at least 2, --runs at least 1");
   if (o.name.empty()) {
     std::string dir = o.model_dir;
     while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
@@ -431,11 +447,12 @@ int main(int argc, char** argv) {
   try {
     o = parse(argc, argv);
   } catch (const std::exception& e) {
-    std::fprintf(stderr,
-                 "meganeura-bench-model: %s\nusage: meganeura-bench-model --model DIR [--name NAME] [--seq 128] "
-                 "[--runs 30] [--warmup 5] [--modes inference,decode,train] [--optimize on|off] [--lr 1e-4] "
-                 "[--breakdown N] [--listing DIR]\n",
-                 e.what());
+    std::fprintf(
+        stderr,
+        "meganeura-bench-model: %s\nusage: meganeura-bench-model --model DIR [--name NAME] [--batch 1] [--seq 128] "
+        "[--runs 30] [--warmup 5] [--modes inference,decode,train] [--optimize on|off] [--lr 1e-4] "
+        "[--breakdown N] [--listing DIR]\n",
+        e.what());
     return 2;
   }
   std::string device;
@@ -455,7 +472,10 @@ int main(int argc, char** argv) {
   for (const std::string& mode : o.modes) {
     Json head;
     head.str("impl", "meganeura").str("model", o.name).str("mode", mode).str("device", device);
-    head.num("batch", 1).num("seq", static_cast<double>(o.seq)).num("runs", o.runs).flag("optimize", o.optimize);
+    head.num("batch", static_cast<double>(mode == "decode" ? 1 : o.batch))
+        .num("seq", static_cast<double>(o.seq))
+        .num("runs", o.runs)
+        .flag("optimize", o.optimize);
     std::string line;
     try {
       auto it = std::find_if(modes.begin(), modes.end(), [&](const auto& m) { return m.first == mode; });

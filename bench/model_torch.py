@@ -2,7 +2,7 @@
 """PyTorch twin of meganeura-bench-model: the same Llama directory, tokens and modes, one JSON
 line per variant and mode on stdout (progress and errors on stderr).
 
-    python3 bench/model_torch.py --model DIR [--name NAME] [--seq 128] [--runs 30] [--warmup 5]
+    python3 bench/model_torch.py --model DIR [--name NAME] [--batch 1] [--seq 128] [--runs 30] [--warmup 5]
         [--modes inference,decode,train] [--variants eager,compile,cudagraphs] [--lr 1e-4]
 
 Variants: eager; compile (torch.compile, default mode); cudagraphs (torch.compile
@@ -211,6 +211,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", required=True)
     ap.add_argument("--name")
+    ap.add_argument("--batch", type=int, default=1, help="rows for inference and train (decode: 1)")
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=5)
@@ -225,7 +226,8 @@ def main():
     failures = 0
     for variant in a.variants.split(","):
         for mode in a.modes.split(","):
-            line = {"impl": f"torch-{variant}", "model": name, "mode": mode, "device": device, "batch": 1,
+            line = {"impl": f"torch-{variant}", "model": name, "mode": mode, "device": device,
+                    "batch": 1 if mode == "decode" else a.batch,
                     "seq": a.seq, "runs": a.runs, "torch": torch.__version__}
             model = None
             try:
@@ -236,7 +238,9 @@ def main():
                 model = load_model(a.model, dev)
                 line["load_s"] = time.perf_counter() - t0
                 vocab = model.config.vocab_size
-                ids = torch.tensor([[token(i, vocab) for i in range(a.seq)]], device=dev)
+                rows = 1 if mode == "decode" else a.batch  # row r continues row r - 1, as meganeura's
+                ids = torch.tensor([[token(r * a.seq + i, vocab) for i in range(a.seq)] for r in range(rows)],
+                                   device=dev)
                 line.update(MODES[mode](model, a, variant, ids))
             except Exception as e:  # noqa: BLE001 - report it, go on with the next mode
                 failures += 1

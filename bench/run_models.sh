@@ -4,7 +4,7 @@
 # device tool, in the repo root there, carrying .gl and the GPU build (build-gpu/bench/
 # meganeura-bench-model; MEGANEURA_BUILD_DIR names another folder):
 #   bash bench/run_models.sh [--model DIR] [--name NAME] [--modes inference,decode,train]
-#        [--variants eager,compile,cudagraphs] [--seq 128] [--runs 30] [--warmup 5]
+#        [--variants eager,compile,cudagraphs] [--batch 1] [--seq 128] [--runs 30] [--warmup 5]
 #        [--skip-meganeura] [--skip-torch]
 # --model defaults to /tmp/smol, made with random SmolLM2-135M weights (bench/make_random_smollm2.py,
 # seed 0: the same weights on every machine) when it has no config.json.
@@ -31,7 +31,7 @@ while (($#)); do
     --name) name=$2; shift 2 ;;
     --modes) modes=$2; shift 2 ;;
     --variants) variants=$2; shift 2 ;;
-    --seq | --runs | --warmup) common+=("$1" "$2"); shift 2 ;;
+    --batch | --seq | --runs | --warmup) common+=("$1" "$2"); shift 2 ;;
     --skip-meganeura) ours=0; shift ;;
     --skip-torch) theirs=0; shift ;;
     *) echo "run_models: unknown option '$1' (see the comment atop bench/run_models.sh)" >&2; exit 2 ;;

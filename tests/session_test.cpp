@@ -6,7 +6,9 @@
 #include <cstring>
 #include <optional>
 
+#include "file_fixtures.hpp"
 #include "op_case.hpp"
+#include "util/half.hpp"
 
 namespace mntest {
 namespace {
@@ -72,6 +74,117 @@ TEST(Session, PlannerReusesMemoryWithoutChangingResults) {
     EXPECT_EQ(a.shape, c.shape);
     EXPECT_TRUE(a.bytes == c.bytes) << "output '" << name << "' differs between reuse on and off";
   }
+}
+
+// Intermediates past the largest buffer go into further arenas (a device's
+// maxMemoryAllocationSize, 4 GiB on many): with a 3-tensor limit the long chain's arena spans
+// several buffers, with and without reuse, and gives the same results bit for bit.
+TEST(Session, ArenaSpansBuffersPastTheLargest) {
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  CaseBuilder b(rng);
+  b.rtol = 5e-3;
+  build_long_chain(b);
+  const uint64_t tensor_bytes = 257 * 129 * 4, limit = 3 * ((tensor_bytes + 255) / 256 * 256);
+  Session one = build_inference_session(b.g);
+  feed(one, b);
+  one.step();
+  for (bool reuse : {true, false}) {
+    SCOPED_TRACE(reuse ? "reuse" : "no reuse");
+    Session split = build_inference_session(b.g, {.reuse_memory = reuse, .max_buffer_bytes = limit});
+    const MemoryStats m = split.memory();
+    EXPECT_EQ(one.memory().arena_buffers, 1u);
+    EXPECT_GE(m.arena_buffers, reuse ? 2u : 10u) << "arena " << m.arena << " bytes in buffers of " << limit;
+    EXPECT_GE(m.arena, one.memory().arena);
+    feed(split, b);
+    split.step();
+    check_outputs(split, b);
+    for (const char* name : {"y", "side"})
+      EXPECT_TRUE(split.read_output(name).bytes == one.read_output(name).bytes) << name;
+  }
+  // One intermediate larger than the limit cannot be split: the error names it and its size.
+  const std::string msg =
+      message_of<OutOfMemoryError>([&] { build_inference_session(b.g, {.max_buffer_bytes = tensor_bytes / 2}); });
+  EXPECT_NE(msg.find("needs " + std::to_string(tensor_bytes) + " bytes, more than the device's largest buffer"),
+            std::string::npos)
+      << msg;
+}
+
+// `t` (f32) stored as f32, f16 or bf16.
+HostTensor as_dtype(const HostTensor& t, DType dtype) {
+  if (dtype == f32) return t;
+  HostTensor out{t.shape, dtype, std::vector<std::byte>(static_cast<size_t>(t.numel()) * 2)};
+  const std::vector<float> v = t.to_f32();
+  for (size_t i = 0; i < v.size(); ++i) {
+    const uint16_t h = dtype == f16 ? half::f32_to_f16(v[i]) : half::f32_to_bf16(v[i]);
+    std::memcpy(out.bytes.data() + 2 * i, &h, 2);
+  }
+  return out;
+}
+
+// Weights streamed from a checkpoint (Session::set_parameters, what load_weights uses): f32, f16
+// and bf16 tensors of odd sizes, read as f32 parameters, cut across staging chunks of 1 KiB, land
+// exactly as the one-tensor-at-a-time path puts them; bad names, shapes and dtypes are errors
+// naming the file and tensor, raised before any parameter is touched.
+TEST(Session, SetParametersStreamsACheckpointAcrossChunks) {
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  TempDir dir;
+  const std::vector<std::pair<std::string, std::pair<Shape, DType>>> tensors = {
+      {"a", {{37, 29}, f32}}, {"b", {{1001}, f16}},        {"c", {{3, 5, 7}, bf16}}, {"d", {{2}, f32}},
+      {"e", {{700}, f32}},    {"big", {{1201, 1001}, f16}}};  // 4.8 MB as f32: a 4 MiB chunk is filled by several
+                                                              // threads
+  TensorFile file;
+  Graph g;
+  Tensor total;
+  for (const auto& [name, how] : tensors) {
+    const auto& [shape, dtype] = how;
+    std::vector<float> v(static_cast<size_t>(numel(shape)));
+    for (float& x : v) x = static_cast<float>(rng.uniform(-3, 3));
+    file.tensors[name] = as_dtype(HostTensor::f32s(shape, v), dtype);
+    Tensor s = sum(g.parameter(name, shape), {});
+    total = total.valid() ? total + s : s;
+  }
+  g.output("total", total);
+  write_safetensors(dir / "w.safetensors", file);
+  const Checkpoint ckpt = Checkpoint::open(dir / "w.safetensors");
+  std::vector<std::string> names;
+  for (const auto& [name, how] : tensors) names.push_back(name);
+
+  Session one = build_inference_session(g);
+  for (const std::string& name : names) one.set_parameter(name, ckpt.read(name, f32));
+  for (const char* kib : {"1", "4096"}) {
+    ScopedEnv chunk("MEGANEURA_UPLOAD_CHUNK_KIB", kib);
+    Session streamed = build_inference_session(g);
+    streamed.set_parameters(ckpt, names);
+    for (const std::string& name : names)
+      EXPECT_TRUE(streamed.read_parameter(name).bytes == one.read_parameter(name).bytes) << name << ", chunk " << kib;
+  }
+
+  auto error = [&](const std::vector<std::string>& which) {
+    Session fresh = build_inference_session(g);
+    const std::string msg = error_of([&] { fresh.set_parameters(ckpt, which); });
+    EXPECT_THAT(error_of([&] { fresh.step(); }), ::testing::HasSubstr("step() before these were set"));
+    return msg;
+  };
+  EXPECT_THAT(error({"a", "nope"}), ::testing::HasSubstr("parameter"));
+  Graph other;
+  other.output("y", sum(other.parameter("a", {29, 37}), {}) + sum(other.parameter("i", {3}), {}));
+  TensorFile ints;
+  const std::vector<int32_t> small{1, 2, 3};
+  ints.tensors["i"] = HostTensor::i32s({3}, small);
+  ints.tensors["a"] = file.tensors["a"];
+  write_safetensors(dir / "i.safetensors", ints);
+  const Checkpoint ickpt = Checkpoint::open(dir / "i.safetensors");
+  Session o = build_inference_session(other);
+  const std::string shape = error_of([&] { o.set_parameters(ickpt, std::vector<std::string>{"a"}); });
+  EXPECT_THAT(shape, ::testing::AllOf(::testing::HasSubstr("i.safetensors"), ::testing::HasSubstr("\"a\""),
+                                      ::testing::HasSubstr("[37,29]"), ::testing::HasSubstr("[29,37]")));
+  const std::string dtype = error_of([&] { o.set_parameters(ickpt, std::vector<std::string>{"i"}); });
+  EXPECT_THAT(dtype, ::testing::AllOf(::testing::HasSubstr("\"i\""), ::testing::HasSubstr("i32")));
+  const std::string missing = error_of([&] { o.set_parameters(ckpt, std::vector<std::string>{"i"}); });
+  EXPECT_THAT(missing,
+              ::testing::AllOf(::testing::HasSubstr("w.safetensors"), ::testing::HasSubstr("no tensor \"i\"")));
 }
 
 // Dispatches are recorded by dependency level (plan/schedule.hpp): the long chain's side branch

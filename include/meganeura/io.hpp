@@ -2,6 +2,7 @@
 #pragma once
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,6 +49,9 @@ class Checkpoint {
   // The tensor converted to `as`: float dtypes convert among themselves (f16/bf16 -> f32 exactly);
   // an integer tensor must be read as its own dtype.
   HostTensor read(std::string_view name, DType as) const;
+  // Values [first, first + out.size() / dtype_size(as)) of the tensor, converted as read() does,
+  // into `out` (no allocation: Session::set_parameters streams weights through this).
+  void read_into(std::string_view name, DType as, uint64_t first, std::span<std::byte> out) const;
   const std::string& path() const;
 
  private:

@@ -14,6 +14,8 @@
 
 namespace meganeura {
 
+class Checkpoint;
+
 // What a session knows of a parameter: its shape, dtype and the default initialiser its graph
 // recorded (Init::Kind::none for a plain Graph::parameter).
 struct ParameterInfo {
@@ -27,6 +29,7 @@ struct MemoryStats {
   uint32_t parameter_buffers = 1;  // buffers they span (more when past the device's largest)
   uint64_t io = 0;                 // input bytes on the device
   uint64_t arena = 0;              // peak bytes of intermediates and outputs (after reuse)
+  uint32_t arena_buffers = 1;      // buffers the arena spans (more when past the device's largest)
   uint64_t arena_unshared = 0;     // what the arena would need with no reuse (sum of all tensors)
   uint64_t total_device = 0;       // all device-local memory the session holds
 };
@@ -47,8 +50,8 @@ struct SessionOptions {
   // outputs need and downloading only them; Session::run(i) replays program i. A model's prefill
   // and decode steps, sharing its weights and KV cache, are two programs of one session.
   std::vector<std::vector<std::string>> programs{};
-  // Largest buffer to place parameters in (0: what the device allows); larger models span
-  // several buffers. Lowered only to test that split on small models.
+  // Largest buffer to place parameters or intermediates in (0: what the device allows); larger
+  // models span several buffers. Lowered only to test that split on small models.
   uint64_t max_buffer_bytes = 0;
   // The Vulkan device: -1, the default one (MEGANEURA_DEVICE, else the first GPU); n, the n-th of
   // list_devices(). Sessions of one value share a logical device; each value has its own, so -1
@@ -72,6 +75,11 @@ class Session {
   void set_input(std::string_view name, std::span<const float> values);
   void set_parameter(std::string_view name, const HostTensor& value);
   void set_parameter(std::string_view name, std::span<const float> values);
+  // Sets each parameter in `names` from the checkpoint's tensor of the same name (the shapes must
+  // match; float dtypes convert to the parameter's), at the speed of the page cache: several
+  // threads convert from the memory-mapped files straight into reused staging buffers while
+  // the GPU copies (models::load_weights uses this). Everything is checked before any byte moves.
+  void set_parameters(const Checkpoint& checkpoint, std::span<const std::string> names);
 
   void step();               // runs the recorded command buffer once and waits for it
   void run(size_t program);  // runs SessionOptions::programs[program] (recorded once, too)

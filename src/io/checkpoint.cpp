@@ -142,36 +142,50 @@ Checkpoint::Info Checkpoint::info(std::string_view name) const {
 
 const std::string& Checkpoint::path() const { return impl_->path; }
 
-HostTensor Checkpoint::read(std::string_view name, DType as) const {
+// Element i of a float tensor stored as `from`, as f32.
+static float load_float(const std::byte* src, DType from, uint64_t i) {
+  if (from == f32) {
+    float v;
+    std::memcpy(&v, src + 4 * i, 4);
+    return v;
+  }
+  uint16_t h;
+  std::memcpy(&h, src + 2 * i, 2);
+  return from == f16 ? half::f16_to_f32(h) : half::bf16_to_f32(h);
+}
+
+void Checkpoint::read_into(std::string_view name, DType as, uint64_t first, std::span<std::byte> out) const {
   const Impl::Where& w = impl_->find(name);
   const Impl::File& f = impl_->files[w.file];
   const std::byte* src = f.map->data() + f.data_start + w.entry.begin;
-  const uint64_t n = static_cast<uint64_t>(numel(w.entry.shape));
-  HostTensor out{w.entry.shape, as, {}};
+  const uint64_t n = static_cast<uint64_t>(numel(w.entry.shape)), size = dtype_size(as);
+  if (out.size() % size || first + out.size() / size > n)
+    throw SizeError(f.path + ": tensor \"" + std::string(name) + "\" has " + std::to_string(n) +
+                    " values; cannot read " + std::to_string(out.size() / size) + " from value " +
+                    std::to_string(first));
   if (w.entry.dtype == as) {
-    out.bytes.assign(src, src + (w.entry.end - w.entry.begin));
-    return out;
+    std::memcpy(out.data(), src + first * size, out.size());
+    return;
   }
   if (!is_float(w.entry.dtype) || !is_float(as))
     throw DTypeError(f.path + ": tensor \"" + std::string(name) + "\" is " + std::string(dtype_name(w.entry.dtype)) +
                      " and cannot be read as " + std::string(dtype_name(as)));
-  out.bytes.resize(n * dtype_size(as));
-  for (uint64_t i = 0; i < n; ++i) {
-    float v;
-    if (w.entry.dtype == f32)
-      std::memcpy(&v, src + 4 * i, 4);
-    else {
-      uint16_t h;
-      std::memcpy(&h, src + 2 * i, 2);
-      v = w.entry.dtype == f16 ? half::f16_to_f32(h) : half::bf16_to_f32(h);
-    }
-    if (as == f32)
-      std::memcpy(out.bytes.data() + 4 * i, &v, 4);
-    else {
+  const uint64_t count = out.size() / size;
+  for (uint64_t i = 0; i < count; ++i) {
+    const float v = load_float(src, w.entry.dtype, first + i);
+    if (as == f32) {
+      std::memcpy(out.data() + 4 * i, &v, 4);
+    } else {
       const uint16_t h = as == f16 ? half::f32_to_f16(v) : half::f32_to_bf16(v);
-      std::memcpy(out.bytes.data() + 2 * i, &h, 2);
+      std::memcpy(out.data() + 2 * i, &h, 2);
     }
   }
+}
+
+HostTensor Checkpoint::read(std::string_view name, DType as) const {
+  const Info i = info(name);
+  HostTensor out{i.shape, as, std::vector<std::byte>(static_cast<uint64_t>(numel(i.shape)) * dtype_size(as))};
+  read_into(name, as, 0, out.bytes);
   return out;
 }
 

@@ -99,17 +99,10 @@ LlamaGraph llama_graph(const LlamaConfig& config, int64_t batch, int64_t seq, bo
 }
 
 void load_weights(Session& session, const Graph& g, const Checkpoint& checkpoint) {
-  for (const Node& n : g.nodes()) {
-    if (n.op != Op::Parameter) continue;
-    if (!checkpoint.contains(n.name))
-      throw NameError(checkpoint.path() + ": has no tensor \"" + n.name + "\", which the model needs " +
-                      shape_str(n.shape) + " (a checkpoint of another model or configuration?)");
-    const Checkpoint::Info info = checkpoint.info(n.name);
-    if (info.shape != n.shape)
-      throw ShapeError(info.file + ": tensor \"" + n.name + "\" is " + shape_str(info.shape) +
-                       " but the model expects " + shape_str(n.shape) + " (does config.json match the weights?)");
-    session.set_parameter(n.name, checkpoint.read(n.name, n.dtype));
-  }
+  std::vector<std::string> names;
+  for (const Node& n : g.nodes())
+    if (n.op == Op::Parameter) names.push_back(n.name);
+  session.set_parameters(checkpoint, names);
 }
 
 }  // namespace meganeura::models

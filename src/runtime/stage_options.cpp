@@ -97,4 +97,8 @@ uint64_t update_pack_bytes(uint64_t largest_buffer) {
   return mib == 0 ? largest_buffer : std::min(mib << 20, largest_buffer);
 }
 
+uint64_t upload_chunk_bytes() {
+  return util::env_number("MEGANEURA_UPLOAD_CHUNK_KIB", uint64_t{1} << 30, 64 << 10, "a number of KiB") << 10;
+}
+
 }  // namespace meganeura::runtime

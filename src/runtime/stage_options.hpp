@@ -34,5 +34,7 @@ lower::LowerOptions lower_options(const DeviceInfo& device, bool optimizing);
 // The most bytes of parameters one optimizer update dispatch covers: MEGANEURA_UPDATE_PACK_MIB
 // (default 4; 0: as large as the device's largest buffer, `largest_buffer`), at most that.
 uint64_t update_pack_bytes(uint64_t largest_buffer);
+// MEGANEURA_UPLOAD_CHUNK_KIB: the staging chunk Session::set_parameters streams weights through.
+uint64_t upload_chunk_bytes();
 
 }  // namespace meganeura::runtime

@@ -2,6 +2,7 @@
 // sets created, and its commands recorded ONCE into a command buffer that run() replays.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -13,6 +14,14 @@ namespace meganeura::vk {
 
 struct ExecutableOptions {
   bool timestamps = false;  // a timestamp query before and after every dispatch, in every list
+};
+
+// A device-local slice whose bytes a function produces piece by piece: fill(offset, out) writes
+// bytes [offset, offset + out.size()) of it. Offsets are multiples of 256 (whole elements of
+// every dtype), and fill is called from several threads at once, for disjoint pieces.
+struct StreamedWrite {
+  plan::Slice dst;
+  std::function<void(uint64_t offset, std::span<std::byte> out)> fill;
 };
 
 // When one dispatch ran on the GPU, in ns after the start of its list's first dispatch.
@@ -36,6 +45,9 @@ class Executable {
   // Copies host bytes into / out of a device-local buffer through a staging buffer, now.
   void write(plan::Slice dst, std::span<const std::byte> bytes);
   void read(plan::Slice src, std::span<std::byte> bytes);
+  // Many writes at memory speed (loading a model's weights): two staging buffers of at most
+  // `chunk` bytes, reused; while the GPU copies one, util::worker_count() threads fill the other.
+  void write_streamed(std::span<const StreamedWrite> writes, uint64_t chunk = uint64_t{64} << 20);
 
   // How many times command buffers were recorded (one per list at construction, forever).
   uint64_t recordings() const;
