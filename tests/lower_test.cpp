@@ -3,6 +3,7 @@
 // lowering may lower them, never raise them unnoticed).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -50,13 +51,34 @@ mn::models::LlamaConfig smollm2(int64_t layers) {
 
 // The default precision (tests run at "highest", validation_env.cpp): tensor cores on; update
 // packs of 4 MiB (the default).
-size_t calls(const mn::Graph& g, const std::vector<int>& keep = {}) {
+mn::lower::Lowered lowered(const mn::Graph& g, const std::vector<int>& keep = {}) {
   const std::string before = std::getenv("MEGANEURA_MATMUL_PRECISION") ? std::getenv("MEGANEURA_MATMUL_PRECISION") : "";
   setenv("MEGANEURA_MATMUL_PRECISION", "high", 1);
   mn::lower::LowerOptions o = mn::runtime::lower_options(h100(), true);
   setenv("MEGANEURA_MATMUL_PRECISION", before.c_str(), 1);
   o.update_pack_bytes = uint64_t{4} << 20;
-  return mn::lower::lower(g, keep, o).calls.size();
+  return mn::lower::lower(g, keep, o);
+}
+
+size_t calls(const mn::Graph& g, const std::vector<int>& keep = {}) { return lowered(g, keep).calls.size(); }
+
+// A decoding step's graph: one token against KV caches of `slots` positions.
+std::unique_ptr<mn::Graph> decode_step(const mn::models::LlamaConfig& c, int64_t slots) {
+  auto g = std::make_unique<mn::Graph>();
+  mn::models::Llama model(*g, c);
+  std::vector<mn::models::Llama::Cache> caches;
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l)
+    caches.push_back({g->state(std::string("k").append(std::to_string(l)), model.cache_shape(1, slots)),
+                      g->state(std::string("v").append(std::to_string(l)), model.cache_shape(1, slots))});
+  mn::Tensor hidden = model.forward_cached(g->input("ids", {1, 1}, mn::i32), g->input("positions", {1}, mn::i32),
+                                           g->input("start", {1}, mn::i32), caches);
+  g->output("logits", model.head(mn::gather(hidden, g->input("last", {1}, mn::i32), 1)));
+  return g;
+}
+
+size_t count_kernel(const mn::lower::Lowered& low, mn::kernels::Kernel k) {
+  return static_cast<size_t>(
+      std::count_if(low.calls.begin(), low.calls.end(), [&](const auto& c) { return c.kernel == k; }));
 }
 
 // A training step's graph as build_session makes it, and the nodes it keeps.
@@ -133,15 +155,7 @@ TEST(LowerCounts, SmolLM2NeverTakesMoreDispatches) {
   auto inference = mn::models::llama_graph(c, 1, 128, false);
   EXPECT_LE(calls(*mn::optimize::optimize(*inference.graph)), 245u);
 
-  auto g = std::make_unique<mn::Graph>();
-  mn::models::Llama model(*g, c);
-  std::vector<mn::models::Llama::Cache> caches;
-  for (int64_t l = 0; l < c.num_hidden_layers; ++l)
-    caches.push_back({g->state(std::string("k").append(std::to_string(l)), model.cache_shape(1, 256)),
-                      g->state(std::string("v").append(std::to_string(l)), model.cache_shape(1, 256))});
-  mn::Tensor hidden = model.forward_cached(g->input("ids", {1, 1}, mn::i32), g->input("positions", {1}, mn::i32),
-                                           g->input("start", {1}, mn::i32), caches);
-  g->output("logits", model.head(mn::gather(hidden, g->input("last", {1}, mn::i32), 1)));
+  auto g = decode_step(c, 256);
   EXPECT_LE(calls(*mn::optimize::optimize(*g)), 275u);
 
   auto training = mn::models::llama_graph(c, 1, 128, true);
@@ -150,4 +164,20 @@ TEST(LowerCounts, SmolLM2NeverTakesMoreDispatches) {
   // As when the optimizer's calls were appended after lowering: step_scalars is one more, and the
   // cross-entropy backward's counting dispatch one fewer.
   EXPECT_LE(calls(*step, keep), 1035u);
+}
+
+// The tensor-core attention takes 128 query rows a workgroup: it runs where there are rows for 32
+// full blocks (SmolLM2-1.7B's 32 heads at 128 tokens), never for a decoding step's one row a head,
+// which would fill each block with a single row (104 µs a layer on an H200 against ~16).
+TEST(LowerPicks, TensorCoreAttentionNeedsRowsNotJustHeads) {
+  mn::models::LlamaConfig c = smollm2(1);
+  c.hidden_size = 2048;
+  c.num_attention_heads = c.num_key_value_heads = 32;
+  c.vocab_size = 1000;
+  const auto prefill = mn::models::llama_graph(c, 1, 128, false);
+  const mn::lower::Lowered p = lowered(*mn::optimize::optimize(*prefill.graph));
+  EXPECT_EQ(count_kernel(p, mn::kernels::Kernel::AttentionCoopNV), 1u);
+  const mn::lower::Lowered d = lowered(*mn::optimize::optimize(*decode_step(c, 300)));
+  EXPECT_EQ(count_kernel(d, mn::kernels::Kernel::AttentionCoopNV), 0u);
+  EXPECT_EQ(count_kernel(d, mn::kernels::Kernel::Attention), 1u);
 }
