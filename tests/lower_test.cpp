@@ -156,7 +156,7 @@ TEST(LowerCounts, SmolLM2NeverTakesMoreDispatches) {
   EXPECT_LE(calls(*mn::optimize::optimize(*inference.graph)), 245u);
 
   auto g = decode_step(c, 256);
-  EXPECT_LE(calls(*mn::optimize::optimize(*g)), 275u);
+  EXPECT_LE(calls(*mn::optimize::optimize(*g)), 245u);  // 275 until the GEMV stored swiglu too
 
   auto training = mn::models::llama_graph(c, 1, 128, true);
   std::unique_ptr<mn::Graph> step;

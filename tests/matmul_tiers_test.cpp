@@ -10,6 +10,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <tuple>
 
 #include "op_case.hpp"
 
@@ -396,10 +397,10 @@ TEST(MatMulSplitK, RotaryOfTheSumRunsInTheSummingPass) {
 }
 
 // A decoding step's rms_norm whose only readers are the A of GEMV products (a grouped pair, and a
-// single matmul_add) runs inside them: x·w into the sums, the row's rstd at the store. K = 300
-// (16-byte loads) and K = 37 (scalar); 3 rows in 2 batches. With the GEMV tier off, the norms run
-// on their own. Ungrouped (horizontal fusion off), each product works the norm out itself. All
-// against the unfused graph (exact f32).
+// single matmul_add) runs inside them: x·w into the sums, the row's rstd at the store. K = 1100
+// (16-byte loads, unrolled, then single) and K = 37 (scalar); 3 rows in 2 batches. With the GEMV tier off, the norms
+// run on their own. Ungrouped (horizontal fusion off), each product works the norm out itself. All against the unfused
+// graph (exact f32).
 TEST(MatMulGemv, RmsNormOfTheRowsRunsInTheProducts) {
   for (auto [gemv, horizontal] : {std::pair{"1", "1"}, {"1", "0"}, {"0", "1"}}) {
     SCOPED_TRACE(std::string("MEGANEURA_GEMV=") + gemv + " MEGANEURA_HORIZONTAL_FUSION=" + horizontal);
@@ -407,10 +408,10 @@ TEST(MatMulGemv, RmsNormOfTheRowsRunsInTheProducts) {
         unforced("MEGANEURA_MATMUL", std::nullopt), grouping("MEGANEURA_HORIZONTAL_FUSION", horizontal);
     Graph g;
     const MatMulOptions t{.transpose_b = true};
-    Tensor x = g.input("x", {2, 3, 300}), y = g.input("y", {2, 3, 37}), r = g.input("r", {2, 3, 20});
-    Tensor nx = rms_norm(x, g.parameter("wx", {300}), 1e-5f), ny = rms_norm(y, g.parameter("wy", {37}), 1e-5f);
-    g.output("a", matmul(nx, g.parameter("wa", {70, 300}), t));
-    g.output("b", matmul(nx, g.parameter("wb", {70, 300}), t));
+    Tensor x = g.input("x", {2, 3, 1100}), y = g.input("y", {2, 3, 37}), r = g.input("r", {2, 3, 20});
+    Tensor nx = rms_norm(x, g.parameter("wx", {1100}), 1e-5f), ny = rms_norm(y, g.parameter("wy", {37}), 1e-5f);
+    g.output("a", matmul(nx, g.parameter("wa", {70, 1100}), t));
+    g.output("b", matmul(nx, g.parameter("wb", {70, 1100}), t));
     g.output("c", matmul_add(ny, g.parameter("wc", {37, 20}), r));
     Session fused = build_inference_session(g), plain = build_inference_session(g, {.optimize = false});
     const std::string listing = fused.listing();
@@ -456,6 +457,29 @@ TEST(MatMulGlu, SwigluRunsInTheTensorCoreEpilogue) {
     const std::vector<float> gg = train.read_grad(w).to_f32(), gw = train_plain.read_grad(w).to_f32();
     for (size_t i = 0; i < gg.size(); ++i)
       ASSERT_NEAR(gg[i], gw[i], 1e-4 * (1e-3 + std::abs(gw[i]))) << w << " grad " << i;
+  }
+}
+
+// Decoding's gated MLP: the GEMV computes gate and up and stores swiglu(gate, up) too (GLU), with
+// the rms_norm before them in its loads: no norm or swiglu dispatch. Weights as [N, K] (teams of
+// 32 along k; K = 1100 in 16-byte loads, K = 37 scalar) and as [K, N] (4 slices of k); N = 37
+// and 70 end inside a tile's half; 3 rows in 2 batches. Exact f32, against the unfused graph.
+TEST(MatMulGemv, SwigluRunsInTheStore) {
+  ScopedEnv tier("MEGANEURA_GEMV", "1"), precision("MEGANEURA_MATMUL_PRECISION", "highest"),
+      unforced("MEGANEURA_MATMUL", std::nullopt);
+  for (auto [k, n, transpose] : {std::tuple{1100, 37, true}, {37, 70, true}, {64, 37, false}}) {
+    SCOPED_TRACE("K " + std::to_string(k) + ", N " + std::to_string(n) + (transpose ? ", [N, K]" : ", [K, N]"));
+    Graph g;
+    const MatMulOptions t{.transpose_b = transpose};
+    const Shape w = transpose ? Shape{n, k} : Shape{k, n};
+    Tensor x = rms_norm(g.input("x", {2, 3, k}), g.parameter("norm", {k}), 1e-5f);
+    g.output("y", swiglu(matmul(x, g.parameter("gate", w), t), matmul(x, g.parameter("up", w), t)));
+    Session fused = build_inference_session(g), plain = build_inference_session(g, {.optimize = false});
+    const std::string listing = fused.listing();
+    EXPECT_NE(listing.find("swiglu %"), std::string::npos) << listing;
+    EXPECT_EQ(listing.find("dispatch elementwise"), std::string::npos) << listing;
+    EXPECT_EQ(listing.find("dispatch norm"), std::string::npos) << listing;
+    expect_same_outputs(fused, plain, g, {"y"}, 1e-5);
   }
 }
 

@@ -33,6 +33,8 @@ std::vector<OpCase> matmul_cases() {
       mm("transpose_both_bcast", {2, 1, 17, 33}, {3, 7, 17}, true, true),
       // Rows whose length is a multiple of 4: the kernels' 16-byte vector loads.
       mm("aligned_transpose_b_m3_k132_n67", {3, 132}, {67, 132}, false, true),
+      // GEMV's unrolled loads (4 a lane, 32 lanes a column) and the vec4s after them
+      mm("aligned_transpose_b_m2_k1100_n37", {2, 1100}, {37, 1100}, false, true),
       mm("aligned_m65_k64_n132", {2, 65, 64}, {64, 132}),
       // Few output tiles and a long K: split-K on its own (lower/matmul_tiers.cpp).
       mm("m5_k2100_n70_split_k", {5, 2100}, {2100, 70}),

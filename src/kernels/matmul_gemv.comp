@@ -13,6 +13,10 @@
 // again, not read): the teams multiply x·w into B and add up x² as they walk k (each team walks
 // a whole row), and scale each sum by the row's 1/sqrt(mean(x²) + eps) before the epilogue --
 // decoding's norms need no dispatch of their own.
+// GLU (spec 9): the two products are a gated MLP's gate and up projections (same N). A
+// workgroup's first COLS / 2 columns are gate columns and the rest the up columns of the same
+// outputs; the store writes both and silu(gate) * up at binding 8 (C again without GLU), so no
+// swiglu dispatch follows (matmul_coop.glsl's GLU, for decoding).
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
@@ -23,6 +27,8 @@ layout(constant_id = 5) const uint K_CONTIG = 1u;
 layout(constant_id = 6) const uint VEC4 = 0u;
 layout(constant_id = 7) const uint NORM_A = 0u;
 layout(constant_id = 8) const float NORM_EPS = 1e-6f;
+layout(constant_id = 9) const uint GLU = 0u;
+layout(std430, set = 0, binding = 8) writeonly buffer Glu { uint glu_data[]; };  // [batch, M, N] silu(gate) * up
 layout(std430, set = 0, binding = 7) readonly buffer NormW { uint norm_w[]; };
 layout(std430, set = 0, binding = 7) readonly buffer NormW4 { vec4 norm_w4[]; };
 layout(std430, set = 0, binding = 2) readonly buffer A4 { vec4 a4[]; };
@@ -32,6 +38,20 @@ const uint COLS = 256u / T;                // columns per workgroup
 const uint ROWS = 4u;
 shared float partial[ROWS][256];
 shared float partial_ss[NORM_A != 0u ? ROWS : 1u][256];  // NORM_A: the teams' sums of x²
+
+// Column c's team's sum for row r, from shared memory (after the barrier).
+float team_sum(uint r, uint c) {
+  float sum = 0.0f;
+  for (uint l = 0u; l < T; ++l) sum += partial[r][c * T + l];
+  return sum;
+}
+
+// NORM_A: row r's 1/sqrt(mean(x²) + eps), from column c's team (every team walked the whole row).
+float row_scale(uint r, uint c) {
+  float sq = 0.0f;
+  for (uint l = 0u; l < T; ++l) sq += partial_ss[r][c * T + l];
+  return 1.0f / sqrt(sq / float(p.K) + NORM_EPS);  // inversesqrt() may be approximate
+}
 
 void main() {
   uint tid = gl_LocalInvocationID.x;
@@ -48,8 +68,10 @@ void main() {
     for (uint rb = gl_WorkGroupID.y; rb < row_blocks; rb += gl_NumWorkGroups.y) {
       uint m0 = rb * ROWS, rows = min(ROWS, p.M - m0);
       for (uint tile = gl_WorkGroupID.x; tile < tiles; tile += gl_NumWorkGroups.x) {
-        uint g = group_of(tile);
-        uint N = p.N[g], n = (tile - p.tile0[g]) * COLS + col;
+        // GLU: tile t covers outputs t * COLS / 2 .. of both products; column col is the gate's
+        // (group 0) in the first half, the up's (group 1) in the second.
+        uint g = GLU != 0u ? col / (COLS / 2u) : group_of(tile);
+        uint N = p.N[g], n = GLU != 0u ? tile * (COLS / 2u) + col % (COLS / 2u) : (tile - p.tile0[g]) * COLS + col;
         uint b_at = b_batch + p.b_offset[g] + n * p.b_col_stride[g];
         uint b_row = p.b_row_stride[g];
         float acc[ROWS], ss[ROWS];
@@ -86,15 +108,27 @@ void main() {
         if (NORM_A != 0u)
           for (uint r = 0u; r < ROWS; ++r) partial_ss[r][col * T + lane] = ss[r];
         barrier();
-        if (tid < COLS * ROWS) {  // one invocation per (column, row) adds the team's partials
+        if (GLU != 0u) {
+          const uint half_cols = COLS / 2u;
+          if (tid < half_cols * ROWS) {  // one invocation per (output, row): gate, up and their swiglu
+            uint c = tid % half_cols, r = tid / half_cols, nn = tile * half_cols + c;
+            if (r < rows && nn < N) {
+              float gate = team_sum(r, c), up = team_sum(r, c + half_cols);
+              if (NORM_A != 0u) {
+                float scale = row_scale(r, c);
+                gate *= scale;
+                up *= scale;
+              }
+              store_c(0u, bt, m0 + r, nn, gate, 0u);
+              store_c(1u, bt, m0 + r, nn, up, 0u);
+              glu_data[(bt * p.M + m0 + r) * N + nn] = floatBitsToUint(silu_p(gate) * up);
+            }
+          }
+        } else if (tid < COLS * ROWS) {  // one invocation per (column, row) adds the team's partials
           uint c = tid % COLS, r = tid / COLS, nn = (tile - p.tile0[g]) * COLS + c;
           if (r < rows && nn < N) {
-            float sum = 0.0f, sq = 0.0f;
-            for (uint l = 0u; l < T; ++l) sum += partial[r][c * T + l];
-            if (NORM_A != 0u) {
-              for (uint l = 0u; l < T; ++l) sq += partial_ss[r][c * T + l];
-              sum *= 1.0f / sqrt(sq / float(p.K) + NORM_EPS);  // inversesqrt() may be approximate
-            }
+            float sum = team_sum(r, c);
+            if (NORM_A != 0u) sum *= row_scale(r, c);
             store_c(g, bt, m0 + r, nn, sum, 0u);
           }
         }

@@ -19,9 +19,8 @@ void Session::set_parameters(const Checkpoint& checkpoint, std::span<const std::
                       shape_str(n.shape) + " (weights of another model or configuration?)");
     const Checkpoint::Info info = checkpoint.info(name);
     if (info.shape != n.shape)
-      throw ShapeError(info.file + ": tensor \"" + name + "\" is " + shape_str(info.shape) +
-                       " but parameter \"" + name + "\" is " + shape_str(n.shape) +
-                       " (weights of another model or configuration?)");
+      throw ShapeError(info.file + ": tensor \"" + name + "\" is " + shape_str(info.shape) + " but parameter \"" +
+                       name + "\" is " + shape_str(n.shape) + " (weights of another model or configuration?)");
     if (info.dtype != n.dtype && !(is_float(info.dtype) && is_float(n.dtype)))
       throw DTypeError(info.file + ": tensor \"" + name + "\" is " + std::string(dtype_name(info.dtype)) +
                        " and cannot be read as " + std::string(dtype_name(n.dtype)) + " for parameter \"" + name +

@@ -125,9 +125,10 @@ Dispatch plan_dispatch(Emitter& e, const std::vector<int>& products, const Opera
   d.plan = plan_matmul(e.options().matmul, p.M, n_total, p.K, p.batch, /*b_k_contiguous=*/tb && K > 1);
   for (size_t g = 0; g < products.size(); ++g)
     p.tile0[g + 1] = p.tile0[g] + u32((p.N[g] + d.plan.tile_n - 1) / d.plan.tile_n, "matmul column tiles");
-  // A gate/up pair whose swiglu the tensor-core kernel computes as it stores (GLU,
-  // matmul_coop.glsl): each tile holds tile_n / 2 columns of both.
-  d.glu_here = f.glu >= 0 && is_coop(d.plan.kernel) && d.plan.splits == 1 && products.size() == 2 && p.N[0] == p.N[1];
+  // A gate/up pair whose swiglu the tensor-core or GEMV kernel computes as it stores (GLU,
+  // matmul_coop.glsl, matmul_gemv.comp): each tile holds tile_n / 2 columns of both.
+  d.glu_here = f.glu >= 0 && (is_coop(d.plan.kernel) || d.plan.kernel == Kernel::MatMulGemv) && d.plan.splits == 1 &&
+               products.size() == 2 && p.N[0] == p.N[1];
   if (d.glu_here) {
     p.tile0[1] = p.tile0[2] = u32((p.N[0] + d.plan.tile_n / 2 - 1) / (d.plan.tile_n / 2), "matmul column tiles");
     d.what += ", swiglu %" + std::to_string(f.glu);
@@ -155,10 +156,12 @@ Dispatch plan_dispatch(Emitter& e, const std::vector<int>& products, const Opera
   return d;
 }
 
-// The tensor-core kernels' binding 7: the swiglu output (GLU), else C's own bytes again (never
-// written there; a tensor of its own would be a write that orders independent products).
+// The swiglu output (GLU) at the tensor-core kernels' binding 7 and the GEMV's 8, else C's own
+// bytes again (never written there; a tensor of its own would be a write that orders independent
+// products).
 void bind_glu(const Dispatch& d, KernelCall& c, int glu) {
-  if (is_coop(d.plan.kernel)) c.tensors.push_back({d.glu_here ? glu : c.tensors[2].tensor, true});
+  if (is_coop(d.plan.kernel) || d.plan.kernel == Kernel::MatMulGemv)
+    c.tensors.push_back({d.glu_here ? glu : c.tensors[2].tensor, true});
 }
 
 // The tiled and tensor-core kernels' last two bindings: split-K's partials and tile counts where
@@ -176,18 +179,24 @@ void one_pass(Emitter& e, const Dispatch& d, const MatMulFusions& f) {
                     : "";
   KernelCall& c = e.call(d.plan.kernel, d.id, d.what + norm_a);
   c.tensors = {{d.a_tensor, false}, {d.weights, false}, {d.outputs, true}, {d.bias, false}, {d.res, false}};
-  bind_glu(d, c, f.glu);
+  const bool gemv = d.plan.kernel == Kernel::MatMulGemv;
+  if (!gemv) bind_glu(d, c, f.glu);
   bind_finish(d, c, -1, -1);
-  // The GEMV's binding 7: the norm's weight (norm_a), else A again (not read).
-  if (d.plan.kernel == Kernel::MatMulGemv)
+  if (gemv) {  // binding 7: the norm's weight (norm_a), else A again (not read); 8: the swiglu
     c.tensors.push_back({d.norm_a_here ? e.node(f.norm_a).inputs[1] : d.a_tensor, false});
+    bind_glu(d, c, f.glu);
+  }
   c.spec = d.epilogue;
   if (!d.layout.empty()) c.spec.push_back(0u);  // SPLIT_PARTIAL
   c.spec.insert(c.spec.end(), d.layout.begin(), d.layout.end());
-  if (d.glu_here) c.spec.push_back(1u);  // GLU
+  if (d.glu_here && !gemv) c.spec.push_back(1u);  // GLU, spec 9
   if (is_coop(d.plan.kernel)) coop_k_step(c.spec, d.plan);
   if (d.norm_a_here)  // spec 7 NORM_A, 8 its eps (f32 bits)
     c.spec.insert(c.spec.end(), {1u, std::bit_cast<uint32_t>(static_cast<float>(e.node(f.norm_a).attrs.scalar))});
+  if (d.glu_here && gemv) {  // spec 9 GLU, after 7 and 8 (their defaults where no norm is read)
+    if (!d.norm_a_here) c.spec.insert(c.spec.end(), {0u, std::bit_cast<uint32_t>(1e-6f)});
+    c.spec.push_back(1u);
+  }
   c.groups = d.groups;
   Emitter::set_params(c, d.p);
   if (f.norm >= 0) emit_row(e, f.norm);
