@@ -196,10 +196,11 @@ struct Cast16Params {
 // 7 HAS_BIAS, 8 eps (f32 bits); bindings 7: weight, 8: bias, 9: the norm's output. Spec 5 of
 // MatMulGemv: K_CONTIG (B(k, n) contiguous along k); 6: VEC4; 7 NORM_A, 8 its eps (f32 bits): A is
 // rms_norm(x, w) with x bound as A and w at binding 7 (every GEMV call binds 7: A again without
-// NORM_A). The tensor-core kernels bind 7 too: spec 9 GLU's silu(gate)·up, else C again; their
-// spec 11 K_STEP is K a step, 32 (default) or 64 (each K group then a multiple of 64).
-// Linear's epilogue (one group only): spec 1 HAS_BIAS, spec 2 ACT (LIN_ACT_*), spec 3 HAS_RESIDUAL; bindings
-// 5: bias [N] at bias_offset, 6: residual R(b,m,n) = R[r_offset + r_batch + m*r_row_stride
+// NORM_A); 9 GLU: gate and up, and silu(gate)·up at binding 8 (C again without GLU); 10 K_GROUPS
+// (0); 11 TEAM, invocations a column with K_CONTIG (32, 64 or 128; tiles 256 / TEAM wide). The tensor-core kernels bind
+// 7 too: spec 9 GLU's silu(gate)·up, else C again; their spec 11 K_STEP is K a step, 32 (default) or 64 (each K group
+// then a multiple of 64). Linear's epilogue (one group only): spec 1 HAS_BIAS, spec 2 ACT (LIN_ACT_*), spec 3
+// HAS_RESIDUAL; bindings 5: bias [N] at bias_offset, 6: residual R(b,m,n) = R[r_offset + r_batch + m*r_row_stride
 // + n*r_col_stride] (broadcast strides may be 0). Every call binds at least five tensors: a plain matmul
 // binds A and B again at 5 and 6 (never C), and its spec constants are all 0.
 // C = act(A·B + bias) + R.

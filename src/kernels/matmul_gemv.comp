@@ -3,11 +3,12 @@
 // f32. Memory-bound: the job is to stream B once at full bandwidth. A team of T invocations
 // computes one column for up to ROWS rows, splitting K among them; the team's partial sums meet
 // in shared memory. The layout of B picks the team shape (spec 5, K_CONTIG):
-//   1: B(k, n) contiguous along k (a [N, K] weight, transpose_b): T = 32 invocations walk k
-//      side by side, 8 columns per workgroup;
+//   1: B(k, n) contiguous along k (a [N, K] weight, transpose_b): T = TEAM (spec 11: 32, 64 or
+//      128) invocations walk k side by side, 256 / T columns per workgroup (wider teams where
+//      few columns would leave SMs without enough loads in flight: lower/matmul_tiers.cpp);
 //   0: otherwise: T = 4 slices of k, 64 columns per workgroup, consecutive invocations on
 //      consecutive columns.
-// Column tiles (tile0) are 8 or 64 wide to match. Dispatch: x = column tiles, y = row blocks of
+// Column tiles (tile0) are 256 / T wide to match. Dispatch: x = column tiles, y = row blocks of
 // ROWS, z = batch. No split-K: the team already splits K.
 // NORM_A (spec 7): A is rms_norm(x, w) of A's rows, x bound as A and w at binding 7 (otherwise A
 // again, not read): the teams multiply x·w into B and add up x² as they walk k (each team walks
@@ -28,28 +29,54 @@ layout(constant_id = 6) const uint VEC4 = 0u;
 layout(constant_id = 7) const uint NORM_A = 0u;
 layout(constant_id = 8) const float NORM_EPS = 1e-6f;
 layout(constant_id = 9) const uint GLU = 0u;
+layout(constant_id = 11) const uint TEAM = 32u;  // (10 is matmul_common.glsl's K_GROUPS, 0 here)
 layout(std430, set = 0, binding = 8) writeonly buffer Glu { uint glu_data[]; };  // [batch, M, N] silu(gate) * up
 layout(std430, set = 0, binding = 7) readonly buffer NormW { uint norm_w[]; };
 layout(std430, set = 0, binding = 7) readonly buffer NormW4 { vec4 norm_w4[]; };
 layout(std430, set = 0, binding = 2) readonly buffer A4 { vec4 a4[]; };
 layout(std430, set = 0, binding = 3) readonly buffer B4 { vec4 b4[]; };
-const uint T = K_CONTIG != 0u ? 32u : 4u;  // invocations per column
+const uint T = K_CONTIG != 0u ? TEAM : 4u;  // invocations per column
 const uint COLS = 256u / T;                // columns per workgroup
 const uint ROWS = 4u;
 shared float partial[ROWS][256];
 shared float partial_ss[NORM_A != 0u ? ROWS : 1u][256];  // NORM_A: the teams' sums of x²
+// Teams of 32 or more add their partials in two steps, SEGMENTS runs of T / SEGMENTS in
+// parallel and then the runs' sums, instead of T one after another.
+const uint SEGMENTS = T >= 32u ? 8u : 1u;
+shared float segment_sum[SEGMENTS > 1u ? ROWS : 1u][SEGMENTS > 1u ? COLS * SEGMENTS : 1u];
+shared float segment_ss[SEGMENTS > 1u && NORM_A != 0u ? ROWS : 1u][SEGMENTS > 1u ? COLS * SEGMENTS : 1u];
 
-// Column c's team's sum for row r, from shared memory (after the barrier).
+// With SEGMENTS > 1: the sums of each team's runs (partial[] written, a barrier after it), one
+// invocation a (row, column, run); a barrier follows.
+void add_segments(uint tid) {
+  if (tid >= ROWS * COLS * SEGMENTS) return;
+  const uint run = T / SEGMENTS, s = tid % SEGMENTS, c = (tid / SEGMENTS) % COLS, r = tid / (SEGMENTS * COLS);
+  float sum = 0.0f, sq = 0.0f;
+  for (uint l = s * run; l < (s + 1u) * run; ++l) {
+    sum += partial[r][c * T + l];
+    if (NORM_A != 0u) sq += partial_ss[r][c * T + l];
+  }
+  segment_sum[r][c * SEGMENTS + s] = sum;
+  if (NORM_A != 0u) segment_ss[r][c * SEGMENTS + s] = sq;
+}
+
+// Column c's team's sum for row r, from shared memory (after the barriers).
 float team_sum(uint r, uint c) {
   float sum = 0.0f;
-  for (uint l = 0u; l < T; ++l) sum += partial[r][c * T + l];
+  if (SEGMENTS > 1u)
+    for (uint s = 0u; s < SEGMENTS; ++s) sum += segment_sum[r][c * SEGMENTS + s];
+  else
+    for (uint l = 0u; l < T; ++l) sum += partial[r][c * T + l];
   return sum;
 }
 
 // NORM_A: row r's 1/sqrt(mean(x²) + eps), from column c's team (every team walked the whole row).
 float row_scale(uint r, uint c) {
   float sq = 0.0f;
-  for (uint l = 0u; l < T; ++l) sq += partial_ss[r][c * T + l];
+  if (SEGMENTS > 1u)
+    for (uint s = 0u; s < SEGMENTS; ++s) sq += segment_ss[r][c * SEGMENTS + s];
+  else
+    for (uint l = 0u; l < T; ++l) sq += partial_ss[r][c * T + l];
   return 1.0f / sqrt(sq / float(p.K) + NORM_EPS);  // inversesqrt() may be approximate
 }
 
@@ -108,6 +135,10 @@ void main() {
         if (NORM_A != 0u)
           for (uint r = 0u; r < ROWS; ++r) partial_ss[r][col * T + lane] = ss[r];
         barrier();
+        if (SEGMENTS > 1u) {
+          add_segments(tid);
+          barrier();
+        }
         if (GLU != 0u) {
           const uint half_cols = COLS / 2u;
           if (tid < half_cols * ROWS) {  // one invocation per (output, row): gate, up and their swiglu

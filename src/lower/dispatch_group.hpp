@@ -39,7 +39,7 @@ enum class FusedAs : uint8_t {
   Partner,  // the pair's second node (a q/k rotary, an attention's d v with its d k)
   Norm,     // the norm of a single product's rows, in its summing pass (or right after it)
   NormA,    // rms_norm(x, w) that is the products' A, in the GEMV's loads
-  Glu,      // swiglu(gate, up) of a two-product group, in the tensor-core store
+  Glu,      // swiglu(gate, up) of a two-product group, in the tensor-core or GEMV store
   Rotary,   // a q/k rotary of two products, in the split-K summing pass
   Add,      // the add that a norm backward's store performs (the anchor)
   Map,      // the product or |x| a reduction maps as it loads

@@ -25,11 +25,25 @@ MatMulPlan plan_matmul(const MatMulTiers& t, uint64_t M, uint64_t N, uint64_t K,
     plan.k_contiguous = b_k_contiguous ? 1 : 0;
     plan.tile_m = 4;
     plan.tile_n = b_k_contiguous ? 8 : 64;
+    // Decoding streams B from memory, and an SM only pulls its share of the bandwidth with enough
+    // loads on their way: where 32 invocations a column would leave fewer than 4 workgroups an SM
+    // (a [2048, 8192] down projection: 256 workgroups on 132 SMs), wider teams take fewer columns
+    // a workgroup, as long as each invocation still walks at least 2 vec4s of K. At most 128, so
+    // that a workgroup holds 2 columns (GLU's gate and up).
+    const uint64_t enough = uint64_t{4} * t.multiprocessors;
+    while (b_k_contiguous && plan.team < 128 &&
+           (t.gemv_team ? plan.team < t.gemv_team
+                        : ceil_div(N, plan.tile_n) * batch < enough && K >= 8u * 2u * plan.team)) {
+      plan.team *= 2;
+      plan.tile_n /= 2;
+    }
     return plan;  // its invocations already split K
   }
   if (tier == "coopmat") {
     // 64x64 tiles at every size: a 128x128 variant (4x2 accumulators per subgroup) measured 2.3x
-    // slower at 4096³ on an H100 (4.9 ms against 2.1), and was removed.
+    // slower at 4096³ on an H100 (4.9 ms against 2.1), and was removed; 128x64 (2x2 a subgroup,
+    // where tiles gave every SM two workgroups) was slower too on an H200 (SmolLM2-1.7B's training
+    // step 55.4 -> 68.2 ms, 135M inference 3.24 -> 3.34 ms).
     using C = MatMulTiers::Coop;
     plan.kernel = t.coop == C::NV ? Kernel::MatMulCoopNV : t.bf16 ? Kernel::MatMulCoopKHRBf16 : Kernel::MatMulCoopKHR;
   }

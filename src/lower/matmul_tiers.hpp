@@ -32,6 +32,9 @@ struct MatMulTiers {
   // The tensor-core kernels' K step: 0 picks 64 where a product's workgroups fit one per SM
   // (fewer, longer steps: the latency of each step's loads is paid half as often), else 32.
   uint32_t k_step = 0;
+  // The GEMV's invocations a column for [N, K] weights: 0 picks (32, or up to 128 where few
+  // columns would leave SMs idle); 32, 64 or 128 everywhere (tests and measurements).
+  uint32_t gemv_team = 0;
 };
 
 // How one product runs.
@@ -40,6 +43,7 @@ struct MatMulPlan {
   uint32_t tile_m = 64, tile_n = 64;
   uint32_t splits = 1, k_chunk = 0;  // split-K: K ranges of k_chunk, summed in the kernel or by a second pass
   uint32_t k_contiguous = 0;         // gemv: B walks k contiguously (spec 5)
+  uint32_t team = 32;                // gemv with k_contiguous: invocations a column (spec 11), 32..128
   uint32_t k_step = 32;              // tensor cores: K a step (spec 11), 32 or 64
 };
 // N: the columns of every product of the dispatch together. k_align: a K step must not cross a

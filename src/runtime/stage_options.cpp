@@ -65,6 +65,8 @@ lower::MatMulTiers matmul_tiers(const DeviceInfo& device) {
   t.multiprocessors = device.multiprocessors;
   if (const std::string k = env_choice("MEGANEURA_COOP_K_STEP", {"32", "64"}); !k.empty())
     t.k_step = k == "32" ? 32 : 64;
+  if (const std::string team = env_choice("MEGANEURA_GEMV_TEAM", {"32", "64", "128"}); !team.empty())
+    t.gemv_team = static_cast<uint32_t>(std::stoul(team));
   t.force = env_choice("MEGANEURA_MATMUL", {"tiled", "gemv", "coopmat"});
   if (t.force == "coopmat" && t.coop == lower::MatMulTiers::Coop::None)
     throw Error("MEGANEURA_MATMUL=coopmat: " + device.name + " has no usable tensor-core matmul (" +

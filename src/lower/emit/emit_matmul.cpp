@@ -1,6 +1,6 @@
 // Matmul groups: one dispatch for products that share A, M, K and batch (a single product, or a
 // group from fuse/matmul_siblings.cpp), with what the group computes besides (MatMulFusions): a
-// swiglu in the tensor-core store, a norm or rotary pair in split-K's summing pass, an rms_norm
+// swiglu in the tensor-core or GEMV store, a norm or rotary pair in split-K's summing pass, an rms_norm
 // in the GEMV's loads. Product g reads B at element b_offsets[g] of `weights` and writes C at
 // c_offsets[g] of `outputs`.
 #include <algorithm>
@@ -189,14 +189,14 @@ void one_pass(Emitter& e, const Dispatch& d, const MatMulFusions& f) {
   c.spec = d.epilogue;
   if (!d.layout.empty()) c.spec.push_back(0u);  // SPLIT_PARTIAL
   c.spec.insert(c.spec.end(), d.layout.begin(), d.layout.end());
-  if (d.glu_here && !gemv) c.spec.push_back(1u);  // GLU, spec 9
-  if (is_coop(d.plan.kernel)) coop_k_step(c.spec, d.plan);
-  if (d.norm_a_here)  // spec 7 NORM_A, 8 its eps (f32 bits)
-    c.spec.insert(c.spec.end(), {1u, std::bit_cast<uint32_t>(static_cast<float>(e.node(f.norm_a).attrs.scalar))});
-  if (d.glu_here && gemv) {  // spec 9 GLU, after 7 and 8 (their defaults where no norm is read)
-    if (!d.norm_a_here) c.spec.insert(c.spec.end(), {0u, std::bit_cast<uint32_t>(1e-6f)});
-    c.spec.push_back(1u);
+  if (gemv) {  // spec 7 NORM_A, 8 its eps (f32 bits), 9 GLU, 10 K_GROUPS (none), 11 TEAM
+    const float eps = d.norm_a_here ? static_cast<float>(e.node(f.norm_a).attrs.scalar) : 1e-6f;
+    c.spec.insert(c.spec.end(),
+                  {d.norm_a_here ? 1u : 0u, std::bit_cast<uint32_t>(eps), d.glu_here ? 1u : 0u, 0u, d.plan.team});
+  } else if (d.glu_here) {
+    c.spec.push_back(1u);  // GLU, spec 9
   }
+  if (is_coop(d.plan.kernel)) coop_k_step(c.spec, d.plan);
   c.groups = d.groups;
   Emitter::set_params(c, d.p);
   if (f.norm >= 0) emit_row(e, f.norm);

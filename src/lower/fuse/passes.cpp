@@ -17,7 +17,7 @@ const std::vector<Pass>& fusion_passes() {
       {"norm_after_matmul", "the norm of a single product's rows: in its split-K summing pass", norm_after_matmul},
       {"add_in_norm_backward", "an add of a norm backward's d x: in the norm backward's store", add_in_norm_backward},
       {"map_in_reduction", "sum(a * b), sum(|a|), max(|a|): the map in the reduction's loads", map_in_reduction},
-      {"swiglu_in_matmul", "swiglu(gate, up) of a gate/up pair: in the tensor-core store", swiglu_in_matmul},
+      {"swiglu_in_matmul", "swiglu(gate, up) of a gate/up pair: in the tensor-core or GEMV store", swiglu_in_matmul},
       {"rotary_in_matmul", "the q/k rotary pair of a q/k/v group: in its split-K summing pass", rotary_in_matmul},
       {"rms_norm_in_gemv", "rms_norm(x, w) as a GEMV's A: normalised as it loads", rms_norm_in_gemv},
       {"product_sums", "dq·Wq + dk·Wk + dv·Wv and the like: one split-K dispatch", product_sums},

@@ -1,6 +1,6 @@
 // swiglu(gate, up) where gate and up are the two products of one matmul group and nothing else
-// is read: the group computes it too (in the tensor-core kernel's store; emit_matmul.cpp runs it
-// after the products on tiers that cannot).
+// is read: the group computes it too (in the tensor-core or GEMV kernel's store; emit_matmul.cpp
+// runs it after the products on tiers that cannot).
 #include "lower/fuse/pass.hpp"
 
 namespace meganeura::lower {
