@@ -1,10 +1,11 @@
 #version 450
 // Attention forward, one workgroup per query row: scores for a tile of WG keys (one key per
 // invocation, 16-byte loads where D % 4 == 0), then an online-softmax update of the row's
-// running max m, sum l and output. The output's P·V sums are split WG / Dv ways over the tile's
-// keys (invocation t owns element t % Dv of slice t / Dv) and the slices meet at the end of the
-// row, so a decoding step's single row does not walk its keys on 64 invocations alone. Never
-// stores the score matrix; writes lse = m + log(l) after the output for the backward pass. See
+// running max m, sum l and output. The output's P·V sums are split over the tile's keys:
+// with Dv % 4 == 0 an invocation owns 4 elements (16-byte loads of V), so that Dv / 4 invocations
+// cover a key and WG / (Dv / 4) slices walk the keys side by side (16 for Dv = 64; else Dv and
+// WG / Dv). The slices meet at the end of the row, so a decoding step's single row walks 141
+// keys 9 deep (Dv = 64) instead of 36. Never stores the score matrix; writes lse = m + log(l) after the output for the backward pass. See
 // kernel_abi.hpp (Attention).
 #extension GL_GOOGLE_include_directive : require
 #define MN_WORKGROUP_REDUCE
@@ -20,11 +21,25 @@ layout(std430, set = 0, binding = 4) readonly buffer V { uint v[]; };
 layout(std430, set = 0, binding = 5) readonly buffer Position { uint position_data[]; };
 layout(std430, set = 0, binding = 6) writeonly buffer O { uint o[]; };
 layout(std430, set = 0, binding = 3) readonly buffer K4 { vec4 k4[]; };
+layout(std430, set = 0, binding = 4) readonly buffer V4 { vec4 v4[]; };
 #include "attention_common.glsl"
 
 shared float q_row[256];
 shared float prob[WG];
 #include "attention_slices.glsl"
+shared vec4 slice_sum4[DV % 4u == 0u ? WG : 1u];
+
+// merge_slices for 4 elements an invocation: element t (t < DV) of the row, from the slices'
+// vec4s (invocation u of a slice owns elements 4u .. 4u + 3). Every invocation calls it.
+float merge_slices4(uint t, uint lanes, uint slices, vec4 acc) {
+  slice_sum4[t] = acc;
+  barrier();
+  float total = 0.0f;
+  if (t < DV)
+    for (uint sl = 0u; sl < slices; ++sl) total += slice_sum4[sl * lanes + t / 4u][t % 4u];
+  barrier();
+  return total;
+}
 
 void main() {
   uint t = gl_LocalInvocationID.x;
@@ -33,7 +48,9 @@ void main() {
   const uint q_first = first_row(bh, p.hq, p.sq), q_step = row_step(p.hq);
   const uint kv_first = first_row(kv, p.hkv, p.sk), kv_step = row_step(p.hkv);
   const int base = query_base();
-  const uint slices = WG / DV, d_out = t % DV, slice = t / DV;  // dv <= 256 = WG
+  const bool vec_v = DV % 4u == 0u;
+  const uint lanes = vec_v ? DV / 4u : DV;  // invocations a key (dv <= 256 = WG)
+  const uint slices = WG / lanes, d_out = t % lanes, slice = t / lanes;
   const bool vec_k = D % 4u == 0u;
   for (uint i = gl_WorkGroupID.x; i < p.sq; i += gl_NumWorkGroups.x) {
     uint row = q_first + i * q_step;
@@ -42,6 +59,7 @@ void main() {
     uint lo, hi;
     visible_keys(i, base, lo, hi);
     float m = -F_INF, l = 0.0f, acc = 0.0f;
+    vec4 acc4 = vec4(0.0f);
     for (uint j0 = lo; j0 < hi; j0 += WG) {
       uint j = j0 + t;
       float s = -F_INF;
@@ -62,7 +80,19 @@ void main() {
       float tile_sum = wg_sum(e);  // its barriers also publish prob[]
       float alpha = exp_diff(m, m_new);  // 0 on the first tile (m = -inf)
       l = l * alpha + tile_sum;
-      if (slice < slices) {
+      if (slice < slices && vec_v) {
+        vec4 a = acc4 * alpha, b2 = vec4(0.0f), c2 = vec4(0.0f), e2 = vec4(0.0f);  // four loads in flight
+        uint n = min(WG, hi - j0), jj = slice, at = (kv_first + j0 * kv_step) * DV / 4u + d_out;
+        uint step = kv_step * DV / 4u;
+        for (; jj + 3u * slices < n; jj += 4u * slices) {
+          a += prob[jj] * v4[at + jj * step];
+          b2 += prob[jj + slices] * v4[at + (jj + slices) * step];
+          c2 += prob[jj + 2u * slices] * v4[at + (jj + 2u * slices) * step];
+          e2 += prob[jj + 3u * slices] * v4[at + (jj + 3u * slices) * step];
+        }
+        for (; jj < n; jj += slices) a += prob[jj] * v4[at + jj * step];
+        acc4 = a + (b2 + c2 + e2);
+      } else if (slice < slices) {
         float a = acc * alpha, b2 = 0.0f, c2 = 0.0f, e2 = 0.0f;  // four chains: four loads in flight
         uint n = min(WG, hi - j0), jj = slice, at = (kv_first + j0 * kv_step) * DV + d_out, step = kv_step * DV;
         for (; jj + 3u * slices < n; jj += 4u * slices) {
@@ -77,7 +107,7 @@ void main() {
       m = m_new;
       barrier();  // prob[] is rewritten by the next tile
     }
-    float total = merge_slices(t, DV, acc);
+    float total = vec_v ? merge_slices4(t, lanes, slices, acc4) : merge_slices(t, DV, acc);
     if (t < DV) o[row * DV + t] = floatBitsToUint(hi > lo ? total / l : 0.0f);
     if (t == 0u) o[p.lse_offset + row] = floatBitsToUint(hi > lo ? m + log_p(l) : -F_INF);
     barrier();  // q_row is rewritten by the next row
