@@ -62,3 +62,36 @@ TEST(MatMulPlan, TheEnvironmentForcesEitherStep) {
 
 }  // namespace
 }  // namespace mntest
+
+namespace mntest {
+namespace {
+
+// The GEMV's team (invocations a column, [N, K] weights): 64 for rows of 2048 or more, wider
+// while the workgroups (256 / team columns each) would leave fewer than 3 an SM and each
+// invocation still walks 2 vec4s; 32 where the SM count is unknown; MEGANEURA_GEMV_TEAM's value
+// as given.
+TEST(MatMulPlan, GemvTeamsWidenWhereColumnsAreFew) {
+  auto team = [](const MatMulTiers& t, uint64_t n, uint64_t k) {
+    const auto plan = plan_matmul(t, 1, n, k, 1, true);
+    EXPECT_EQ(plan.kernel, kernels::Kernel::MatMulGemv);
+    EXPECT_EQ(plan.tile_n * plan.team, 256u);
+    return plan.team;
+  };
+  const MatMulTiers h = h100();
+  EXPECT_EQ(team(h, 6144, 2048), 64u);  // SmolLM2-1.7B's q/k/v: 1536 workgroups
+  EXPECT_EQ(team(h, 2048, 8192), 64u);  // its down projection: 512 workgroups
+  EXPECT_EQ(team(h, 49152, 576), 32u);  // SmolLM2-135M's LM head: 6144 workgroups
+  EXPECT_EQ(team(h, 960, 576), 64u);    // its q/k/v: 240 workgroups, K too short for 128
+  EXPECT_EQ(team(h, 576, 1536), 128u);  // its down projection: 288 workgroups
+  MatMulTiers unknown = h;
+  unknown.multiprocessors = 0;
+  EXPECT_EQ(team(unknown, 2048, 8192), 32u);
+  MatMulTiers forced = h;
+  forced.gemv_team = 128;
+  EXPECT_EQ(team(forced, 49152, 576), 128u);
+  // [K, N] weights keep their 4 slices of k, 64 columns a workgroup.
+  EXPECT_EQ(plan_matmul(h, 1, 2048, 8192, 1, false).tile_n, 64u);
+}
+
+}  // namespace
+}  // namespace mntest

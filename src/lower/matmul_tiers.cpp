@@ -26,11 +26,17 @@ MatMulPlan plan_matmul(const MatMulTiers& t, uint64_t M, uint64_t N, uint64_t K,
     plan.tile_m = 4;
     plan.tile_n = b_k_contiguous ? 8 : 64;
     // Decoding streams B from memory, and an SM only pulls its share of the bandwidth with enough
-    // loads on their way: where 32 invocations a column would leave fewer than 4 workgroups an SM
-    // (a [2048, 8192] down projection: 256 workgroups on 132 SMs), wider teams take fewer columns
-    // a workgroup, as long as each invocation still walks at least 2 vec4s of K. At most 128, so
-    // that a workgroup holds 2 columns (GLU's gate and up).
-    const uint64_t enough = uint64_t{4} * t.multiprocessors;
+    // loads on their way. Rows of 2048 or more start with teams of 64 invocations a column; where
+    // a team would leave fewer than 3 workgroups an SM (a [2048, 8192] down projection with 32:
+    // 256 workgroups on 132 SMs), wider teams take fewer columns a workgroup, as long as each
+    // invocation still walks at least 2 vec4s of K. At most 128, so that a workgroup holds 2
+    // columns (GLU's gate and up). (H200: teams of 64 everywhere were faster than this rule at
+    // SmolLM2-1.7B's shape and slower at 135M's; 128 everywhere slower at both.)
+    const uint64_t enough = uint64_t{3} * t.multiprocessors;
+    if (b_k_contiguous && t.gemv_team == 0 && t.multiprocessors > 0 && K >= 2048) {
+      plan.team = 64;
+      plan.tile_n = 4;
+    }
     while (b_k_contiguous && plan.team < 128 &&
            (t.gemv_team ? plan.team < t.gemv_team
                         : ceil_div(N, plan.tile_n) * batch < enough && K >= 8u * 2u * plan.team)) {

@@ -109,6 +109,23 @@ struct Hazards {
 
 }  // namespace
 
+// The buffers past kBufferCount: further parameter buffers (their indices chosen when packing),
+// then further arenas (place_arena's next_buffer onwards), in that order.
+static void add_further_buffers(Planned& out, const std::vector<std::pair<uint32_t, uint64_t>>& more_persistent,
+                                const std::vector<uint64_t>& arenas) {
+  std::vector<BufferDesc>& buffers = out.program.buffers;
+  out.parameter_buffers.push_back(kPersistentBuffer);
+  for (const auto& [index, size] : more_persistent) {
+    buffers.push_back({"parameters " + std::to_string(index - kBufferCount + 2), size, Memory::DeviceLocal});
+    out.parameter_buffers.push_back(index);
+  }
+  out.arena_buffers.push_back(kArenaBuffer);
+  for (size_t a = 1; a < arenas.size(); ++a) {
+    out.arena_buffers.push_back(static_cast<uint32_t>(buffers.size()));
+    buffers.push_back({"activation arena " + std::to_string(a + 1), arenas[a], Memory::DeviceLocal});
+  }
+}
+
 Planned plan_program(const lower::Lowered& low, const Graph& g, const PlanOptions& opts) {
   Planned out;
   const size_t n = low.tensors.size();
@@ -220,15 +237,7 @@ Planned plan_program(const lower::Lowered& low, const Graph& g, const PlanOption
   p.buffers[kArenaBuffer] = {"activation arena", std::max<uint64_t>(arenas[0], 256), Memory::DeviceLocal};
   p.buffers[kUploadBuffer] = {"input staging", std::max<uint64_t>(upload, 256), Memory::Upload};
   p.buffers[kReadbackBuffer] = {"output staging", std::max<uint64_t>(readback, 256), Memory::Readback};
-  for (const auto& [index, size] : more_persistent)
-    p.buffers.push_back({"parameters " + std::to_string(index - kBufferCount + 2), size, Memory::DeviceLocal});
-  out.parameter_buffers.push_back(kPersistentBuffer);
-  for (const auto& [index, size] : more_persistent) out.parameter_buffers.push_back(index);
-  out.arena_buffers.push_back(kArenaBuffer);
-  for (size_t a = 1; a < arenas.size(); ++a) {
-    out.arena_buffers.push_back(static_cast<uint32_t>(p.buffers.size()));
-    p.buffers.push_back({"activation arena " + std::to_string(a + 1), arenas[a], Memory::DeviceLocal});
-  }
+  add_further_buffers(out, more_persistent, arenas);
   out.params_words.resize(p.buffers[kParamsBuffer].size / 4, 0);
   return out;
 }
