@@ -19,6 +19,6 @@ bool dk_and_dv(const Graph& g, int a, int b) {
 
 }  // namespace
 
-void attention_grad_pairs(PassContext& c, Grouping& groups) { pair_nodes(c, groups, dk_and_dv); }
+void attention_grad_pairs(PassContext& c, Grouping& groups) { pair_nodes(c, groups, Op::AttentionBackward, dk_and_dv); }
 
 }  // namespace meganeura::lower

@@ -6,7 +6,7 @@
 
 namespace meganeura::lower {
 
-void pair_nodes(PassContext& c, Grouping& groups, bool (*match)(const Graph&, int a, int b)) {
+void pair_nodes(PassContext& c, Grouping& groups, Op op, bool (*match)(const Graph&, int a, int b)) {
   const Graph& g = c.g;
   // The first kernel reading each node's bytes: a view's readers read its input.
   std::vector<int> first_use(static_cast<size_t>(g.size()), g.size());
@@ -18,9 +18,16 @@ void pair_nodes(PassContext& c, Grouping& groups, bool (*match)(const Graph&, in
     return std::all_of(g.node(b).inputs.begin(), g.node(b).inputs.end(), [&](int in) { return in < a; });
   };
   auto free = [&](int id) { return groups.alone(id) && numel(g.node(id).shape) > 0; };
-  for (int a = 0; a < g.size(); ++a) {
+  // Only nodes of `op` can pair: the pairs are sought among them (a training graph has tens of
+  // thousands of nodes and a few dozen of each kind paired).
+  std::vector<int> candidates;
+  for (int id = 0; id < g.size(); ++id)
+    if (g.node(id).op == op) candidates.push_back(id);
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const int a = candidates[i];
     if (!free(a)) continue;
-    for (int b = a + 1; b < g.size(); ++b) {
+    for (size_t j = i + 1; j < candidates.size(); ++j) {
+      const int b = candidates[j];
       if (!free(b) || !match(g, a, b)) continue;
       if (ready_at(b, a)) {
         groups.absorb(groups.owner(a), b, FusedAs::Partner);

@@ -60,8 +60,8 @@ void update_packs(PassContext& c, Grouping& groups);
 // rotary(?x, ?cos, ?sin): what rotary_pairs pairs and rotary_in_matmul takes into a matmul group.
 const Pattern& rotary_pattern();
 
-// Pairs nodes that one dispatch computes: for a < b, both alone and `match(a, b)`, b joins a's
-// group when its inputs are ready at a, else a joins b's when nothing reads a's bytes before b.
-void pair_nodes(PassContext& c, Grouping& groups, bool (*match)(const Graph&, int a, int b));
+// Pairs nodes of `op` that one dispatch computes: for a < b, both alone and `match(a, b)`, b joins
+// a's group when its inputs are ready at a, else a joins b's when nothing reads a's bytes before b.
+void pair_nodes(PassContext& c, Grouping& groups, Op op, bool (*match)(const Graph&, int a, int b));
 
 }  // namespace meganeura::lower

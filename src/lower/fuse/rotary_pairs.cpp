@@ -18,6 +18,6 @@ const Pattern& rotary_pattern() {
   return rotary;
 }
 
-void rotary_pairs(PassContext& c, Grouping& groups) { pair_nodes(c, groups, same_rotation); }
+void rotary_pairs(PassContext& c, Grouping& groups) { pair_nodes(c, groups, Op::Rotary, same_rotation); }
 
 }  // namespace meganeura::lower
