@@ -108,6 +108,27 @@ TEST(Checkpoint, ShardedWriteAndMappedRead) {
   std::filesystem::remove_all(dir);
 }
 
+// Empty tensors read through a mapped checkpoint, as themselves and converted, in a file whose
+// data section is empty and in one beside other data: no bytes, no copy from an unmapped file
+// (the fuzzer found memcpy(nullptr, ..., 0) there), and an integer tensor still refuses f32.
+TEST(Checkpoint, EmptyTensorsReadAsEmpty) {
+  TempDir dir;
+  for (bool with_data : {false, true}) {
+    TensorFile f;
+    f.tensors["none"] = HostTensor{{0, 3}, f16, {}};
+    f.tensors["ints"] = HostTensor{{0}, i32, {}};
+    if (with_data) f.tensors["x"] = HostTensor::f32s({2}, std::vector<float>{1.0f, 2.0f});
+    const std::string path = dir / (with_data ? "with.safetensors" : "empty.safetensors");
+    write_safetensors(path, f);
+    const Checkpoint c = Checkpoint::open(path);
+    EXPECT_TRUE(c.read("none", f16).bytes.empty());
+    EXPECT_TRUE(c.read("none", f32).bytes.empty());
+    EXPECT_EQ(c.read("none", f32).shape, (Shape{0, 3}));
+    EXPECT_TRUE(c.read("ints", i32).bytes.empty());
+    EXPECT_THROW(c.read("ints", f32), DTypeError);
+  }
+}
+
 TEST(Safetensors, WrittenLayoutFollowsTheSpec) {
   TempDir dir;
   TensorFile f;

@@ -157,19 +157,20 @@ static float load_float(const std::byte* src, DType from, uint64_t i) {
 void Checkpoint::read_into(std::string_view name, DType as, uint64_t first, std::span<std::byte> out) const {
   const Impl::Where& w = impl_->find(name);
   const Impl::File& f = impl_->files[w.file];
-  const std::byte* src = f.map->data() + f.data_start + w.entry.begin;
   const uint64_t n = static_cast<uint64_t>(numel(w.entry.shape)), size = dtype_size(as);
   if (out.size() % size || first + out.size() / size > n)
     throw SizeError(f.path + ": tensor \"" + std::string(name) + "\" has " + std::to_string(n) +
                     " values; cannot read " + std::to_string(out.size() / size) + " from value " +
                     std::to_string(first));
+  if (w.entry.dtype != as && (!is_float(w.entry.dtype) || !is_float(as)))
+    throw DTypeError(f.path + ": tensor \"" + std::string(name) + "\" is " + std::string(dtype_name(w.entry.dtype)) +
+                     " and cannot be read as " + std::string(dtype_name(as)));
+  if (out.empty()) return;  // an empty tensor: its file may have no data mapped at all
+  const std::byte* src = f.map->data() + f.data_start + w.entry.begin;
   if (w.entry.dtype == as) {
     std::memcpy(out.data(), src + first * size, out.size());
     return;
   }
-  if (!is_float(w.entry.dtype) || !is_float(as))
-    throw DTypeError(f.path + ": tensor \"" + std::string(name) + "\" is " + std::string(dtype_name(w.entry.dtype)) +
-                     " and cannot be read as " + std::string(dtype_name(as)));
   const uint64_t count = out.size() / size;
   for (uint64_t i = 0; i < count; ++i) {
     const float v = load_float(src, w.entry.dtype, first + i);
