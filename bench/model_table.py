@@ -65,19 +65,20 @@ def model_counts(c):
     return matmul, total
 
 
-def work(c, mode, seq, position):
-    """(FLOPs, bytes) of one mode's timed unit (decode: one token attending to position + 1 slots)."""
+def work(c, mode, seq, position, batch=1):
+    """(FLOPs, bytes) of one mode's timed unit (decode: one token attending to position + 1 slots;
+    inference, prefill and train: `batch` sequences of `seq` tokens)."""
     matmul, total = model_counts(c)
     heads, layers = c["num_attention_heads"], c["num_hidden_layers"]
     hd = c.get("head_dim") or c["hidden_size"] // heads
     kv = c.get("num_key_value_heads", heads)
     attention = 2 * seq * seq * heads * hd * layers  # causal: half of QKᵀ and PV
-    forward = 2 * matmul * seq + attention
+    forward = batch * (2 * matmul * seq + attention)
     if mode == "inference":
         return forward, 4 * total
     if mode == "prefill":  # the lm_head for the last token only
         lm_head = c["vocab_size"] * c["hidden_size"]
-        return 2 * (matmul - lm_head) * seq + 2 * lm_head + attention, 4 * total
+        return batch * (2 * (matmul - lm_head) * seq + 2 * lm_head + attention), 4 * total
     if mode == "train":
         return 3 * forward, 6 * 4 * total
     slots = position + 1
@@ -144,7 +145,8 @@ def build(rows, config):
                 any_row = next(r for r in impls.values())
                 seq = any_row.get("seq", 128)
                 position = next((r["position"] for r in impls.values() if r.get("position") is not None), seq)
-                flops, nbytes = work(config, mode, seq, position)
+                batch = 1 if mode == "decode" else any_row.get("batch", 1)
+                flops, nbytes = work(config, mode, seq, position, batch)
                 floor = max(flops / spec[1], nbytes / spec[2]) * 1e3
             out.append({"model": model, "mode": mode, "impls": impls, "ratio": ratio, "floor": floor,
                         "agree": agreement(ours, impls.get("torch-eager"))})
@@ -155,7 +157,9 @@ def markdown(table, spec, rows):
     lines = []
     devices = sorted({r["device"] for r in rows if r.get("device")})
     versions = sorted({r["torch"] for r in rows if r.get("torch")})
-    lines.append(f"Devices: {', '.join(devices) or '?'}; PyTorch {', '.join(versions) or '–'}; batch 1, "
+    batches = sorted({int(r["batch"]) for r in rows if r.get("batch") and r.get("mode") != "decode"}) or [1]
+    lines.append(f"Devices: {', '.join(devices) or '?'}; PyTorch {', '.join(versions) or '–'}; "
+                 f"batch {', '.join(map(str, batches))} (decode: 1), "
                  f"seq {', '.join(sorted({str(r['seq']) for r in rows if r.get('seq')}))}; decode in ms per token.  ")
     lines.append("Cells: GPU / wall ms (median). PyTorch ÷ ours: PyTorch's fastest variant over meganeura, "
                  "wall (GPU); above 1, meganeura is faster. prefill: the decode mode's prompt, wall only (PyTorch's "
