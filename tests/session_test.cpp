@@ -8,7 +8,6 @@
 
 #include "file_fixtures.hpp"
 #include "op_case.hpp"
-#include "util/half.hpp"
 
 namespace mntest {
 namespace {
@@ -108,18 +107,6 @@ TEST(Session, ArenaSpansBuffersPastTheLargest) {
       << msg;
 }
 
-// `t` (f32) stored as f32, f16 or bf16.
-HostTensor as_dtype(const HostTensor& t, DType dtype) {
-  if (dtype == f32) return t;
-  HostTensor out{t.shape, dtype, std::vector<std::byte>(static_cast<size_t>(t.numel()) * 2)};
-  const std::vector<float> v = t.to_f32();
-  for (size_t i = 0; i < v.size(); ++i) {
-    const uint16_t h = dtype == f16 ? half::f32_to_f16(v[i]) : half::f32_to_bf16(v[i]);
-    std::memcpy(out.bytes.data() + 2 * i, &h, 2);
-  }
-  return out;
-}
-
 // Weights streamed from a checkpoint (Session::set_parameters, what load_weights uses): f32, f16
 // and bf16 tensors of odd sizes, read as f32 parameters, cut across staging chunks of 1 KiB, land
 // exactly as the one-tensor-at-a-time path puts them; bad names, shapes and dtypes are errors
@@ -139,7 +126,7 @@ TEST(Session, SetParametersStreamsACheckpointAcrossChunks) {
     const auto& [shape, dtype] = how;
     std::vector<float> v(static_cast<size_t>(numel(shape)));
     for (float& x : v) x = static_cast<float>(rng.uniform(-3, 3));
-    file.tensors[name] = as_dtype(HostTensor::f32s(shape, v), dtype);
+    file.tensors[name] = dtype == f16 ? host_f16(shape, v) : dtype == bf16 ? host_bf16(shape, v) : host_f32(shape, v);
     Tensor s = sum(g.parameter(name, shape), {});
     total = total.valid() ? total + s : s;
   }

@@ -13,7 +13,7 @@ struct Packer {
   const std::vector<Lifetime>& items;
   uint64_t alignment, capacity;
   Arenas out;
-  std::vector<std::vector<size_t>> placed;  // per arena, the items in it
+  std::vector<std::vector<size_t>> placed{{}};  // per arena, the items in it (the first is open)
 
   // The lowest offset in `arena` where `t` overlaps no item alive with it (maybe past capacity).
   uint64_t lowest_free(size_t arena, const Lifetime& t) const {
@@ -47,9 +47,9 @@ struct Packer {
   }
 
   void appending(size_t i) {
-    size_t a = placed.empty() ? 0 : placed.size() - 1;
-    uint64_t at = placed.empty() ? 0 : out.size[a];
-    if (!placed.empty() && at + items[i].bytes > capacity && at > 0) ++a, at = 0;
+    size_t a = placed.size() - 1;
+    uint64_t at = out.size[a];
+    if (at > 0 && at + items[i].bytes > capacity) ++a, at = 0;
     put(i, a, at);
   }
 };
@@ -57,7 +57,7 @@ struct Packer {
 }  // namespace
 
 Arenas place(const std::vector<Lifetime>& items, uint64_t alignment, bool reuse, uint64_t capacity) {
-  Packer p{items, alignment, capacity, {std::vector<Placement>(items.size()), {}}, {}};
+  Packer p{items, alignment, capacity, {std::vector<Placement>(items.size()), {0}}};
   if (!reuse) {
     for (size_t i = 0; i < items.size(); ++i) p.appending(i);
   } else {
@@ -66,7 +66,6 @@ Arenas place(const std::vector<Lifetime>& items, uint64_t alignment, bool reuse,
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return items[a].bytes > items[b].bytes; });
     for (size_t i : order) p.reusing(i);
   }
-  if (p.out.size.empty()) p.out.size.push_back(0);
   return p.out;
 }
 
