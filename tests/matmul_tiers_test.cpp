@@ -30,6 +30,7 @@ struct Tier {
   // staging rounds each operand to 11 (8) significant bits, so the error grows with the sum of
   // |a*b| (inputs are O(1), K up to a few hundred): a wrong or missing block is still off by O(1).
   double rtol, scale;
+  std::string staged{};  // MEGANEURA_COOP_STAGED: "" (where it pays), 1 (every product)
 };
 
 const Tier kTiers[] = {
@@ -41,6 +42,8 @@ const Tier kTiers[] = {
     {"coopmat_high", "coopmat", "high", "0", "kernel", "", 1e-2, 4},
     {"coopmat_high_split_k3", "coopmat", "high", "3", "kernel", "", 1e-2, 4},
     {"coopmat_high_split_k3_pass", "coopmat", "high", "3", "pass", "", 1e-2, 4},
+    {"coopmat_high_staged", "coopmat", "high", "0", "kernel", "", 1e-2, 4, "1"},
+    {"coopmat_high_staged_split_k3", "coopmat", "high", "3", "kernel", "", 1e-2, 4, "1"},
     {"coopmat_medium", "coopmat", "medium", "0", "kernel", "", 6e-2, 4},
 };
 
@@ -73,7 +76,7 @@ TEST_P(MatMulTiers, MatchesReference) {
   const Tier& tier = kTiers[std::get<0>(GetParam())];
   ScopedEnv force("MEGANEURA_MATMUL", tier.matmul), precision("MEGANEURA_MATMUL_PRECISION", tier.precision),
       split("MEGANEURA_SPLIT_K", tier.split_k), split_sum("MEGANEURA_SPLIT_K_SUM", tier.split_sum),
-      team("MEGANEURA_GEMV_TEAM", tier.gemv_team);
+      team("MEGANEURA_GEMV_TEAM", tier.gemv_team), staged("MEGANEURA_COOP_STAGED", tier.staged);
   if (auto why = unavailable()) GTEST_SKIP() << *why;
   const OpCase& c = op_cases().at(matmul_case_indices().at(std::get<1>(GetParam())));
   Rng rng;
@@ -502,6 +505,7 @@ TEST(MatMulTierSwitches, BadValuesNameTheVariable) {
                              {"MEGANEURA_SPLIT_K", "65"},
                              {"MEGANEURA_ATTENTION_BLOCKS", "yes"},
                              {"MEGANEURA_COOP_K_STEP", "48"},
+                             {"MEGANEURA_COOP_STAGED", "yes"},
                              {"MEGANEURA_GEMV_TEAM", "256"}}) {
     ScopedEnv env(name, value);
     Graph g;

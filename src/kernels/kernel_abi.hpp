@@ -53,6 +53,8 @@ enum class Kernel : uint8_t {
   MatMulSplitSumRotary,     // MatMulSplitSum for a group, then the rotary embedding of two of its products
   AttentionBlock,           // Attention for many query rows: key tiles in shared memory, a block of rows a workgroup
   StepScalars,              // a training step's Hyper block from the step counters, which it advances
+  StageF16,                 // an f32 operand of the tensor-core matmul staged as scaled f16 blocks
+  MatMulCoopStagedNV,       // MatMulCoopNV reading StageF16 outputs (matmul_coop_staged.glsl)
   Count
 };
 
@@ -199,8 +201,10 @@ struct Cast16Params {
 // NORM_A); 9 GLU: gate and up, and silu(gate)·up at binding 8 (C again without GLU); 10 K_GROUPS
 // (0); 11 TEAM, invocations a column with K_CONTIG (32, 64 or 128; tiles 256 / TEAM wide). The tensor-core kernels bind
 // 7 too: spec 9 GLU's silu(gate)·up, else C again; their spec 11 K_STEP is K a step, 32 (default) or 64 (each K group
-// then a multiple of 64). Linear's epilogue (one group only): spec 1 HAS_BIAS, spec 2 ACT (LIN_ACT_*), spec 3
-// HAS_RESIDUAL; bindings 5: bias [N] at bias_offset, 6: residual R(b,m,n) = R[r_offset + r_batch + m*r_row_stride
+// then a multiple of 64). MatMulCoopStagedNV reads A and B as StageF16 outputs: a_offset, a_row_stride, b_offset[g]
+// and b_row_stride[g] in words of them, B_KCONTIG 1, K_GROUPS 0, batch 1. Linear's epilogue (one group only): spec 1
+// HAS_BIAS, spec 2 ACT (LIN_ACT_*), spec 3 HAS_RESIDUAL; bindings 5: bias [N] at bias_offset, 6: residual R(b,m,n) =
+// R[r_offset + r_batch + m*r_row_stride
 // + n*r_col_stride] (broadcast strides may be 0). Every call binds at least five tensors: a plain matmul
 // binds A and B again at 5 and 6 (never C), and its spec constants are all 0.
 // C = act(A·B + bias) + R.
@@ -223,6 +227,19 @@ struct MatMulParams {
   // Spec 10 K_GROUPS = 1 marks such a call (spec 9, GLU, then 0).
   uint32_t kgroups, k_begin[kMatMulMaxGroups], ka_shift[kMatMulMaxGroups], ka_row[kMatMulMaxGroups];
   uint32_t kb_shift[kMatMulMaxGroups];
+};
+
+// ---- StageF16 -------------------------------------------------------------------------------
+// Bindings 2: the f32 operand, 3: the staged output (a scratch). Element (r, k), r < rows,
+// k < K, is in[in_offset + r * row_stride + k * col_stride]. The output, from word out_offset:
+// padded_rows (a multiple of 64) rows of row_words words (a multiple of 32), two f16 values a word
+// (k even in the low half), zero past rows and K; then a signed exponent a word for each block of
+// 16 rows x 32 k, row blocks major: the block's values are x * 2^e rounded to f16, e from its
+// largest finite magnitude (stage_scale.glsl). Workgroups of 256 (8 subgroups of 32, a block
+// each). MatMulCoopStagedNV reads it (matmul_coop_staged.glsl).
+struct StageF16Params {
+  uint32_t rows, K, in_offset, row_stride;
+  uint32_t col_stride, out_offset, row_words, padded_rows;
 };
 
 // MatMulSplitSumRotary: MatMulParams, then this tail. Bindings 2..6 as MatMulSplitSum, 7: cos,

@@ -22,6 +22,7 @@
 #include "gather.spv.h"
 #include "matmul.spv.h"
 #include "matmul_coop_nv.spv.h"
+#include "matmul_coop_staged_nv.spv.h"
 #include "matmul_gemv.spv.h"
 #include "matmul_split_sum.spv.h"
 #include "matmul_split_sum_norm.spv.h"
@@ -50,6 +51,7 @@
 #include "scatter_add.spv.h"
 #include "softmax.spv.h"
 #include "softmax_backward.spv.h"
+#include "stage_f16.spv.h"
 #include "step_scalars.spv.h"
 
 namespace meganeura::kernels {
@@ -100,6 +102,8 @@ constexpr Entry entry(Kernel k) {
     case Kernel::MatMulSplitSumRotary: return {"matmul_split_sum_rotary", mn_spv_matmul_split_sum_rotary};
     case Kernel::AttentionBackwardCoopNV: return {"attention_coop_backward_nv", mn_spv_attention_coop_backward_nv};
     case Kernel::StepScalars: return {"step_scalars", mn_spv_step_scalars};
+    case Kernel::StageF16: return {"stage_f16", mn_spv_stage_f16};
+    case Kernel::MatMulCoopStagedNV: return {"matmul_coop_staged_nv", mn_spv_matmul_coop_staged_nv};
     case Kernel::Count: break;
   }
   return {};

@@ -32,6 +32,11 @@ struct MatMulTiers {
   // The tensor-core kernels' K step: 0 picks 64 where a product's workgroups fit one per SM
   // (fewer, longer steps: the latency of each step's loads is paid half as often), else 32.
   uint32_t k_step = 0;
+  // f16 tensor-core products that read operands staged before them (StageF16: each value
+  // converted once, not once per tile that reads it) instead of staging inside the product:
+  // Auto where that pays (emit_matmul.cpp, stage_before).
+  enum class Staged : uint8_t { Auto, Never, Always };
+  Staged staged = Staged::Auto;
   // The GEMV's invocations a column for [N, K] weights: 0 picks (32, or up to 128 where few
   // columns would leave SMs idle); 32, 64 or 128 everywhere (tests and measurements).
   uint32_t gemv_team = 0;

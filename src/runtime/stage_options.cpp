@@ -65,6 +65,8 @@ lower::MatMulTiers matmul_tiers(const DeviceInfo& device) {
   t.multiprocessors = device.multiprocessors;
   if (const std::string k = env_choice("MEGANEURA_COOP_K_STEP", {"32", "64"}); !k.empty())
     t.k_step = k == "32" ? 32 : 64;
+  if (const std::string s = env_choice("MEGANEURA_COOP_STAGED", {"0", "1"}); !s.empty())
+    t.staged = s == "1" ? lower::MatMulTiers::Staged::Always : lower::MatMulTiers::Staged::Never;
   if (const std::string team = env_choice("MEGANEURA_GEMV_TEAM", {"32", "64", "128"}); !team.empty())
     t.gemv_team = static_cast<uint32_t>(std::stoul(team));
   t.force = env_choice("MEGANEURA_MATMUL", {"tiled", "gemv", "coopmat"});

@@ -14,7 +14,8 @@ namespace meganeura::lower {
 using namespace kernels;
 
 bool is_coop(Kernel k) {
-  return k == Kernel::MatMulCoopNV || k == Kernel::MatMulCoopKHR || k == Kernel::MatMulCoopKHRBf16;
+  return k == Kernel::MatMulCoopNV || k == Kernel::MatMulCoopKHR || k == Kernel::MatMulCoopKHRBf16 ||
+         k == Kernel::MatMulCoopStagedNV;
 }
 
 // Spec 11, K_STEP, where it is not the default 32: spec 9 (GLU) and 10 (K_GROUPS) are filled in
@@ -206,8 +207,7 @@ void one_pass(Emitter& e, const Dispatch& d, const MatMulFusions& f) {
 
 // Split-K whose last split of each tile adds the partials (with the epilogue) as it finishes.
 void split_summed_in_kernel(Emitter& e, const Dispatch& d, KernelCall& part, int partials, int glu) {
-  const Node& n = e.node(d.id);
-  part.tensors = {{n.inputs[0], false}, {d.weights, false}, {d.outputs, true}, {d.bias, false}, {d.res, false}};
+  part.tensors = {{d.a_tensor, false}, {d.weights, false}, {d.outputs, true}, {d.bias, false}, {d.res, false}};
   bind_glu(d, part, glu);
   const uint64_t tiles = uint64_t{d.p.batch} * ((d.M + d.plan.tile_m - 1) / d.plan.tile_m) * d.p.tile0[d.p.groups];
   bind_finish(d, part, partials, e.state(tiles * 4));
@@ -273,8 +273,7 @@ void split_k(Emitter& e, Dispatch& d, const MatMulFusions& f) {
                             d.what + (d.what.empty() ? "" : " ") + "split-K x" + std::to_string(d.plan.splits) +
                                 (in_kernel ? ", summed in-kernel" : ""));
   if (in_kernel) return split_summed_in_kernel(e, d, part, partials, f.glu);
-  part.tensors = {
-      {e.node(d.id).inputs[0], false}, {d.weights, false}, {partials, true}, {d.bias, false}, {d.res, false}};
+  part.tensors = {{d.a_tensor, false}, {d.weights, false}, {partials, true}, {d.bias, false}, {d.res, false}};
   bind_glu(d, part, f.glu);
   bind_finish(d, part, -1, -1);
   part.spec = {0u, LIN_ACT_NONE, 0u, SPLIT_PARTIAL_PASS};
@@ -295,9 +294,72 @@ void split_k(Emitter& e, Dispatch& d, const MatMulFusions& f) {
   if (f.glu >= 0) emit_elementwise(e, f.glu);
 }
 
+// One StageF16 call: rows x K of `tensor` (element (r, k) at offset + r * row_stride + k *
+// col_stride) into `staged` from word `at`; returns the words it fills.
+uint64_t stage_operand(Emitter& e, const Dispatch& d, const std::string& what, int tensor, int staged, uint64_t at,
+                       StageF16Params sp) {
+  sp.out_offset = u32(at, "staged operand offset");
+  std::string label = "stage ";
+  label += what;
+  KernelCall& c = e.call(Kernel::StageF16, d.id, label);
+  c.tensors = {{tensor, false}, {staged, true}};
+  const uint64_t blocks = uint64_t{sp.padded_rows} / 16 * (sp.row_words / 16);
+  c.groups = {static_cast<uint32_t>(std::min<uint64_t>((blocks + 7) / 8, kMaxGroups)), 1, 1};
+  Emitter::set_params(c, sp);
+  return uint64_t{sp.padded_rows} * sp.row_words + blocks;
+}
+
+// Stages A and every group's B for a STAGED product (matmul_coop_staged.glsl), then points the
+// params block at the staged copies: rows padded to the 64-row tile, K to 64.
+void stage_operands(Emitter& e, Dispatch& d) {
+  MatMulParams& p = d.p;
+  auto round64 = [](uint64_t x) { return (x + 63) / 64 * 64; };
+  const uint32_t row_words = u32(round64(p.K) / 2, "staged row");
+  auto words = [&](uint64_t rows) { return round64(rows) * row_words + round64(rows) / 16 * (row_words / 16); };
+  const int staged_a = e.scratch(words(p.M) * 4);
+  stage_operand(e, d, "A", d.a_tensor, staged_a, 0,
+                {p.M, p.K, p.a_offset, p.a_row_stride, p.a_col_stride, 0, row_words, u32(round64(p.M), "rows")});
+  uint64_t b_words = 0;
+  for (uint32_t g = 0; g < p.groups; ++g) b_words += words(p.N[g]);
+  const int staged_b = e.scratch(b_words * 4);
+  uint64_t at = 0;
+  for (uint32_t g = 0; g < p.groups; ++g) {
+    const uint32_t from = u32(at, "staged operand offset");
+    std::string what = "B";
+    if (p.groups > 1) what += std::to_string(g);
+    at += stage_operand(
+        e, d, what, d.weights, staged_b, at,
+        {p.N[g], p.K, p.b_offset[g], p.b_col_stride[g], p.b_row_stride[g], 0, row_words, u32(round64(p.N[g]), "rows")});
+    p.b_offset[g] = from;
+    p.b_row_stride[g] = row_words;
+    p.b_col_stride[g] = 1;
+  }
+  p.a_offset = 0;
+  p.a_row_stride = row_words;
+  p.a_col_stride = 1;
+  d.a_tensor = staged_a;
+  d.weights = staged_b;
+  d.layout = {0u, 0u, 1u, 0u};  // B_KCONTIG: staged B is [n][k]
+  d.plan.kernel = Kernel::MatMulCoopStagedNV;
+}
+
+// Staging before the product pays where each staged value feeds many products: it converts the
+// M·K + N·K values once, where the product's own staging converts M·N·K / 32 (once per 64-wide
+// tile of the other side, a value of each a step). H100: matmul 1024³ 49 -> 43 µs, 4096³ 2,493 ->
+// 1,756; but at SmolLM2's 128-token shapes (M·N / (M + N) ~ 100) the extra dispatches and the
+// weights staged anew each call cost more than they save (inference 2.93 -> 3.57 ms).
+bool stage_before(const MatMulTiers& t, const Dispatch& d, uint64_t n_total) {
+  if (t.bf16 || d.plan.kernel != Kernel::MatMulCoopNV || d.p.batch != 1 || t.staged == MatMulTiers::Staged::Never)
+    return false;
+  return t.staged == MatMulTiers::Staged::Always || uint64_t{d.p.M} * n_total >= 512 * (d.p.M + n_total);
+}
+
 void emit_products(Emitter& e, const std::vector<int>& products, const Operands& o, const MatMulFusions& f) {
   Dispatch d = plan_dispatch(e, products, o, f);
   if (f.norm_a >= 0 && !d.norm_a_here) emit_row(e, f.norm_a);
+  uint64_t n_total = 0;
+  for (uint32_t g = 0; g < d.p.groups; ++g) n_total += d.p.N[g];
+  if (stage_before(e.options().matmul, d, n_total)) stage_operands(e, d);
   if (d.plan.splits == 1) return one_pass(e, d, f);
   split_k(e, d, f);
 }
