@@ -494,6 +494,41 @@ TEST(MatMulGemv, SwigluRunsInTheStore) {
   }
 }
 
+// An inference session's weights are staged for the tensor cores once, by the derived command
+// list, and again after every parameter write: set_parameter's new weights (and the first
+// default-initialised ones) are what the next step multiplies. Against a double reference; the
+// two products' weights differ (a stale staging would be off by O(1)).
+TEST(MatMulTierSwitches, StagedWeightsFollowEveryParameterWrite) {
+  ScopedEnv force("MEGANEURA_MATMUL", "coopmat"), precision("MEGANEURA_MATMUL_PRECISION", "high");
+  if (auto why = unavailable()) GTEST_SKIP() << *why;
+  const int64_t M = 200, K = 130, N = 150;
+  Graph g;
+  Tensor w = g.parameter("w", {K, N});
+  g.output("y", matmul(g.input("x", {M, K}), w));
+  Session s = build_inference_session(g);
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  const std::vector<float> x = rng.floats(M * K, -1, 1);
+  s.set_input("x", x);
+  for (int round = 0; round < 3; ++round) {
+    const std::vector<float> wv = rng.floats(K * N, -1, 1);
+    s.set_parameter("w", wv);
+    s.step();
+    if (round == 1) s.step();  // nothing written in between: the staged weights stay
+    const std::vector<float> y = s.read_output("y").to_f32();
+    for (int64_t m = 0; m < M; m += 7)
+      for (int64_t n = 0; n < N; n += 5) {
+        double want = 0, scale = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          want += double(x[static_cast<size_t>(m * K + k)]) * wv[static_cast<size_t>(k * N + n)];
+          scale += std::abs(double(x[static_cast<size_t>(m * K + k)]) * wv[static_cast<size_t>(k * N + n)]);
+        }
+        ASSERT_NEAR(y[static_cast<size_t>(m * N + n)], want, 4e-3 * scale)
+            << "round " << round << " (" << m << ", " << n << ")";
+      }
+  }
+}
+
 TEST(MatMulTierSwitches, BadValuesNameTheVariable) {
   for (auto [name, value] : {std::pair{"MEGANEURA_MATMUL", "fast"},
                              {"MEGANEURA_MATMUL_PRECISION", "tf32"},

@@ -41,6 +41,10 @@ struct KernelCall {
   std::array<uint32_t, 3> groups{1, 1, 1};
   std::string label;
   int node = -1;
+  // Computed from parameters that no call writes (a weight staged for the tensor cores): not part
+  // of the step or of any program, but of the `derived` list, which the session runs after the
+  // parameters change.
+  bool derived = false;
 };
 
 struct Lowered {
@@ -52,6 +56,7 @@ struct Lowered {
   struct CommandList {
     std::vector<size_t> calls;  // indices into `calls`, ascending
     std::vector<int> outputs;   // graph node ids of the outputs it downloads; empty: all of them
+    bool derived = false;       // the derived calls (KernelCall::derived): no uploads or downloads
   };
   std::vector<CommandList> extra_lists;
   // The tensor whose storage `t` uses (follows alias_of to the root).

@@ -126,6 +126,23 @@ static void add_further_buffers(Planned& out, const std::vector<std::pair<uint32
   }
 }
 
+// The calls of the step, then of each extra list, in the schedule's order. Derived calls
+// (KernelCall::derived) run in the derived list only: not in the step, not in a program.
+static std::vector<std::vector<size_t>> list_calls(const lower::Lowered& low, const Schedule& sched) {
+  std::vector<std::vector<size_t>> lists(1 + low.extra_lists.size());
+  for (size_t i : sched.order)
+    if (!low.calls[i].derived) lists[0].push_back(i);
+  std::vector<size_t> position(low.calls.size());
+  for (size_t i = 0; i < sched.order.size(); ++i) position[sched.order[i]] = i;
+  for (size_t l = 0; l < low.extra_lists.size(); ++l) {
+    const lower::Lowered::CommandList& list = low.extra_lists[l];
+    for (size_t i : list.calls)
+      if (low.calls[i].derived == list.derived) lists[l + 1].push_back(i);
+    std::sort(lists[l + 1].begin(), lists[l + 1].end(), [&](size_t a, size_t b) { return position[a] < position[b]; });
+  }
+  return lists;
+}
+
 Planned plan_program(const lower::Lowered& low, const Graph& g, const PlanOptions& opts) {
   Planned out;
   const size_t n = low.tensors.size();
@@ -177,14 +194,15 @@ Planned plan_program(const lower::Lowered& low, const Graph& g, const PlanOption
   }
 
   auto commands = [&](const std::vector<size_t>& calls, const std::vector<int>& outputs, uint32_t& barriers,
-                      uint32_t& dispatches) {
+                      uint32_t& dispatches, bool derived) {
     std::vector<Command> cmds;
     auto barrier = [&](Barrier::Kind k) {
       cmds.emplace_back(std::in_place_type<Barrier>, Barrier{k});
       ++barriers;
     };
-    for (const Copy& c : uploads) cmds.emplace_back(std::in_place_type<Copy>, c);
-    if (!uploads.empty()) barrier(Barrier::TransferToCompute);
+    if (!derived)
+      for (const Copy& c : uploads) cmds.emplace_back(std::in_place_type<Copy>, c);
+    if (!derived && !uploads.empty()) barrier(Barrier::TransferToCompute);
     Hazards pending;
     for (size_t i : calls) {
       const lower::KernelCall& c = low.calls[i];
@@ -210,6 +228,10 @@ Planned plan_program(const lower::Lowered& low, const Graph& g, const PlanOption
       cmds.emplace_back(std::in_place_type<Dispatch>, std::move(d));
       ++dispatches;
     }
+    if (derived) {  // what it wrote, for the lists submitted after it
+      barrier(Barrier::ComputeToCompute);
+      return cmds;
+    }
     barrier(Barrier::ComputeToTransfer);
     for (const auto& [node, c] : downloads)
       if (outputs.empty() || std::find(outputs.begin(), outputs.end(), node) != outputs.end())
@@ -217,14 +239,12 @@ Planned plan_program(const lower::Lowered& low, const Graph& g, const PlanOption
     barrier(Barrier::TransferToHost);  // also makes the status block visible
     return cmds;
   };
-  p.commands = commands(sched.order, {}, out.barriers, out.dispatches);
-  std::vector<size_t> position(low.calls.size());
-  for (size_t i = 0; i < sched.order.size(); ++i) position[sched.order[i]] = i;
-  for (const lower::Lowered::CommandList& list : low.extra_lists) {
-    std::vector<size_t> calls = list.calls;  // a subsequence of the step, in its order
-    std::sort(calls.begin(), calls.end(), [&](size_t a, size_t b) { return position[a] < position[b]; });
+  const std::vector<std::vector<size_t>> lists = list_calls(low, sched);
+  p.commands = commands(lists[0], {}, out.barriers, out.dispatches, false);
+  for (size_t l = 0; l < low.extra_lists.size(); ++l) {
     uint32_t unused_barriers = 0, unused_dispatches = 0;
-    p.extra.push_back(commands(calls, list.outputs, unused_barriers, unused_dispatches));
+    const lower::Lowered::CommandList& list = low.extra_lists[l];
+    p.extra.push_back(commands(lists[l + 1], list.outputs, unused_barriers, unused_dispatches, list.derived));
   }
 
   p.generated = low.generated;

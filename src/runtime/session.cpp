@@ -82,8 +82,14 @@ std::unique_ptr<Session::Impl> Session::Impl::build(const Graph& g, const lower:
   const plan::Planned& p = impl->planned;
   const auto& words = p.params_words;
   impl->exe->write({plan::kParamsBuffer, 0, words.size() * 4}, std::as_bytes(std::span(words)));
-  for (size_t t = 0; t < low.tensors.size(); ++t)  // optimizer state starts at zero
-    if (low.tensors[t].role == lower::Role::State)
+  // Optimizer state starts at zero; what derived calls write (weights staged for the tensor
+  // cores, gigabytes at 1.7B parameters) is written whole before any step reads it.
+  std::vector<bool> derived(low.tensors.size(), false);
+  for (const lower::KernelCall& c : low.calls)
+    for (const lower::Access& a : c.tensors)
+      derived[static_cast<size_t>(a.tensor)] = derived[static_cast<size_t>(a.tensor)] || (c.derived && a.write);
+  for (size_t t = 0; t < low.tensors.size(); ++t)
+    if (low.tensors[t].role == lower::Role::State && !derived[t])
       impl->exe->write(p.tensor[t], std::vector<std::byte>(p.tensor[t].size));
   for (int id = 0; id < g.size(); ++id) {
     const Node& n = g.node(id);
@@ -142,8 +148,14 @@ std::unique_ptr<Session::Impl> Session::Impl::compile(const Graph& g, const std:
     }
     program_inputs = add_programs(g, low, options);
   }
+  lower::Lowered::CommandList derived;
+  derived.derived = true;
+  for (size_t i = 0; i < low.calls.size(); ++i)
+    if (low.calls[i].derived) derived.calls.push_back(i);
+  if (!derived.calls.empty()) low.extra_lists.push_back(std::move(derived));
   std::unique_ptr<Session::Impl> impl = build(g, low, options);
   impl->program_inputs = std::move(program_inputs);
+  if (!low.extra_lists.empty() && low.extra_lists.back().derived) impl->derived_list = low.extra_lists.size();
   return impl;
 }
 
@@ -181,6 +193,7 @@ void Session::set_parameter(std::string_view name, const HostTensor& value) {
   Impl::check_value(n, name, "parameter", value);
   impl_->exe->write(first_bytes(impl_->planned.tensor[static_cast<size_t>(n.tensor)], value.bytes.size()), value.bytes);
   n.set = true;
+  impl_->derived_stale = true;
 }
 
 void Session::set_parameter(std::string_view name, std::span<const float> values) {
@@ -197,6 +210,13 @@ void Session::Impl::fill_default(const std::string& name, Named& parameter) {
   exe->write(first_bytes(planned.tensor[static_cast<size_t>(parameter.tensor)], values.size() * sizeof(float)),
              std::as_bytes(std::span(values)));
   parameter.set = true;
+  derived_stale = true;
+}
+
+void Session::Impl::refresh_derived() {
+  if (derived_list == 0 || !derived_stale) return;
+  run_list(derived_list);
+  derived_stale = false;
 }
 
 void Session::Impl::fill_defaults() {
@@ -221,6 +241,7 @@ void Session::run(size_t program) {
                 std::to_string(impl_->program_inputs.size()) + " programs (SessionOptions::programs)");
   impl_->fill_defaults();
   impl_->check_inputs_set(&impl_->program_inputs[program]);  // only the inputs this program reads
+  impl_->refresh_derived();
   impl_->run_list(1 + program);
   ++impl_->steps;
   impl_->check_status();
@@ -229,6 +250,7 @@ void Session::run(size_t program) {
 void Session::step() {
   impl_->fill_defaults();
   impl_->check_inputs_set();
+  impl_->refresh_derived();
   impl_->run_list(0);
   ++impl_->steps;
   impl_->check_status();

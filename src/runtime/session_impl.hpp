@@ -115,6 +115,11 @@ struct Session::Impl {
   // it: a CPU slice around submit and wait, a GPU slice per dispatch (src/runtime/session_trace.cpp).
   void run_list(size_t list);
   bool evaluated = false;  // evaluate() ran: outputs are readable
+  // The command list of the derived calls (KernelCall::derived: weights staged for the tensor
+  // cores), 0 if none; run before the next step or program after any parameter was written.
+  size_t derived_list = 0;
+  bool derived_stale = true;
+  void refresh_derived();
 };
 
 Session make_session(std::unique_ptr<Session::Impl> impl);

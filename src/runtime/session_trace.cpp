@@ -14,6 +14,7 @@ namespace {
 // "train step", "evaluate", "step", or the program's outputs: "run prefill.logits".
 std::string list_name(const Session::Impl& s, size_t list) {
   if (list == 0) return s.train ? "train step" : "step";
+  if (list == s.derived_list) return "stage weights";
   if (s.train) return "evaluate";
   std::string name = "run";
   for (const std::string& out : s.options.programs.at(list - 1)) name += " " + out;

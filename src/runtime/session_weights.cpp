@@ -35,6 +35,7 @@ void Session::set_parameters(const Checkpoint& checkpoint, std::span<const std::
   }
   impl_->exe->write_streamed(writes, runtime::upload_chunk_bytes());
   for (auto* n : targets) n->set = true;
+  impl_->derived_stale = true;
 }
 
 }  // namespace meganeura

@@ -70,6 +70,7 @@ void Session::evaluate() {
     throw Error("evaluate() is for training sessions; an inference session's step() is already forward-only");
   impl_->fill_defaults();
   impl_->check_inputs_set();
+  impl_->refresh_derived();
   impl_->run_list(1);
   impl_->evaluated = true;
   impl_->check_status();
@@ -164,6 +165,7 @@ void Session::load(const std::string& path) {
     impl_->exe->write(first_bytes(slots[name].slice, t.bytes.size()), t.bytes);
     if (auto p = impl_->parameters.find(name); p != impl_->parameters.end()) p->second.set = true;
   }
+  impl_->derived_stale = true;
   if (impl_->train) {
     const std::array<uint32_t, 4> counters = {static_cast<uint32_t>(micro_steps),
                                               static_cast<uint32_t>(optimizer_steps), 0, 0};

@@ -7,6 +7,7 @@
 #include <bit>
 
 #include "lower/emit/emitters.hpp"
+#include "lower/node_facts.hpp"
 #include "meganeura/error.hpp"
 
 namespace meganeura::lower {
@@ -294,14 +295,28 @@ void split_k(Emitter& e, Dispatch& d, const MatMulFusions& f) {
   if (f.glu >= 0) emit_elementwise(e, f.glu);
 }
 
+// Whether `tensor` holds parameters that no call writes (an inference session's weights): what
+// is staged from them stays valid until the session's parameters change.
+bool constant_parameter(const Emitter& e, int tensor) {
+  const Lowered& low = e.lowered();
+  const int root = low.root(tensor);
+  if (low.tensors[static_cast<size_t>(root)].role != Role::Parameter) return false;
+  const Graph& g = e.graph();
+  for (int id = 0; id < g.size(); ++id)
+    if (writes_in_place(g.node(id).op) && low.root(g.node(id).inputs[0]) == root) return false;
+  return true;
+}
+
 // One StageF16 call: rows x K of `tensor` (element (r, k) at offset + r * row_stride + k *
-// col_stride) into `staged` from word `at`; returns the words it fills.
+// col_stride) into `staged` from word `at`; returns the words it fills. `derived`: a constant
+// parameter's, run when parameters change rather than every step.
 uint64_t stage_operand(Emitter& e, const Dispatch& d, const std::string& what, int tensor, int staged, uint64_t at,
-                       StageF16Params sp) {
+                       StageF16Params sp, bool derived = false) {
   sp.out_offset = u32(at, "staged operand offset");
   std::string label = "stage ";
   label += what;
   KernelCall& c = e.call(Kernel::StageF16, d.id, label);
+  c.derived = derived;
   c.tensors = {{tensor, false}, {staged, true}};
   const uint64_t blocks = uint64_t{sp.padded_rows} / 16 * (sp.row_words / 16);
   c.groups = {static_cast<uint32_t>(std::min<uint64_t>((blocks + 7) / 8, kMaxGroups)), 1, 1};
@@ -321,7 +336,8 @@ void stage_operands(Emitter& e, Dispatch& d) {
                 {p.M, p.K, p.a_offset, p.a_row_stride, p.a_col_stride, 0, row_words, u32(round64(p.M), "rows")});
   uint64_t b_words = 0;
   for (uint32_t g = 0; g < p.groups; ++g) b_words += words(p.N[g]);
-  const int staged_b = e.scratch(b_words * 4);
+  const bool constant_b = constant_parameter(e, d.weights);  // staged once, kept
+  const int staged_b = constant_b ? e.state(b_words * 4) : e.scratch(b_words * 4);
   uint64_t at = 0;
   for (uint32_t g = 0; g < p.groups; ++g) {
     const uint32_t from = u32(at, "staged operand offset");
@@ -329,7 +345,8 @@ void stage_operands(Emitter& e, Dispatch& d) {
     if (p.groups > 1) what += std::to_string(g);
     at += stage_operand(
         e, d, what, d.weights, staged_b, at,
-        {p.N[g], p.K, p.b_offset[g], p.b_col_stride[g], p.b_row_stride[g], 0, row_words, u32(round64(p.N[g]), "rows")});
+        {p.N[g], p.K, p.b_offset[g], p.b_col_stride[g], p.b_row_stride[g], 0, row_words, u32(round64(p.N[g]), "rows")},
+        constant_b);
     p.b_offset[g] = from;
     p.b_row_stride[g] = row_words;
     p.b_col_stride[g] = 1;
@@ -347,11 +364,18 @@ void stage_operands(Emitter& e, Dispatch& d) {
 // M·K + N·K values once, where the product's own staging converts M·N·K / 32 (once per 64-wide
 // tile of the other side, a value of each a step). H100: matmul 1024³ 49 -> 43 µs, 4096³ 2,493 ->
 // 1,756; but at SmolLM2's 128-token shapes (M·N / (M + N) ~ 100) the extra dispatches and the
-// weights staged anew each call cost more than they save (inference 2.93 -> 3.57 ms).
-bool stage_before(const MatMulTiers& t, const Dispatch& d, uint64_t n_total) {
+// weights staged anew each call cost more than they save (inference 2.93 -> 3.57 ms). Weights no
+// call writes are staged once (constant_parameter), leaving a dispatch for A: worth it from about
+// 2^28 multiply-adds (the 1.7B shape at 128 tokens, 15.9 -> 12.5 ms; each of SmolLM2-135M's
+// products but its LM head is smaller, and staging all of them cost 2.91 -> 3.18 ms).
+bool stage_before(const Emitter& e, const Dispatch& d, uint64_t n_total) {
+  const MatMulTiers& t = e.options().matmul;
   if (t.bf16 || d.plan.kernel != Kernel::MatMulCoopNV || d.p.batch != 1 || t.staged == MatMulTiers::Staged::Never)
     return false;
-  return t.staged == MatMulTiers::Staged::Always || uint64_t{d.p.M} * n_total >= 512 * (d.p.M + n_total);
+  if (t.staged == MatMulTiers::Staged::Always) return true;
+  const uint64_t M = d.p.M, macs = M * n_total * d.p.K;
+  if (macs >= (uint64_t{1} << 28) && constant_parameter(e, d.weights)) return true;
+  return M * n_total >= 512 * (M + n_total);
 }
 
 void emit_products(Emitter& e, const std::vector<int>& products, const Operands& o, const MatMulFusions& f) {
@@ -359,7 +383,7 @@ void emit_products(Emitter& e, const std::vector<int>& products, const Operands&
   if (f.norm_a >= 0 && !d.norm_a_here) emit_row(e, f.norm_a);
   uint64_t n_total = 0;
   for (uint32_t g = 0; g < d.p.groups; ++g) n_total += d.p.N[g];
-  if (stage_before(e.options().matmul, d, n_total)) stage_operands(e, d);
+  if (stage_before(e, d, n_total)) stage_operands(e, d);
   if (d.plan.splits == 1) return one_pass(e, d, f);
   split_k(e, d, f);
 }
