@@ -249,3 +249,24 @@ TEST(LowerPicks, OperandsStagedBeforeLargeProducts) {
   EXPECT_EQ(count_kernel(lowered(g), mn::kernels::Kernel::MatMulCoopStagedNV), 2u);
   unsetenv("MEGANEURA_COOP_STAGED");
 }
+
+// A batch sharing its weights (x [8, 512, k] · w) is one product of 4096 rows: one tile grid,
+// staged once; a batch with weights of its own stays a batch.
+TEST(LowerPicks, SharedWeightsFoldTheBatchIntoRows) {
+  mn::Graph g;
+  g.output("shared", mn::matmul(g.input("x", {8, 512, 576}), g.parameter("w", {576, 1536})));
+  g.output("own", mn::matmul(g.input("y", {8, 64, 96}), g.input("v", {8, 96, 80})));
+  std::vector<mn::kernels::MatMulParams> products;
+  for (const auto& c : lowered(g).calls) {
+    if (c.kernel != mn::kernels::Kernel::MatMulCoopNV && c.kernel != mn::kernels::Kernel::MatMulCoopStagedNV) continue;
+    mn::kernels::MatMulParams p{};
+    ASSERT_GE(c.params.size() * 4, sizeof(p));
+    std::memcpy(&p, c.params.data(), sizeof(p));
+    products.push_back(p);
+  }
+  ASSERT_EQ(products.size(), 2u);
+  EXPECT_EQ(products[0].M, 4096u);
+  EXPECT_EQ(products[0].batch, 1u);
+  EXPECT_EQ(products[1].M, 64u);
+  EXPECT_EQ(products[1].batch, 8u);
+}

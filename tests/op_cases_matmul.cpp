@@ -81,6 +81,8 @@ std::vector<OpCase> linear_cases() {
       lin("residual_bcast_rows_batch", {2, 3, 33, 17}, {17, 7}, false, false, kLinearNone, {3, 1, 7}),
       lin("residual_bcast_cols_relu", {2, 3, 33, 17}, {7, 17}, false, true, kLinearRelu, {2, 1, 33, 1}),
       lin("residual_silu_transpose_a", {3, 65, 63}, {3, 65, 67}, true, false, kLinearSilu, {3, 63, 67}),
+      // Weights shared by the batch, rows following on: lowered as one product of 3 x 33 rows.
+      lin("residual_full_batch_as_rows", {3, 33, 17}, {17, 7}, false, false, kLinearNone, {3, 33, 7}),
   };
 }
 
@@ -95,6 +97,8 @@ std::vector<OpCase> matmul_add_cases() {
   };
   return {
       mma("full_m63_k65_n130", {63, 65}, {65, 130}, {63, 130}, false, false),
+      // The residual shared by the batch: its rows do not follow on, so the batch stays a batch.
+      mma("batch_residual_shared", {3, 33, 17}, {17, 7}, {33, 7}, false, false),
       mma("row_broadcast_transpose_b_batch", {2, 3, 33, 17}, {7, 17}, {3, 1, 7}, false, true),
       mma("column_broadcast_transpose_a", {3, 65, 63}, {3, 65, 5}, {3, 63, 1}, true, false),
       mma("scalar_residual_m1", {1, 130}, {130, 67}, {}, false, false),

@@ -34,6 +34,21 @@ struct Operands {
   std::vector<uint32_t> b_offsets, c_offsets;  // in elements
 };
 
+// A batch of products that share B (weights broadcast over the batch: x [b, s, k] · w [k, n])
+// whose A and C rows follow on from one batch entry to the next is one product of b·s rows: one
+// tile grid (and one staging of each operand) instead of b. Residual rows must follow on too.
+void fold_batch_into_rows(MatMulParams& p, bool ta, bool has_res) {
+  const uint64_t rows = uint64_t{p.M} * p.batch;
+  if (p.batch <= 1 || p.batch_rank != 1 || ta || p.b_batch_stride[0] != 0 ||
+      uint64_t{p.a_batch_stride[0]} != uint64_t{p.M} * p.K || rows > UINT32_MAX)
+    return;
+  if (has_res && uint64_t{p.r_batch_stride[0]} != uint64_t{p.M} * p.r_row_stride) return;
+  p.M = static_cast<uint32_t>(rows);
+  p.batch = 1;
+  p.batch_rank = 0;
+  p.batch_shape[0] = p.a_batch_stride[0] = p.r_batch_stride[0] = 0;
+}
+
 // What every call of one matmul dispatch shares.
 struct Dispatch {
   int id = -1;  // the first product: its A, epilogue and label
@@ -124,6 +139,8 @@ Dispatch plan_dispatch(Emitter& e, const std::vector<int>& products, const Opera
   const int res_input = n.op == Op::MatMulAdd ? 2 : 3;  // linear: (a, b, bias, residual)
   const bool has_res = (n.op == Op::Linear || n.op == Op::MatMulAdd) && static_cast<int>(n.inputs.size()) > res_input;
   fill_batch(e, n, d.id, p, has_res ? n.inputs[static_cast<size_t>(res_input)] : -1);
+  fold_batch_into_rows(p, ta, has_res);
+  d.M = p.M;
   d.plan = plan_matmul(e.options().matmul, p.M, n_total, p.K, p.batch, /*b_k_contiguous=*/tb && K > 1);
   for (size_t g = 0; g < products.size(); ++g)
     p.tile0[g + 1] = p.tile0[g] + u32((p.N[g] + d.plan.tile_n - 1) / d.plan.tile_n, "matmul column tiles");
