@@ -506,6 +506,7 @@ TEST(MatMulTierSwitches, StagedWeightsFollowEveryParameterWrite) {
   Tensor w = g.parameter("w", {K, N});
   g.output("y", matmul(g.input("x", {M, K}), w));
   Session s = build_inference_session(g);
+  EXPECT_GE(s.memory().staged_weights, uint64_t(K * N * 2));  // f16, padded to whole tiles
   Rng rng;
   SCOPED_TRACE(seed_note(rng.seed()));
   const std::vector<float> x = rng.floats(M * K, -1, 1);

@@ -25,7 +25,8 @@ struct ParameterInfo {
 };
 
 struct MemoryStats {
-  uint64_t parameters = 0;         // parameter and constant bytes
+  uint64_t parameters = 0;         // parameter, constant and state bytes (staged_weights included)
+  uint64_t staged_weights = 0;     // weights kept as f16 for the tensor cores (inference on NVIDIA)
   uint32_t parameter_buffers = 1;  // buffers they span (more when past the device's largest)
   uint64_t io = 0;                 // input bytes on the device
   uint64_t arena = 0;              // peak bytes of intermediates and outputs (after reuse)

@@ -88,9 +88,11 @@ std::unique_ptr<Session::Impl> Session::Impl::build(const Graph& g, const lower:
   for (const lower::KernelCall& c : low.calls)
     for (const lower::Access& a : c.tensors)
       derived[static_cast<size_t>(a.tensor)] = derived[static_cast<size_t>(a.tensor)] || (c.derived && a.write);
-  for (size_t t = 0; t < low.tensors.size(); ++t)
+  for (size_t t = 0; t < low.tensors.size(); ++t) {
+    if (derived[t]) impl->staged_weight_bytes += p.tensor[t].size;
     if (low.tensors[t].role == lower::Role::State && !derived[t])
       impl->exe->write(p.tensor[t], std::vector<std::byte>(p.tensor[t].size));
+  }
   for (int id = 0; id < g.size(); ++id) {
     const Node& n = g.node(id);
     impl->node_labels.push_back(g.label(id) + " (" + std::string(op_name(n.op)) + ")");
@@ -308,6 +310,7 @@ MemoryStats Session::memory() const {
   m.arena_buffers = static_cast<uint32_t>(p.arena_buffers.size());
   m.io = b[plan::kInputBuffer].size;
   m.arena_unshared = impl_->planned.arena_unshared;
+  m.staged_weights = impl_->staged_weight_bytes;
   m.total_device = impl_->exe->device_bytes();
   return m;
 }

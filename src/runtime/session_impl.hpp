@@ -119,6 +119,7 @@ struct Session::Impl {
   // cores), 0 if none; run before the next step or program after any parameter was written.
   size_t derived_list = 0;
   bool derived_stale = true;
+  uint64_t staged_weight_bytes = 0;  // what the derived calls write (MemoryStats::staged_weights)
   void refresh_derived();
 };
 

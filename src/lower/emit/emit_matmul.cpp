@@ -37,9 +37,10 @@ struct Operands {
 // A batch of products that share B (weights broadcast over the batch: x [b, s, k] · w [k, n])
 // whose A and C rows follow on from one batch entry to the next is one product of b·s rows: one
 // tile grid (and one staging of each operand) instead of b. Residual rows must follow on too.
-void fold_batch_into_rows(MatMulParams& p, bool ta, bool has_res) {
+// Rows few enough for the GEMV (decoding several sequences) stay a batch of GEMVs.
+void fold_batch_into_rows(MatMulParams& p, bool ta, bool has_res, const MatMulTiers& t) {
   const uint64_t rows = uint64_t{p.M} * p.batch;
-  if (p.batch <= 1 || p.batch_rank != 1 || ta || p.b_batch_stride[0] != 0 ||
+  if ((t.gemv && p.M <= 4) || p.batch <= 1 || p.batch_rank != 1 || ta || p.b_batch_stride[0] != 0 ||
       uint64_t{p.a_batch_stride[0]} != uint64_t{p.M} * p.K || rows > UINT32_MAX)
     return;
   if (has_res && uint64_t{p.r_batch_stride[0]} != uint64_t{p.M} * p.r_row_stride) return;
@@ -139,7 +140,7 @@ Dispatch plan_dispatch(Emitter& e, const std::vector<int>& products, const Opera
   const int res_input = n.op == Op::MatMulAdd ? 2 : 3;  // linear: (a, b, bias, residual)
   const bool has_res = (n.op == Op::Linear || n.op == Op::MatMulAdd) && static_cast<int>(n.inputs.size()) > res_input;
   fill_batch(e, n, d.id, p, has_res ? n.inputs[static_cast<size_t>(res_input)] : -1);
-  fold_batch_into_rows(p, ta, has_res);
+  fold_batch_into_rows(p, ta, has_res, e.options().matmul);
   d.M = p.M;
   d.plan = plan_matmul(e.options().matmul, p.M, n_total, p.K, p.batch, /*b_k_contiguous=*/tb && K > 1);
   for (size_t g = 0; g < products.size(); ++g)
