@@ -41,11 +41,6 @@ uint f16_to_f32(uint h) {
   return sign | ((e + 112u) << 23) | (m << 13);
 }
 
-uint f32_to_bf16(uint x) {
-  if ((x & 0x7fffffffu) > 0x7f800000u) return (x | 0x00400000u) >> 16;  // NaN, kept quiet
-  return (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;  // round to nearest even; overflow gives inf
-}
-
 void main() {
   uint words = (p.n + 1u) / 2u;
   for (uint w = gl_GlobalInvocationID.x; w < words; w += gl_NumWorkGroups.x * WG) {

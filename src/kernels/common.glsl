@@ -43,6 +43,11 @@ uint f32_to_word(float v, uint dtype) {
   if (dtype == DT_U32) return v < 0.0f ? uint(int(v)) : uint(v);
   return floatBitsToUint(v);
 }
+// f32 bits to bf16 bits, rounded to nearest even; NaN stays a (quiet) NaN, overflow gives inf.
+uint f32_to_bf16(uint x) {
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (x | 0x00400000u) >> 16;
+  return (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+}
 // An index word of `dtype` (DT_I32 or DT_U32) checked against [-len, len), negatives wrapped once.
 // Returns the wrapped index, or 0xffffffff when out of range.
 const uint BAD_INDEX = 0xffffffffu;

@@ -56,13 +56,9 @@
 
 // Four staged values packed for shared memory, rounded to nearest even.
 #if defined(STAGE_BF16)
-uint stage_bf16_bits(float x) {
-  uint b = floatBitsToUint(x);
-  if ((b & 0x7fffffffu) > STAGE_NOT_FINITE) return (b >> 16u) | 0x40u;  // NaN stays NaN
-  return (b + 0x7fffu + ((b >> 16u) & 1u)) >> 16u;
-}
 uvec2 stage_pack4(vec4 v) {
-  return uvec2(stage_bf16_bits(v.x) | (stage_bf16_bits(v.y) << 16u), stage_bf16_bits(v.z) | (stage_bf16_bits(v.w) << 16u));
+  uvec4 b = floatBitsToUint(v);
+  return uvec2(f32_to_bf16(b.x) | (f32_to_bf16(b.y) << 16u), f32_to_bf16(b.z) | (f32_to_bf16(b.w) << 16u));
 }
 #else
 uvec2 stage_pack4(vec4 v) { return uvec2(packFloat2x16(f16vec2(v.xy)), packFloat2x16(f16vec2(v.zw))); }

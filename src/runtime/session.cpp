@@ -87,7 +87,7 @@ std::unique_ptr<Session::Impl> Session::Impl::build(const Graph& g, const lower:
   std::vector<bool> derived(low.tensors.size(), false);
   for (const lower::KernelCall& c : low.calls)
     for (const lower::Access& a : c.tensors)
-      derived[static_cast<size_t>(a.tensor)] = derived[static_cast<size_t>(a.tensor)] || (c.derived && a.write);
+      if (c.derived && a.write) derived[static_cast<size_t>(a.tensor)] = true;
   for (size_t t = 0; t < low.tensors.size(); ++t) {
     if (derived[t]) impl->staged_weight_bytes += p.tensor[t].size;
     if (low.tensors[t].role == lower::Role::State && !derived[t])
@@ -154,10 +154,14 @@ std::unique_ptr<Session::Impl> Session::Impl::compile(const Graph& g, const std:
   derived.derived = true;
   for (size_t i = 0; i < low.calls.size(); ++i)
     if (low.calls[i].derived) derived.calls.push_back(i);
-  if (!derived.calls.empty()) low.extra_lists.push_back(std::move(derived));
+  size_t derived_list = 0;  // run_list's number for it: extra list i is list 1 + i
+  if (!derived.calls.empty()) {
+    low.extra_lists.push_back(std::move(derived));
+    derived_list = low.extra_lists.size();
+  }
   std::unique_ptr<Session::Impl> impl = build(g, low, options);
   impl->program_inputs = std::move(program_inputs);
-  if (!low.extra_lists.empty() && low.extra_lists.back().derived) impl->derived_list = low.extra_lists.size();
+  impl->derived_list = derived_list;
   return impl;
 }
 
@@ -194,8 +198,7 @@ void Session::set_parameter(std::string_view name, const HostTensor& value) {
   auto& n = impl_->find(impl_->parameters, name, "parameter", impl_->inputs, "an input", "set_input");
   Impl::check_value(n, name, "parameter", value);
   impl_->exe->write(first_bytes(impl_->planned.tensor[static_cast<size_t>(n.tensor)], value.bytes.size()), value.bytes);
-  n.set = true;
-  impl_->derived_stale = true;
+  impl_->wrote_parameter(n);
 }
 
 void Session::set_parameter(std::string_view name, std::span<const float> values) {
@@ -211,8 +214,7 @@ void Session::Impl::fill_default(const std::string& name, Named& parameter) {
   const std::vector<float> values = init::draw(parameter.init, parameter.shape, name, 0);
   exe->write(first_bytes(planned.tensor[static_cast<size_t>(parameter.tensor)], values.size() * sizeof(float)),
              std::as_bytes(std::span(values)));
-  parameter.set = true;
-  derived_stale = true;
+  wrote_parameter(parameter);
 }
 
 void Session::Impl::refresh_derived() {

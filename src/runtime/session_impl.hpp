@@ -121,6 +121,12 @@ struct Session::Impl {
   bool derived_stale = true;
   uint64_t staged_weight_bytes = 0;  // what the derived calls write (MemoryStats::staged_weights)
   void refresh_derived();
+  // A parameter's bytes were written (set, loaded, or default-initialised): it is set, and what
+  // the derived list computed from parameters is stale.
+  void wrote_parameter(Named& parameter) {
+    parameter.set = true;
+    derived_stale = true;
+  }
 };
 
 Session make_session(std::unique_ptr<Session::Impl> impl);

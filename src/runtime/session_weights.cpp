@@ -34,8 +34,7 @@ void Session::set_parameters(const Checkpoint& checkpoint, std::span<const std::
     targets.push_back(&n);
   }
   impl_->exe->write_streamed(writes, runtime::upload_chunk_bytes());
-  for (auto* n : targets) n->set = true;
-  impl_->derived_stale = true;
+  for (auto* n : targets) impl_->wrote_parameter(*n);
 }
 
 }  // namespace meganeura

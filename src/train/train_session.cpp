@@ -163,9 +163,8 @@ void Session::load(const std::string& path) {
   // Checked in full before anything is written: a bad file leaves the session as it was.
   for (const auto& [name, t] : f.tensors) {
     impl_->exe->write(first_bytes(slots[name].slice, t.bytes.size()), t.bytes);
-    if (auto p = impl_->parameters.find(name); p != impl_->parameters.end()) p->second.set = true;
+    if (auto p = impl_->parameters.find(name); p != impl_->parameters.end()) impl_->wrote_parameter(p->second);
   }
-  impl_->derived_stale = true;
   if (impl_->train) {
     const std::array<uint32_t, 4> counters = {static_cast<uint32_t>(micro_steps),
                                               static_cast<uint32_t>(optimizer_steps), 0, 0};

@@ -7,7 +7,6 @@
 #include <bit>
 
 #include "lower/emit/emitters.hpp"
-#include "lower/node_facts.hpp"
 #include "meganeura/error.hpp"
 
 namespace meganeura::lower {
@@ -57,6 +56,7 @@ struct Dispatch {
   MatMulPlan plan;
   std::string what;
   int64_t M = 0;
+  uint64_t n_total = 0;  // columns of all its products
   bool glu_here = false, norm_a_here = false;
   int a_tensor = -1, weights = -1, outputs = -1, bias = -1, res = -1;
   std::vector<uint32_t> epilogue, layout;
@@ -126,7 +126,6 @@ Dispatch plan_dispatch(Emitter& e, const std::vector<int>& products, const Opera
   p.a_row_stride = ta ? 1 : u32(K, "stride");
   p.a_col_stride = ta ? u32(d.M, "stride") : 1;
   p.groups = static_cast<uint32_t>(products.size());
-  uint64_t n_total = 0;
   for (size_t g = 0; g < products.size(); ++g) {
     const int64_t N = e.node(products[g]).shape.back();
     p.N[g] = u32(N, "matmul N");
@@ -134,7 +133,7 @@ Dispatch plan_dispatch(Emitter& e, const std::vector<int>& products, const Opera
     p.b_col_stride[g] = tb ? u32(K, "stride") : 1;
     p.b_offset[g] = o.b_offsets[g];
     p.c_offset[g] = o.c_offsets[g];
-    n_total += p.N[g];
+    d.n_total += p.N[g];
     if (products.size() > 1) d.what += (g ? ", %" : "with %") + std::to_string(products[g]);
   }
   const int res_input = n.op == Op::MatMulAdd ? 2 : 3;  // linear: (a, b, bias, residual)
@@ -142,7 +141,7 @@ Dispatch plan_dispatch(Emitter& e, const std::vector<int>& products, const Opera
   fill_batch(e, n, d.id, p, has_res ? n.inputs[static_cast<size_t>(res_input)] : -1);
   fold_batch_into_rows(p, ta, has_res, e.options().matmul);
   d.M = p.M;
-  d.plan = plan_matmul(e.options().matmul, p.M, n_total, p.K, p.batch, /*b_k_contiguous=*/tb && K > 1);
+  d.plan = plan_matmul(e.options().matmul, p.M, d.n_total, p.K, p.batch, /*b_k_contiguous=*/tb && K > 1);
   for (size_t g = 0; g < products.size(); ++g)
     p.tile0[g + 1] = p.tile0[g] + u32((p.N[g] + d.plan.tile_n - 1) / d.plan.tile_n, "matmul column tiles");
   // A gate/up pair whose swiglu the tensor-core or GEMV kernel computes as it stores (GLU,
@@ -317,12 +316,13 @@ void split_k(Emitter& e, Dispatch& d, const MatMulFusions& f) {
 // is staged from them stays valid until the session's parameters change.
 bool constant_parameter(const Emitter& e, int tensor) {
   const Lowered& low = e.lowered();
-  const int root = low.root(tensor);
-  if (low.tensors[static_cast<size_t>(root)].role != Role::Parameter) return false;
-  const Graph& g = e.graph();
-  for (int id = 0; id < g.size(); ++id)
-    if (writes_in_place(g.node(id).op) && low.root(g.node(id).inputs[0]) == root) return false;
-  return true;
+  return low.tensors[static_cast<size_t>(low.root(tensor))].role == Role::Parameter && !e.written_in_place(tensor);
+}
+
+// The words of a staged operand of `padded_rows` rows of `row_words`: the values, then an exponent
+// for each block of 16 rows x 32 k (StageF16Params).
+uint64_t staged_words(uint64_t padded_rows, uint64_t row_words) {
+  return padded_rows * row_words + padded_rows / 16 * (row_words / 16);
 }
 
 // One StageF16 call: rows x K of `tensor` (element (r, k) at offset + r * row_stride + k *
@@ -336,10 +336,10 @@ uint64_t stage_operand(Emitter& e, const Dispatch& d, const std::string& what, i
   KernelCall& c = e.call(Kernel::StageF16, d.id, label);
   c.derived = derived;
   c.tensors = {{tensor, false}, {staged, true}};
-  const uint64_t blocks = uint64_t{sp.padded_rows} / 16 * (sp.row_words / 16);
+  const uint64_t blocks = uint64_t{sp.padded_rows} / 16 * (sp.row_words / 16);  // a subgroup each, 8 a workgroup
   c.groups = {static_cast<uint32_t>(std::min<uint64_t>((blocks + 7) / 8, kMaxGroups)), 1, 1};
   Emitter::set_params(c, sp);
-  return uint64_t{sp.padded_rows} * sp.row_words + blocks;
+  return staged_words(sp.padded_rows, sp.row_words);
 }
 
 // Stages A and every group's B for a STAGED product (matmul_coop_staged.glsl), then points the
@@ -348,7 +348,7 @@ void stage_operands(Emitter& e, Dispatch& d) {
   MatMulParams& p = d.p;
   auto round64 = [](uint64_t x) { return (x + 63) / 64 * 64; };
   const uint32_t row_words = u32(round64(p.K) / 2, "staged row");
-  auto words = [&](uint64_t rows) { return round64(rows) * row_words + round64(rows) / 16 * (row_words / 16); };
+  auto words = [&](uint64_t rows) { return staged_words(round64(rows), row_words); };
   const int staged_a = e.scratch(words(p.M) * 4);
   stage_operand(e, d, "A", d.a_tensor, staged_a, 0,
                 {p.M, p.K, p.a_offset, p.a_row_stride, p.a_col_stride, 0, row_words, u32(round64(p.M), "rows")});
@@ -386,22 +386,20 @@ void stage_operands(Emitter& e, Dispatch& d) {
 // call writes are staged once (constant_parameter), leaving a dispatch for A: worth it from about
 // 2^28 multiply-adds (the 1.7B shape at 128 tokens, 15.9 -> 12.5 ms; each of SmolLM2-135M's
 // products but its LM head is smaller, and staging all of them cost 2.91 -> 3.18 ms).
-bool stage_before(const Emitter& e, const Dispatch& d, uint64_t n_total) {
+bool stage_before(const Emitter& e, const Dispatch& d) {
   const MatMulTiers& t = e.options().matmul;
   if (t.bf16 || d.plan.kernel != Kernel::MatMulCoopNV || d.p.batch != 1 || t.staged == MatMulTiers::Staged::Never)
     return false;
   if (t.staged == MatMulTiers::Staged::Always) return true;
-  const uint64_t M = d.p.M, macs = M * n_total * d.p.K;
+  const uint64_t M = d.p.M, N = d.n_total, macs = M * N * d.p.K;
   if (macs >= (uint64_t{1} << 28) && constant_parameter(e, d.weights)) return true;
-  return M * n_total >= 512 * (M + n_total);
+  return M * N >= 512 * (M + N);
 }
 
 void emit_products(Emitter& e, const std::vector<int>& products, const Operands& o, const MatMulFusions& f) {
   Dispatch d = plan_dispatch(e, products, o, f);
   if (f.norm_a >= 0 && !d.norm_a_here) emit_row(e, f.norm_a);
-  uint64_t n_total = 0;
-  for (uint32_t g = 0; g < d.p.groups; ++g) n_total += d.p.N[g];
-  if (stage_before(e, d, n_total)) stage_operands(e, d);
+  if (stage_before(e, d)) stage_operands(e, d);
   if (d.plan.splits == 1) return one_pass(e, d, f);
   split_k(e, d, f);
 }

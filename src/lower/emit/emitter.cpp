@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "lower/node_facts.hpp"
 #include "meganeura/error.hpp"
 
 namespace meganeura::lower {
@@ -58,6 +59,16 @@ static int add_unnamed(Lowered& out, uint64_t bytes, Role role) {
   t.role = role;
   out.tensors.push_back(t);
   return static_cast<int>(out.tensors.size()) - 1;
+}
+
+bool Emitter::written_in_place(int tensor) const {
+  if (written_roots_.empty()) {
+    written_roots_.assign(out_.tensors.size(), false);
+    for (int id = 0; id < g_.size(); ++id)
+      if (writes_in_place(g_.node(id).op)) written_roots_[static_cast<size_t>(out_.root(g_.node(id).inputs[0]))] = true;
+  }
+  const auto root = static_cast<size_t>(out_.root(tensor));
+  return root < written_roots_.size() && written_roots_[root];
 }
 
 int Emitter::scratch(uint64_t bytes) { return add_unnamed(out_, bytes, Role::Scratch); }

@@ -48,6 +48,9 @@ class Emitter {
     return it == norm_stats_.end() ? -1 : it->second;
   }
   void set_norm_stats(int x, int dy, bool rms, int scratch) { norm_stats_[{x, dy, rms}] = scratch; }
+  // Whether a node writes the storage of `tensor` in place (an optimizer update its parameter):
+  // the graph is scanned once, on the first question.
+  bool written_in_place(int tensor) const;
 
   template <class P>
   static void set_params(KernelCall& c, const P& p) {
@@ -65,6 +68,7 @@ class Emitter {
   Lowered& out_;
   const LowerOptions& options_;
   std::map<std::tuple<int, int, bool>, int> norm_stats_;
+  mutable std::vector<bool> written_roots_;  // by root tensor; empty until first asked
 };
 
 uint32_t ew_op(Op op);  // the EW_* code of an elementwise op
