@@ -532,6 +532,140 @@ TEST(MatMulTierSwitches, StagedWeightsFollowEveryParameterWrite) {
   }
 }
 
+// A norm whose rows a tensor-core product reads next stages them itself, at one exponent from
+// the bound sqrt(dim) * max |w| + max |b| (stage_rows.glsl): the product, weights staged once,
+// needs no StageF16 of its own. Both producers: the norm's own kernel, and split-K's summing pass
+// of the product before it (norm_after_matmul). Rows and dimension off the 64 grid (padding
+// rows and words), rms_norm and layer_norm with a bias, weights at 1, 1e-25 and 1e25 (outputs
+// far outside f16's range), against a double reference.
+TEST(MatMulTierSwitches, NormsStageTheRowsTheirProductReads) {
+  ScopedEnv force("MEGANEURA_MATMUL", "coopmat"), precision("MEGANEURA_MATMUL_PRECISION", "high"),
+      splits("MEGANEURA_SPLIT_K", "3"), auto_staging("MEGANEURA_COOP_STAGED", std::nullopt);
+  if (auto why = unavailable()) GTEST_SKIP() << *why;
+  const int64_t M = 100, K = 200, N = 150, H = 288;
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  for (auto [layer, after_product, w_scale] : {std::tuple{false, false, 1.0},
+                                               {true, false, 1e-25},
+                                               {false, true, 1e25},
+                                               {true, true, 1.0},
+                                               {false, true, 1e-25}}) {
+    SCOPED_TRACE(std::string(layer ? "layer_norm" : "rms_norm") + (after_product ? " after a product" : "") +
+                 ", weights x" + std::to_string(w_scale));
+    Graph g;
+    Tensor x = g.input("x", {M, K});
+    if (after_product) x = matmul(g.input("h", {M, H}), g.parameter("w0", {H, K})) + x;
+    Tensor w = g.parameter("nw", {K});
+    Tensor y = layer ? layer_norm(x, w, g.parameter("nb", {K}), 1e-5f) : rms_norm(x, w, 1e-5f);
+    g.output("y", matmul(y, g.parameter("w1", {N, K}), {.transpose_b = true}));
+    Session s = build_inference_session(g);
+    const std::string listing = s.listing();
+    EXPECT_NE(listing.find(after_product ? "split-K sum" : "staged for the product"), std::string::npos) << listing;
+    EXPECT_EQ(listing.find("stage A"), std::string::npos) << listing;
+    std::vector<float> xv = rng.floats(M * K, -2, 2), hv = rng.floats(M * H, -1, 1), w0 = rng.floats(H * K, -1, 1);
+    std::vector<float> nw = rng.floats(K, -1, 1), nb = rng.floats(K, -1, 1), w1 = rng.floats(N * K, -1, 1);
+    for (float& v : nw) v = static_cast<float>(v * w_scale);
+    for (float& v : nb) v = static_cast<float>(v * w_scale);
+    s.set_input("x", xv);
+    if (after_product) {
+      s.set_input("h", hv);
+      s.set_parameter("w0", w0);
+    }
+    s.set_parameter("nw", nw);
+    if (layer) s.set_parameter("nb", nb);
+    s.set_parameter("w1", w1);
+    s.step();
+    const std::vector<float> out = s.read_output("y").to_f32();
+    for (int64_t m = 0; m < M; ++m) {
+      std::vector<double> row(static_cast<size_t>(K));
+      double mean = 0, var = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        double v = xv[static_cast<size_t>(m * K + k)];
+        if (after_product)
+          for (int64_t j = 0; j < H; ++j)
+            v += double(hv[static_cast<size_t>(m * H + j)]) * w0[static_cast<size_t>(j * K + k)];
+        row[static_cast<size_t>(k)] = v;
+        mean += v / double(K);
+      }
+      if (!layer) mean = 0;
+      for (double v : row) var += (v - mean) * (v - mean) / double(K);
+      for (int64_t k = 0; k < K; ++k) {
+        const auto i = static_cast<size_t>(k);
+        row[i] = (row[i] - mean) / std::sqrt(var + 1e-5) * nw[i] + (layer ? double(nb[i]) : 0.0);
+      }
+      for (int64_t n = 0; n < N; n += 7) {
+        double want = 0, scale = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          want += row[static_cast<size_t>(k)] * w1[static_cast<size_t>(n * K + k)];
+          scale += std::abs(row[static_cast<size_t>(k)] * w1[static_cast<size_t>(n * K + k)]);
+        }
+        ASSERT_NEAR(out[static_cast<size_t>(m * N + n)], want, 4e-3 * scale) << "(" << m << ", " << n << ")";
+      }
+    }
+  }
+}
+
+// A gated MLP's tensor-core gate/up product stores silu(gate) * up staged for the down product
+// (GLU_STAGED): each 16 x 32 block at the exponent of its largest value, which a pair of
+// subgroups agrees on. Rows off the 64 grid; the up weights at 1, 1e20 and 1e-20 (swiglu values
+// far outside f16's range); against a double reference.
+TEST(MatMulTierSwitches, GatedProductsStageTheirSwiglu) {
+  ScopedEnv force("MEGANEURA_MATMUL", "coopmat"), precision("MEGANEURA_MATMUL_PRECISION", "high"),
+      auto_staging("MEGANEURA_COOP_STAGED", std::nullopt), splits("MEGANEURA_SPLIT_K", std::nullopt);
+  if (auto why = unavailable()) GTEST_SKIP() << *why;
+  const int64_t M = 100, K = 96, F = 192, N = 70;
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  for (double up_scale : {1.0, 1e20, 1e-20}) {
+    SCOPED_TRACE("up weights x" + std::to_string(up_scale));
+    Graph g;
+    const MatMulOptions t{.transpose_b = true};
+    Tensor x = rms_norm(g.input("x", {M, K}), g.parameter("nw", {K}), 1e-5f);
+    Tensor gate = matmul(x, g.parameter("gate", {F, K}), t);
+    Tensor up = matmul(x, g.parameter("up", {F, K}), t);
+    g.output("y", matmul(swiglu(gate, up), g.parameter("down", {N, F}), t));
+    Session s = build_inference_session(g);
+    const std::string listing = s.listing();
+    EXPECT_NE(listing.find("staged for the product]"), std::string::npos) << listing;
+    EXPECT_EQ(listing.find("stage A"), std::string::npos) << listing;
+    const std::vector<float> xv = rng.floats(M * K, -2, 2), nw = rng.floats(K, 0.5, 1.5), gw = rng.floats(F * K, -1, 1),
+                             dw = rng.floats(N * F, -1, 1);
+    std::vector<float> uw = rng.floats(F * K, -1, 1);
+    for (float& v : uw) v = static_cast<float>(v * up_scale);
+    s.set_input("x", xv);
+    s.set_parameter("nw", nw);
+    s.set_parameter("gate", gw);
+    s.set_parameter("up", uw);
+    s.set_parameter("down", dw);
+    s.step();
+    const std::vector<float> out = s.read_output("y").to_f32();
+    for (int64_t m = 0; m < M; ++m) {
+      double ss = 0;
+      for (int64_t k = 0; k < K; ++k)
+        ss += double(xv[static_cast<size_t>(m * K + k)]) * xv[static_cast<size_t>(m * K + k)];
+      const double r = 1.0 / std::sqrt(ss / double(K) + 1e-5);
+      std::vector<double> h(static_cast<size_t>(F));
+      for (int64_t f = 0; f < F; ++f) {
+        double a = 0, b = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          const double xn = xv[static_cast<size_t>(m * K + k)] * r * nw[static_cast<size_t>(k)];
+          a += xn * gw[static_cast<size_t>(f * K + k)];
+          b += xn * uw[static_cast<size_t>(f * K + k)];
+        }
+        h[static_cast<size_t>(f)] = a / (1 + std::exp(-a)) * b;
+      }
+      for (int64_t n = 0; n < N; n += 3) {
+        double want = 0, scale = 0;
+        for (int64_t f = 0; f < F; ++f) {
+          want += h[static_cast<size_t>(f)] * dw[static_cast<size_t>(n * F + f)];
+          scale += std::abs(h[static_cast<size_t>(f)] * dw[static_cast<size_t>(n * F + f)]);
+        }
+        ASSERT_NEAR(out[static_cast<size_t>(m * N + n)], want, 6e-3 * scale) << "(" << m << ", " << n << ")";
+      }
+    }
+  }
+}
+
 TEST(MatMulTierSwitches, BadValuesNameTheVariable) {
   for (auto [name, value] : {std::pair{"MEGANEURA_MATMUL", "fast"},
                              {"MEGANEURA_MATMUL_PRECISION", "tf32"},

@@ -195,7 +195,8 @@ struct Cast16Params {
 // (C again when not finishing).
 // MatMulSplitSumNorm does the same for one contiguous product, a workgroup per row, and then
 // normalises the row as Norm does: spec 5 NORM_KIND (NORM_RMS/NORM_LAYER), 6 HAS_WEIGHT,
-// 7 HAS_BIAS, 8 eps (f32 bits); bindings 7: weight, 8: bias, 9: the norm's output. Spec 5 of
+// 7 HAS_BIAS, 8 eps (f32 bits); bindings 7: weight, 8: bias, 9: the norm's output; params
+// MatMulNormParams; spec 9 STAGE_ROWS, binding 10 the staged copy (9 again without it). Spec 5 of
 // MatMulGemv: K_CONTIG (B(k, n) contiguous along k); 6: VEC4; 7 NORM_A, 8 its eps (f32 bits): A is
 // rms_norm(x, w) with x bound as A and w at binding 7 (every GEMV call binds 7: A again without
 // NORM_A); 9 GLU: gate and up, and silu(gate)·up at binding 8 (C again without GLU); 10 K_GROUPS
@@ -239,6 +240,21 @@ struct MatMulParams {
 struct StageF16Params {
   uint32_t rows, K, in_offset, row_stride;
   uint32_t col_stride, out_offset, row_words, padded_rows;
+};
+
+// A row producer's staged copy of its output (StagedRows, stage_rows.glsl): Norm and
+// MatMulSplitSumNorm with spec STAGE_ROWS write, beside their f32 rows, StageF16's layout from
+// word 0 of one more binding: padded_rows rows of row_words words (zero past the rows and the
+// dimension), then the block exponents, every block at one exponent taken from a bound on the
+// norm's output (sqrt(dim) * max |weight| + max |bias|) that each workgroup knows without a
+// reduction over rows. The tensor-core matmul that reads the rows next then needs no StageF16.
+struct StagedRowsParams {
+  uint32_t row_words, padded_rows, pad0, pad1;
+};
+// MatMulSplitSumNorm's params block.
+struct MatMulNormParams {
+  MatMulParams matmul;
+  StagedRowsParams staged;
 };
 
 // MatMulSplitSumRotary: MatMulParams, then this tail. Bindings 2..6 as MatMulSplitSum, 7: cos,
@@ -338,6 +354,12 @@ struct NormParams {
   uint32_t rows, dim;
   float eps;
   uint32_t pad;
+};
+// Norm's params block: NormParams, then StagedRowsParams (spec 4 STAGE_ROWS, binding 6: the
+// staged copy; bound to out and not written without it).
+struct NormCallParams {
+  NormParams norm;
+  StagedRowsParams staged;
 };
 
 // ---- CrossEntropyRows / CrossEntropyFinish ----------------------------------------------------

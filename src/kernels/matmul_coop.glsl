@@ -76,6 +76,12 @@ layout(constant_id = 9) const uint GLU = 0u;        // gate and up interleaved, 
 layout(std430, set = 0, binding = 2) readonly buffer A4 { vec4 a4[]; };
 layout(std430, set = 0, binding = 3) readonly buffer B4 { vec4 b4[]; };
 layout(std430, set = 0, binding = 7) writeonly buffer Glu { uint glu_data[]; };  // [batch, M, N] silu(gate) * up
+// GLU_STAGED (spec 12): silu(gate) * up also staged for the tensor-core product that reads it next
+// (StageF16's layout, kernel_abi.hpp: round64(M) rows of round64(N) / 2 words, then an exponent
+// for each block of 16 rows x 32 columns, which is the output of one pair of subgroups). Binding
+// 10 (C again, not written, without it).
+layout(constant_id = 12) const uint GLU_STAGED = 0u;
+layout(std430, set = 0, binding = 10) writeonly buffer GluStaged { uint glu_staged[]; };
 
 // K_STEP (spec 11): K a step, 32 or 64 (where each workgroup has an SM to itself: half the
 // steps, each waiting once on its loads; lower/matmul_tiers.cpp).
@@ -90,6 +96,7 @@ shared uvec2 As[BM * A_STRIDE / 4u];                    // As[m][k]
 shared uvec2 Bs[(BN * (BK + 8u) + BK * (BN + 8u)) / 4u];  // Bs[n][k] (B_KCONTIG) or Bs[k][n]
 shared float Cs[8u * 256u * (GLU != 0u ? 2u : 1u)];  // a 16x16 fragment per subgroup (GLU: two) on its way out
 shared uvec2 step_max[8u];  // per subgroup: the largest magnitudes of its share of the K step's A and B
+shared uint glu_max[8u];    // GLU_STAGED: per subgroup, the largest magnitude of its swiglu values
 
 #if defined(STAGED)
 // The variant for operands staged before the product (stage_f16.comp): the K loop of
@@ -123,6 +130,27 @@ shared uvec2 step_max[8u];  // per subgroup: the largest magnitudes of its share
     mb_ = subgroupMax(mb_);                                                     \
     if (subgroupElect()) step_max[gl_SubgroupID] = uvec2(ma_, mb_);             \
   }
+
+// GLU_STAGED: this subgroup's 16 x 16 swiglu values (Cs, row-major at warp * 512) into the
+// staged copy, scaled by the exponent of the 16 x 32 block it shares with its partner subgroup
+// (the other 16 columns of the tile, warp ^ 1). Batch 1: the rows are the product's.
+void stage_glu_block(uint largest, uint fm, uint fn, uint n0, uint wn) {
+  const uint warp = gl_SubgroupID, lane = gl_SubgroupInvocationID;
+  const uint row_words = (p.N[0] + 63u) / 64u * 32u, padded_rows = (p.M + 63u) / 64u * 64u;
+  subgroupBarrier();  // reconverged after the bounds checks: the reduction sees every lane
+  largest = subgroupMax(largest);
+  if (subgroupElect()) glu_max[warp] = largest;
+  subgroupMemoryBarrierShared();
+  barrier();
+  const int e = stage_exponent(max(glu_max[warp], glu_max[warp ^ 1u]), STAGE_EXP_LIMIT);
+  const float scale = stage_pow2(e);
+  for (uint w = lane; w < 128u; w += gl_SubgroupSize) {  // 16 rows of 8 words
+    const uint r = w / 8u, c = 2u * (w % 8u), at = warp * 512u + r * 16u + c;
+    glu_staged[(fm + r) * row_words + (fn + c) / 2u] = packHalf2x16(vec2(Cs[at], Cs[at + 1u]) * scale);
+  }
+  if (wn == 0u && subgroupElect()) glu_staged[padded_rows * row_words + (fm / 16u) * (row_words / 16u) + n0 / 32u] = uint(e);
+  barrier();  // glu_max is read before the next tile writes it
+}
 
 // The K step's largest magnitudes of A and of B, over the whole workgroup.
 uvec2 step_max_of_workgroup() {
@@ -290,14 +318,23 @@ void main() {
           subgroupMemoryBarrierShared();
           subgroupBarrier();
           uint fm = m0 + wm * 16u, fn = n0 + wn * 16u;
+          uint largest = 0u;
           for (uint e = lane; e < 256u; e += gl_SubgroupSize) {
             uint gm = fm + e / 16u, gn = fn + e % 16u;
-            if (gm >= p.M || gn >= N) continue;
-            float gate = stage_unscale(Cs[warp * 512u + e], ACC_EXP(0)), up = stage_unscale(Cs[warp * 512u + 256u + e], ACC_EXP(1));
-            store_c(0u, bt, gm, gn, gate, split);
-            store_c(1u, bt, gm, gn, up, split);
-            glu_data[(bt * p.M + gm) * N + gn] = floatBitsToUint(silu_p(gate) * up);
+            float h = 0.0f;  // rows past M stage as zeros
+            if (gm < p.M && gn < N) {
+              float gate = stage_unscale(Cs[warp * 512u + e], ACC_EXP(0)), up = stage_unscale(Cs[warp * 512u + 256u + e], ACC_EXP(1));
+              store_c(0u, bt, gm, gn, gate, split);
+              store_c(1u, bt, gm, gn, up, split);
+              h = silu_p(gate) * up;
+              glu_data[(bt * p.M + gm) * N + gn] = floatBitsToUint(h);
+            }
+            if (GLU_STAGED != 0u) {
+              Cs[warp * 512u + e] = h;  // this invocation's own gate value, read above
+              largest = max(largest, stage_magnitude(h));
+            }
           }
+          if (GLU_STAGED != 0u) stage_glu_block(largest, fm, fn, n0, wn);
           subgroupMemoryBarrierShared();
           subgroupBarrier();
           continue;

@@ -62,7 +62,7 @@ Lowered lower(const Graph& g, const std::vector<int>& keep, const LowerOptions& 
   PassContext context{g, live, uses, out, options};
   run_passes(context, groups);
 
-  Emitter e(g, out, options);
+  Emitter e(g, out, options, uses);
   for (int index : groups.emission_order()) {
     const DispatchGroup& grp = groups.group(index);
     if (numel(g.node(grp.anchor).shape) == 0) continue;  // nothing to compute

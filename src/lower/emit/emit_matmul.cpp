@@ -190,6 +190,22 @@ void bind_finish(const Dispatch& d, KernelCall& c, int partials, int counts) {
   if (!can_finish(d)) return;
   c.tensors.push_back({partials >= 0 ? partials : c.tensors[2].tensor, true});
   c.tensors.push_back({counts >= 0 ? counts : c.tensors[2].tensor, true});
+  if (is_coop(d.plan.kernel)) c.tensors.push_back({c.tensors[2].tensor, true});  // 10: GLU_STAGED's copy
+}
+
+// The swiglu a tensor-core GLU call stores, staged for the product that reads it next (spec 12
+// GLU_STAGED, binding 10; matmul_coop.glsl): where that product's weights are staged once, a
+// batch-1 product, and the columns fill whole 64-wide staged rows (the tiles write every word).
+void stage_glu(Emitter& e, const Dispatch& d, KernelCall& c, int glu) {
+  if (!d.glu_here || !is_coop(d.plan.kernel) || d.p.batch != 1 || d.p.N[0] % 64 != 0) return;
+  StagedRowsParams layout{};
+  const int staged = stage_rows_for_products(e, glu, layout);
+  if (staged < 0) return;
+  c.tensors[8] = {staged, true};
+  c.spec.resize(10, 0u);
+  if (c.spec.size() == 10) c.spec.push_back(d.plan.k_step);        // K_STEP, spec 11
+  c.spec.push_back(1u);                                            // GLU_STAGED
+  c.label.insert(c.label.size() - 1, ", staged for the product");  // the label ends in d.what's "]"
 }
 
 void one_pass(Emitter& e, const Dispatch& d, const MatMulFusions& f) {
@@ -216,6 +232,7 @@ void one_pass(Emitter& e, const Dispatch& d, const MatMulFusions& f) {
     c.spec.push_back(1u);  // GLU, spec 9
   }
   if (is_coop(d.plan.kernel)) coop_k_step(c.spec, d.plan);
+  if (!gemv) stage_glu(e, d, c, f.glu);
   c.groups = d.groups;
   Emitter::set_params(c, d.p);
   if (f.norm >= 0) emit_row(e, f.norm);
@@ -269,12 +286,16 @@ void sum_pass_norm(Emitter& e, const Dispatch& d, int partials, int norm) {
                  {has_w ? nn.inputs[1] : partials, false},
                  {has_b ? nn.inputs[2] : partials, false},
                  {norm, true}};
+  MatMulNormParams np{d.p, {}};
+  const int staged = stage_rows_for_products(e, norm, np.staged);
+  sum.tensors.push_back({staged >= 0 ? staged : norm, staged >= 0});
   sum.spec = d.epilogue;
   const auto eps_bits = std::bit_cast<uint32_t>(static_cast<float>(nn.attrs.scalar));
-  sum.spec.insert(sum.spec.end(),
-                  {0u, nn.op == Op::RmsNorm ? NORM_RMS : NORM_LAYER, has_w ? 1u : 0u, has_b ? 1u : 0u, eps_bits});
-  sum.groups = {std::min<uint32_t>(d.p.batch * d.p.M, kMaxGroups), 1, 1};
-  Emitter::set_params(sum, d.p);
+  sum.spec.insert(sum.spec.end(), {0u, nn.op == Op::RmsNorm ? NORM_RMS : NORM_LAYER, has_w ? 1u : 0u, has_b ? 1u : 0u,
+                                   eps_bits, staged >= 0 ? 1u : 0u});
+  const uint32_t rows = staged >= 0 ? np.staged.padded_rows : d.p.batch * d.p.M;
+  sum.groups = {std::min<uint32_t>(rows, kMaxGroups), 1, 1};
+  Emitter::set_params(sum, np);
 }
 
 // Split-K: partial sums of each K range into scratch, added up (with the epilogue, which only a
@@ -342,16 +363,34 @@ uint64_t stage_operand(Emitter& e, const Dispatch& d, const std::string& what, i
   return staged_words(sp.padded_rows, sp.row_words);
 }
 
+uint64_t round64(uint64_t x) { return (x + 63) / 64 * 64; }
+
+// The staged layout of a [rows, K] operand (StageF16's, StagedRowsParams).
+kernels::StagedRowsParams staged_layout(uint64_t rows, uint64_t K) {
+  return {u32(round64(K) / 2, "staged row"), u32(round64(rows), "rows"), 0, 0};
+}
+
+// A's rows as the kernel that wrote them staged them (StagedRows), where the product reads the
+// whole of that tensor as rows of K.
+const Emitter::StagedCopy* staged_by_producer(const Emitter& e, const Dispatch& d) {
+  const Emitter::StagedCopy* copy = e.staged_rows(d.a_tensor);
+  const MatMulParams& p = d.p;
+  if (!copy || p.batch != 1 || p.a_offset != 0 || p.a_col_stride != 1 || p.a_row_stride != p.K) return nullptr;
+  const StagedRowsParams want = staged_layout(p.M, p.K);
+  return copy->layout.row_words == want.row_words && copy->layout.padded_rows == want.padded_rows ? copy : nullptr;
+}
+
 // Stages A and every group's B for a STAGED product (matmul_coop_staged.glsl), then points the
 // params block at the staged copies: rows padded to the 64-row tile, K to 64.
 void stage_operands(Emitter& e, Dispatch& d) {
   MatMulParams& p = d.p;
-  auto round64 = [](uint64_t x) { return (x + 63) / 64 * 64; };
   const uint32_t row_words = u32(round64(p.K) / 2, "staged row");
   auto words = [&](uint64_t rows) { return staged_words(round64(rows), row_words); };
-  const int staged_a = e.scratch(words(p.M) * 4);
-  stage_operand(e, d, "A", d.a_tensor, staged_a, 0,
-                {p.M, p.K, p.a_offset, p.a_row_stride, p.a_col_stride, 0, row_words, u32(round64(p.M), "rows")});
+  const Emitter::StagedCopy* by_producer = staged_by_producer(e, d);
+  const int staged_a = by_producer ? by_producer->tensor : e.scratch(words(p.M) * 4);
+  if (!by_producer)
+    stage_operand(e, d, "A", d.a_tensor, staged_a, 0,
+                  {p.M, p.K, p.a_offset, p.a_row_stride, p.a_col_stride, 0, row_words, u32(round64(p.M), "rows")});
   uint64_t b_words = 0;
   for (uint32_t g = 0; g < p.groups; ++g) b_words += words(p.N[g]);
   const bool constant_b = constant_parameter(e, d.weights);  // staged once, kept
@@ -391,6 +430,7 @@ bool stage_before(const Emitter& e, const Dispatch& d) {
   if (t.bf16 || d.plan.kernel != Kernel::MatMulCoopNV || d.p.batch != 1 || t.staged == MatMulTiers::Staged::Never)
     return false;
   if (t.staged == MatMulTiers::Staged::Always) return true;
+  if (staged_by_producer(e, d) && constant_parameter(e, d.weights)) return true;  // nothing to stage
   const uint64_t M = d.p.M, N = d.n_total, macs = M * N * d.p.K;
   if (macs >= (uint64_t{1} << 28) && constant_parameter(e, d.weights)) return true;
   return M * N >= 512 * (M + N);
@@ -404,7 +444,34 @@ void emit_products(Emitter& e, const std::vector<int>& products, const Operands&
   split_k(e, d, f);
 }
 
+// Whether product `id` will read its A, node `a`, staged before it with weights staged once:
+// a tensor-core product of the whole of `a` as rows (weights shared by any batch, which folds
+// into the rows), as stage_before and staged_by_producer decide it.
+bool reads_rows_staged(const Emitter& e, int id, int a) {
+  const Node& n = e.node(id);
+  if ((n.op != Op::MatMul && n.op != Op::MatMulAdd && n.op != Op::Linear) || n.inputs[0] != a || n.attrs.transpose_a ||
+      e.node(n.inputs[1]).shape.size() != 2 || !constant_parameter(e, n.inputs[1]))
+    return false;
+  const MatMulTiers& t = e.options().matmul;
+  const int64_t K = e.node(a).shape.back(), N = n.shape.back();
+  const auto M = static_cast<uint64_t>(numel(e.node(a).shape) / K);
+  return plan_matmul(t, M, static_cast<uint64_t>(N), static_cast<uint64_t>(K), 1, n.attrs.transpose_b && K > 1)
+             .kernel == Kernel::MatMulCoopNV;
+}
+
 }  // namespace
+
+int stage_rows_for_products(Emitter& e, int id, StagedRowsParams& layout) {
+  const MatMulTiers& t = e.options().matmul;
+  const Shape& shape = e.node(id).shape;
+  if (t.bf16 || t.staged == MatMulTiers::Staged::Never || shape.empty() || shape.back() == 0) return -1;
+  const std::vector<int>& readers = e.readers(id);
+  if (std::none_of(readers.begin(), readers.end(), [&](int r) { return reads_rows_staged(e, r, id); })) return -1;
+  layout = staged_layout(static_cast<uint64_t>(numel(shape) / shape.back()), static_cast<uint64_t>(shape.back()));
+  const int copy = e.scratch(staged_words(layout.padded_rows, layout.row_words) * 4);
+  e.set_staged_rows(id, {copy, layout});
+  return copy;
+}
 
 void emit_matmul(Emitter& e, const DispatchGroup& grp) {
   MatMulFusions f;

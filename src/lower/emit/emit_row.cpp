@@ -35,13 +35,18 @@ void emit_row(Emitter& e, int id) {
     Emitter::set_params(c, p);
     return;
   }
-  NormParams p = norm_params(n.shape, n.attrs.scalar);
+  NormCallParams p{norm_params(n.shape, n.attrs.scalar), {}};
+  const int staged = stage_rows_for_products(e, id, p.staged);  // before the call: it may add a scratch
   int x = n.inputs[0];
   bool has_w = n.inputs.size() > 1, has_b = n.inputs.size() > 2;
-  KernelCall& c = e.call(Kernel::Norm, id, "");
-  c.spec = {n.op == Op::RmsNorm ? NORM_RMS : NORM_LAYER, has_w ? 1u : 0u, has_b ? 1u : 0u};
-  c.tensors = {{x, false}, {has_w ? n.inputs[1] : x, false}, {has_b ? n.inputs[2] : x, false}, {id, true}};
-  c.groups = {std::min<uint32_t>(p.rows, kMaxGroups), 1, 1};
+  KernelCall& c = e.call(Kernel::Norm, id, staged >= 0 ? "staged for the product" : "");
+  c.spec = {n.op == Op::RmsNorm ? NORM_RMS : NORM_LAYER, has_w ? 1u : 0u, has_b ? 1u : 0u, staged >= 0 ? 1u : 0u};
+  c.tensors = {{x, false},
+               {has_w ? n.inputs[1] : x, false},
+               {has_b ? n.inputs[2] : x, false},
+               {id, true},
+               {staged >= 0 ? staged : id, staged >= 0}};
+  c.groups = {std::min<uint32_t>(staged >= 0 ? p.staged.padded_rows : p.norm.rows, kMaxGroups), 1, 1};
   Emitter::set_params(c, p);
 }
 

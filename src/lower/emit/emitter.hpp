@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "lower/lowered.hpp"
+#include "lower/node_facts.hpp"
 #include "lower/strides.hpp"
 
 namespace meganeura::lower {
@@ -30,8 +31,10 @@ struct Operand {
 
 class Emitter {
  public:
-  Emitter(const Graph& g, Lowered& out, const LowerOptions& options) : g_(g), out_(out), options_(options) {}
+  Emitter(const Graph& g, Lowered& out, const LowerOptions& options, const NodeUses& uses)
+      : g_(g), out_(out), options_(options), uses_(uses) {}
   const Graph& graph() const { return g_; }
+  const std::vector<int>& readers(int id) const { return uses_.readers[static_cast<size_t>(id)]; }
   const LowerOptions& options() const { return options_; }
   const Node& node(int id) const { return g_.node(id); }
   const Lowered& lowered() const { return out_; }
@@ -48,6 +51,17 @@ class Emitter {
     return it == norm_stats_.end() ? -1 : it->second;
   }
   void set_norm_stats(int x, int dy, bool rms, int scratch) { norm_stats_[{x, dy, rms}] = scratch; }
+  // The scratch where the kernel that wrote node `id` also staged its rows for a tensor-core
+  // product (StagedRowsParams: rows padded to `padded_rows`, `row_words` words each), or null.
+  struct StagedCopy {
+    int tensor;
+    kernels::StagedRowsParams layout;
+  };
+  const StagedCopy* staged_rows(int id) const {
+    auto it = staged_rows_.find(id);
+    return it == staged_rows_.end() ? nullptr : &it->second;
+  }
+  void set_staged_rows(int id, StagedCopy copy) { staged_rows_[id] = copy; }
   // Whether a node writes the storage of `tensor` in place (an optimizer update its parameter):
   // the graph is scanned once, on the first question.
   bool written_in_place(int tensor) const;
@@ -67,7 +81,9 @@ class Emitter {
   const Graph& g_;
   Lowered& out_;
   const LowerOptions& options_;
+  const NodeUses& uses_;
   std::map<std::tuple<int, int, bool>, int> norm_stats_;
+  std::map<int, StagedCopy> staged_rows_;
   mutable std::vector<bool> written_roots_;  // by root tensor; empty until first asked
 };
 

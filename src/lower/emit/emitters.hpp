@@ -52,4 +52,9 @@ int64_t attention_lse_rows(const Shape& out);
 kernels::SoftmaxParams softmax_params(const Shape& s, int64_t axis);  // [outer, len, inner] around axis
 kernels::NormParams norm_params(const Shape& x, double eps);          // rows x last dim of x
 
+// Where the kernel that writes node `id` (a norm, a workgroup a row) should also stage its rows
+// for a tensor-core product that reads them next with weights staged once (emit_matmul.cpp):
+// the scratch it writes them to, registered with the Emitter; -1 where no product would read it.
+int stage_rows_for_products(Emitter& e, int id, kernels::StagedRowsParams& layout);
+
 }  // namespace meganeura::lower
