@@ -187,17 +187,27 @@ TEST(LowerCounts, SmolLM2NeverTakesMoreDispatches) {
   EXPECT_EQ(derived_calls(*step, keep), 0u);  // the optimizer writes every weight
 }
 
-// The tensor-core attention takes 128 query rows a workgroup: it runs where there are rows for 32
-// full blocks (SmolLM2-1.7B's 32 heads at 128 tokens), never for a decoding step's one row a head,
-// which would fill each block with a single row (104 µs a layer on an H200 against ~16).
+// The tensor-core attention takes 128 query rows a workgroup. Its forward runs from 512 full
+// blocks (the 1.7B shape at 4 x 512 tokens), its backward from 64 (at 1 x 256); at 128 tokens
+// (32 blocks) the exact kernels do both, 2.4x faster forward on an H200. Never for a decoding
+// step's one row a head, which would fill each block with a single row.
 TEST(LowerPicks, TensorCoreAttentionNeedsRowsNotJustHeads) {
   mn::models::LlamaConfig c = smollm2(1);
   c.hidden_size = 2048;
   c.num_attention_heads = c.num_key_value_heads = 32;
   c.vocab_size = 1000;
-  const auto prefill = mn::models::llama_graph(c, 1, 128, false);
-  const mn::lower::Lowered p = lowered(*mn::optimize::optimize(*prefill.graph));
-  EXPECT_EQ(count_kernel(p, mn::kernels::Kernel::AttentionCoopNV), 1u);
+  auto picks = [&](int64_t batch, int64_t seq) {  // tensor-core forward, backward calls of a step
+    auto model = mn::models::llama_graph(c, batch, seq, true);
+    std::unique_ptr<mn::Graph> step;
+    const std::vector<int> keep = training_step(model, {.optimizer = mn::AdamW{.lr = 1e-4f}}, step);
+    const mn::lower::Lowered low = lowered(*step, keep);
+    return std::pair{count_kernel(low, mn::kernels::Kernel::AttentionCoopNV),
+                     count_kernel(low, mn::kernels::Kernel::AttentionBackwardCoopNV)};
+  };
+  EXPECT_EQ(picks(1, 128), std::pair(size_t{0}, size_t{0}));
+  EXPECT_EQ(picks(1, 256).first, 0u);
+  EXPECT_GT(picks(1, 256).second, 0u);
+  EXPECT_EQ(picks(4, 512).first, 1u);
   const mn::lower::Lowered d = lowered(*mn::optimize::optimize(*decode_step(c, 300)));
   EXPECT_EQ(count_kernel(d, mn::kernels::Kernel::AttentionCoopNV), 0u);
   EXPECT_EQ(count_kernel(d, mn::kernels::Kernel::Attention), 1u);

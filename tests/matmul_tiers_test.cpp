@@ -4,6 +4,7 @@
 // (lavapipe); run them on a GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -143,6 +144,30 @@ INSTANTIATE_TEST_SUITE_P(Tiers, AttentionTiers,
                            return test_name(std::string(kAttentionKernels[std::get<0>(info.param)]) + "_" +
                                             op_cases().at(attention_case_indices().at(std::get<1>(info.param))).name);
                          });
+
+// Unforced at precision `high`, 64 blocks of 128 query rows: the exact forward (16-row blocks)
+// saves the log-sum-exp that the tensor-core backward reads (each kernel where it is faster,
+// lower/emit/emit_attention.cpp); every gradient against the double reference.
+TEST(AttentionPicks, ExactForwardFeedsTensorCoreBackward) {
+  ScopedEnv precision("MEGANEURA_MATMUL_PRECISION", "high"), flash("MEGANEURA_FLASH_ATTENTION", std::nullopt),
+      blocks("MEGANEURA_ATTENTION_BLOCKS", std::nullopt), tier("MEGANEURA_MATMUL", "coopmat");
+  if (auto why = unavailable()) GTEST_SKIP() << *why;
+  for (const char* grad : {"_dq", "_dk", "_dv"}) {
+    const std::string name = std::string("seq_major_d16_128_heads_64_causal") + grad;
+    const auto at = std::find_if(op_cases().begin(), op_cases().end(), [&](const OpCase& c) { return c.name == name; });
+    ASSERT_NE(at, op_cases().end()) << name;
+    Rng rng;
+    SCOPED_TRACE(seed_note(rng.seed()));
+    SCOPED_TRACE(name);
+    CaseBuilder b(rng);
+    at->build(b);
+    b.rtol = 2e-2;  // as AttentionTiers' backward
+    const std::string listing = build_inference_session(b.g).listing();
+    EXPECT_EQ(count_lines(listing, "dispatch attention_block"), 1) << listing;
+    EXPECT_EQ(count_lines(listing, "dispatch attention_coop_backward_nv"), 1) << listing;
+    run_case(b);
+  }
+}
 
 // The exact attention forward by blocks of 16 query rows (attention_block.comp,
 // MEGANEURA_ATTENTION_BLOCKS=1: every shape it takes, not only those of 16 rows or more) on every

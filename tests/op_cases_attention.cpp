@@ -50,6 +50,8 @@ const Geometry kGeometries[] = {
     {"seq_major_d64_gqa_9_on_3_causal_150", {1, 150, 9, 64}, {1, 150, 3, 64}, {1, 150, 3, 64}, true, 0, 0, -1, true},
     {"seq_major_d32_batch_2_40_queries_70_keys", {2, 40, 2, 32}, {2, 70, 2, 32}, {2, 70, 2, 32}, false, 0, 0, -1, true},
     {"seq_major_d64_decode_position_100", {1, 1, 3, 64}, {1, 160, 3, 64}, {1, 160, 3, 64}, true, 0, 0, 100, true},
+    // 64 blocks of 128 query rows: unforced, the exact forward feeds the tensor-core backward.
+    {"seq_major_d16_128_heads_64_causal", {1, 64, 128, 16}, {1, 64, 128, 16}, {1, 64, 128, 16}, true, 0, 0, -1, true},
 };
 
 Tensor attend(CaseBuilder& b, const Geometry& g, Tensor& q, Tensor& k, Tensor& v) {

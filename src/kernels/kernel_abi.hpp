@@ -301,7 +301,10 @@ enum : uint32_t { ATT_GRAD_Q = 0, ATT_GRAD_K, ATT_GRAD_V, ATT_GRAD_KV };
 // sequences), D == Dv, D % 16 == 0, D <= 64; spec 1 HAS_POSITION, 2 D; blocks of 32 query rows
 // whose subgroups split the keys: x = ceil(Sq / 32), y = b*Hq + h.
 inline constexpr int64_t kCoopAttentionMaxHeadDim = 128, kCoopSplitAttentionMaxHeadDim = 64;
-inline constexpr int64_t kCoopAttentionMinBlocks = 32;
+// Blocks of 128 query rows (rows x heads x batch / 128) from which the tensor-core kernels beat
+// the exact ones (H200, SmolLM2 shapes, docs/performance.md "Attention"): the forward from 512
+// (4 a multiprocessor; below, the exact 16-row blocks win, 2.4x at 32), the backward from 64.
+inline constexpr int64_t kCoopAttentionForwardMinBlocks = 512, kCoopAttentionBackwardMinBlocks = 64;
 // AttentionBlock (attention_block.comp): Attention's contract and bindings, spec 4: keys a tile
 // (16, 32 or 64: the most that fit the device's shared memory); x = ceil(Sq / 16), y = b*Hq + h.
 // For at least kAttentionBlockRows query rows and D, Dv <= kAttentionBlockMaxHeadDim; fewer rows

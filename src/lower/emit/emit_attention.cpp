@@ -76,14 +76,15 @@ void emit_attention(Emitter& e, int id, int partner) {
   const bool coop_shape = g.d == g.dv && g.d % 16 == 0 && g.d <= kCoopAttentionMaxHeadDim;
   const bool split_shape = coop_shape && g.d <= kCoopSplitAttentionMaxHeadDim;
   // Which kernel (docs/performance.md, "Attention"): the tensor-core kernels give a workgroup
-  // 128 query rows; with fewer rows than kCoopAttentionMinBlocks full blocks most of the GPU idles
-  // and one workgroup per row is faster (SmolLM2 at 128 tokens: 25 µs against 33 for the key-split
-  // kernel and 61 for 128-row blocks, on an H100). Rows, not blocks: a decoding step's one row a
-  // head would fill a 128-row block each (SmolLM2-1.7B, 32 heads: 104 µs a layer on an H200).
+  // 128 query rows; with fewer rows than their minimum of full blocks the exact kernels are
+  // faster (the 1.7B shape at 128 tokens, 32 blocks: 78 µs forward against 32 for the exact
+  // 16-row blocks, on an H200; the backward wins from 64 blocks, the forward only from 512).
+  // Rows, not blocks: a decoding step's one row a head would fill a 128-row block each.
   // Forced, the tensor cores run wherever the shape allows; "split" picks the key-split forward
   // (kept for its own tests and measurements).
   enum class Pick { Rows, Blocks, Split } pick = Pick::Rows;
-  const bool enough_blocks = g.sq * g.batch * g.hq >= 128 * kCoopAttentionMinBlocks;
+  const int64_t min_blocks = backward ? kCoopAttentionBackwardMinBlocks : kCoopAttentionForwardMinBlocks;
+  const bool enough_blocks = g.sq * g.batch * g.hq >= 128 * min_blocks;
   if (tiers.coop_attention && coop_shape) {
     if (tiers.attention_kernel == "blocks")
       pick = Pick::Blocks;
