@@ -53,6 +53,7 @@ endforeach()
 set(_mn_coop ${_mn_kernel_dir}/matmul_coop.glsl)
 _mn_kernel(matmul_coop_nv ${_mn_coop})
 _mn_kernel(matmul_coop_staged_nv ${_mn_coop} STAGED)  # operands from stage_f16.comp
+_mn_kernel(matmul_coop_staged_tall_nv ${_mn_coop} STAGED STAGED_TALL)  # the same, 128-row tiles
 _mn_kernel(attention_coop_nv ${_mn_kernel_dir}/attention_coop.glsl)
 _mn_kernel(attention_coop_backward_nv ${_mn_kernel_dir}/attention_coop_backward.glsl)
 _mn_kernel(attention_coop_split_nv ${_mn_kernel_dir}/attention_coop_split.glsl)

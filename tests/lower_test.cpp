@@ -96,6 +96,15 @@ size_t count_kernel(const mn::lower::Lowered& low, mn::kernels::Kernel k) {
       std::count_if(low.calls.begin(), low.calls.end(), [&](const auto& c) { return c.kernel == k; }));
 }
 
+bool is_staged_product(mn::kernels::Kernel k) {
+  return k == mn::kernels::Kernel::MatMulCoopStagedNV || k == mn::kernels::Kernel::MatMulCoopStagedTallNV;
+}
+
+size_t staged_products(const mn::lower::Lowered& low) {
+  return count_kernel(low, mn::kernels::Kernel::MatMulCoopStagedNV) +
+         count_kernel(low, mn::kernels::Kernel::MatMulCoopStagedTallNV);
+}
+
 // A training step's graph as build_session makes it, and the nodes it keeps.
 std::vector<int> training_step(mn::models::LlamaGraph& model, const mn::TrainConfig& config,
                                std::unique_ptr<mn::Graph>& graph) {
@@ -227,7 +236,8 @@ TEST(LowerPicks, OperandsStagedBeforeLargeProducts) {
   };
   const mn::lower::Lowered low = lowered(g);
   EXPECT_EQ(count_kernel(low, mn::kernels::Kernel::StageF16), 2u);
-  EXPECT_EQ(count_kernel(low, mn::kernels::Kernel::MatMulCoopStagedNV), 1u);
+  // K = 1000 a workgroup: 128-row tiles (MatMulCoopStagedTallNV).
+  EXPECT_EQ(count_kernel(low, mn::kernels::Kernel::MatMulCoopStagedTallNV), 1u);
   EXPECT_EQ(count_kernel(low, mn::kernels::Kernel::MatMulCoopNV), 1u);
   std::vector<mn::kernels::StageF16Params> stages;
   for (const auto& c : low.calls) {
@@ -259,7 +269,7 @@ TEST(LowerPicks, OperandsStagedBeforeLargeProducts) {
   setenv("MEGANEURA_COOP_STAGED", "0", 1);
   EXPECT_EQ(count_kernel(lowered(g), mn::kernels::Kernel::StageF16), 0u);
   setenv("MEGANEURA_COOP_STAGED", "1", 1);
-  EXPECT_EQ(count_kernel(lowered(g), mn::kernels::Kernel::MatMulCoopStagedNV), 2u);
+  EXPECT_EQ(staged_products(lowered(g)), 2u);
   unsetenv("MEGANEURA_COOP_STAGED");
 }
 
@@ -286,7 +296,7 @@ TEST(LowerPicks, ProducersStageTheRowsOfTheNextProduct) {
       EXPECT_EQ(p.staged.row_words, 288u);
       writer[c.tensors[4].tensor] = c.label;
     }
-    if (c.kernel == mn::kernels::Kernel::MatMulCoopStagedNV && c.label.find("swiglu") != std::string::npos) {
+    if (is_staged_product(c.kernel) && c.label.find("swiglu") != std::string::npos) {
       ASSERT_EQ(c.spec.size(), 12u) << c.label;
       EXPECT_EQ(c.spec[11], 1u) << c.label;  // GLU_STAGED
       writer[c.tensors[8].tensor] = c.label;
@@ -298,7 +308,7 @@ TEST(LowerPicks, ProducersStageTheRowsOfTheNextProduct) {
     if (c.kernel == mn::kernels::Kernel::StageF16) {
       EXPECT_TRUE(c.derived) << "A staged by a call of its own: " << c.label;
     }
-    if (c.kernel != mn::kernels::Kernel::MatMulCoopStagedNV) continue;
+    if (!is_staged_product(c.kernel)) continue;
     ++products;
     EXPECT_TRUE(writer.count(c.tensors[0].tensor)) << c.label << " reads A staged by the kernel that wrote it";
   }
@@ -317,6 +327,28 @@ TEST(LowerPicks, ProducersStageTheRowsOfTheNextProduct) {
   }
 }
 
+// Staged products take 128-row tiles where each workgroup sums at least 512 of K (B read by half
+// as many workgroups), 64-row ones where steps are few and workgroups count (a weight gradient
+// over 128 tokens).
+TEST(LowerPicks, StagedTilesFollowTheirDepth) {
+  mn::Graph g;
+  g.output("deep", mn::matmul(g.input("a", {2048, 1024}), g.input("b", {1024, 3000})));
+  g.output("shallow", mn::matmul(g.input("x", {2048, 128}), g.input("y", {128, 3000})));
+  // Deep, but 128-row tiles would make 24 workgroups for 132 SMs (weights staged once).
+  g.output("few", mn::matmul(g.input("f", {128, 2048}), g.parameter("w", {2048, 1536})));
+  const mn::lower::Lowered low = lowered(g);
+  for (const auto& c : low.calls) {
+    if (!is_staged_product(c.kernel)) continue;
+    mn::kernels::MatMulParams p{};
+    std::memcpy(&p, c.params.data(), sizeof(p));
+    const bool tall = p.K >= 512 && p.M > 128;
+    EXPECT_EQ(c.kernel, tall ? mn::kernels::Kernel::MatMulCoopStagedTallNV : mn::kernels::Kernel::MatMulCoopStagedNV)
+        << c.label;
+    EXPECT_EQ(c.groups[1], (p.M + (tall ? 127 : 63)) / (tall ? 128 : 64) * p.splits) << c.label;
+  }
+  EXPECT_EQ(staged_products(low), 3u);
+}
+
 // A batch sharing its weights (x [8, 512, k] · w) is one product of 4096 rows: one tile grid,
 // staged once; a batch with weights of its own stays a batch.
 TEST(LowerPicks, SharedWeightsFoldTheBatchIntoRows) {
@@ -325,7 +357,7 @@ TEST(LowerPicks, SharedWeightsFoldTheBatchIntoRows) {
   g.output("own", mn::matmul(g.input("y", {8, 64, 96}), g.input("v", {8, 96, 80})));
   std::vector<mn::kernels::MatMulParams> products;
   for (const auto& c : lowered(g).calls) {
-    if (c.kernel != mn::kernels::Kernel::MatMulCoopNV && c.kernel != mn::kernels::Kernel::MatMulCoopStagedNV) continue;
+    if (c.kernel != mn::kernels::Kernel::MatMulCoopNV && !is_staged_product(c.kernel)) continue;
     mn::kernels::MatMulParams p{};
     ASSERT_GE(c.params.size() * 4, sizeof(p));
     std::memcpy(&p, c.params.data(), sizeof(p));

@@ -55,6 +55,7 @@ enum class Kernel : uint8_t {
   StepScalars,              // a training step's Hyper block from the step counters, which it advances
   StageF16,                 // an f32 operand of the tensor-core matmul staged as scaled f16 blocks
   MatMulCoopStagedNV,       // MatMulCoopNV reading StageF16 outputs (matmul_coop_staged.glsl)
+  MatMulCoopStagedTallNV,   // MatMulCoopStagedNV with 128-row tiles, for products of many K steps
   Count
 };
 
@@ -237,6 +238,9 @@ struct MatMulParams {
 // 16 rows x 32 k, row blocks major: the block's values are x * 2^e rounded to f16, e from its
 // largest finite magnitude (stage_scale.glsl). Workgroups of 256 (8 subgroups of 32, a block
 // each). MatMulCoopStagedNV reads it (matmul_coop_staged.glsl).
+// A staged A's rows are padded to 128, the rows of MatMulCoopStagedTallNV's tile (128 x 64;
+// MatMulCoopStagedNV's is 64 x 64), so that either reads the same layout.
+inline constexpr uint32_t kStagedRowTile = 128;
 struct StageF16Params {
   uint32_t rows, K, in_offset, row_stride;
   uint32_t col_stride, out_offset, row_words, padded_rows;

@@ -68,7 +68,13 @@ uvec2 stage_pack4(vec4 v) { return uvec2(packFloat2x16(f16vec2(v.xy)), packFloat
 #include "matmul_common.glsl"
 
 // 64 x 64 (a 128 x 128 tile with 4 x 2 fragments per subgroup ran 2.3x slower on an H100).
+// STAGED_TALL's tiles are 128 x 64 (two fragment rows a subgroup): staged loads are copies, and
+// each B tile is read by half as many workgroups (products of many K steps).
+#if defined(STAGED_TALL)
+const uint WARPS_M = 4u, WARPS_N = 2u, FRAG_M = 2u, FRAG_N = 2u;
+#else
 const uint WARPS_M = 4u, WARPS_N = 2u, FRAG_M = 1u, FRAG_N = 2u;
+#endif
 layout(constant_id = 6) const uint VEC4_A = 0u;     // A k-contiguous, rows 16-byte aligned, K % 4 == 0
 layout(constant_id = 7) const uint B_KCONTIG = 0u;  // B(k, n) contiguous along k (transpose_b)
 layout(constant_id = 8) const uint VEC4_B = 0u;     // B's contiguous axis in aligned 16-byte vectors
@@ -81,6 +87,7 @@ layout(std430, set = 0, binding = 7) writeonly buffer Glu { uint glu_data[]; }; 
 // for each block of 16 rows x 32 columns, which is the output of one pair of subgroups). Binding
 // 10 (C again, not written, without it).
 layout(constant_id = 12) const uint GLU_STAGED = 0u;
+const uint STAGED_ROWS = 128u;  // a staged A's rows are padded to it (kStagedRowTile, kernel_abi.hpp)
 layout(std430, set = 0, binding = 10) writeonly buffer GluStaged { uint glu_staged[]; };
 
 // K_STEP (spec 11): K a step, 32 or 64 (where each workgroup has an SM to itself: half the
@@ -93,7 +100,11 @@ const uint B_STRIDE = B_KCONTIG != 0u ? BK + 8u : BN + 8u;
 const uint A_LOADS = BM * BK / 256u, B_LOADS = BK * BN / 256u;  // elements per invocation
 // Staged values 4 to a uvec2 (runs along each row, packed): a run is one 8-byte store.
 shared uvec2 As[BM * A_STRIDE / 4u];                    // As[m][k]
+#if defined(STAGED)
+shared uvec2 Bs[BN * (BK + 8u) / 4u];  // Bs[n][k]: staged B is k-contiguous
+#else
 shared uvec2 Bs[(BN * (BK + 8u) + BK * (BN + 8u)) / 4u];  // Bs[n][k] (B_KCONTIG) or Bs[k][n]
+#endif
 shared float Cs[8u * 256u * (GLU != 0u ? 2u : 1u)];  // a 16x16 fragment per subgroup (GLU: two) on its way out
 shared uvec2 step_max[8u];  // per subgroup: the largest magnitudes of its share of the K step's A and B
 shared uint glu_max[8u];    // GLU_STAGED: per subgroup, the largest magnitude of its swiglu values
@@ -136,7 +147,9 @@ shared uint glu_max[8u];    // GLU_STAGED: per subgroup, the largest magnitude o
 // (the other 16 columns of the tile, warp ^ 1). Batch 1: the rows are the product's.
 void stage_glu_block(uint largest, uint fm, uint fn, uint n0, uint wn) {
   const uint warp = gl_SubgroupID, lane = gl_SubgroupInvocationID;
-  const uint row_words = (p.N[0] + 63u) / 64u * 32u, padded_rows = (p.M + 63u) / 64u * 64u;
+  // The staged layout's rows are padded to STAGED_ROWS, the staged kernel's tile (the product
+  // that reads them); rows past M that no tile of this call covers are never stored from.
+  const uint row_words = (p.N[0] + 63u) / 64u * 32u, padded_rows = (p.M + STAGED_ROWS - 1u) / STAGED_ROWS * STAGED_ROWS;
   subgroupBarrier();  // reconverged after the bounds checks: the reduction sees every lane
   largest = subgroupMax(largest);
   if (subgroupElect()) glu_max[warp] = largest;
@@ -312,31 +325,34 @@ void main() {
 #undef B_ELEM
 #undef B_COLUMN
 
-        if (GLU != 0u) {  // acc[0]: gate, acc[1]: up, of output columns n0 + 16 wn ..
-          FRAG_STORE(acc[0], Cs, warp * 512u, 16u);
-          FRAG_STORE(acc[1], Cs, warp * 512u + 256u, 16u);
-          subgroupMemoryBarrierShared();
-          subgroupBarrier();
-          uint fm = m0 + wm * 16u, fn = n0 + wn * 16u;
-          uint largest = 0u;
-          for (uint e = lane; e < 256u; e += gl_SubgroupSize) {
-            uint gm = fm + e / 16u, gn = fn + e % 16u;
-            float h = 0.0f;  // rows past M stage as zeros
-            if (gm < p.M && gn < N) {
-              float gate = stage_unscale(Cs[warp * 512u + e], ACC_EXP(0)), up = stage_unscale(Cs[warp * 512u + 256u + e], ACC_EXP(1));
-              store_c(0u, bt, gm, gn, gate, split);
-              store_c(1u, bt, gm, gn, up, split);
-              h = silu_p(gate) * up;
-              glu_data[(bt * p.M + gm) * N + gn] = floatBitsToUint(h);
+        if (GLU != 0u) {  // acc[2i]: gate, acc[2i + 1]: up, of output columns n0 + 16 wn ..
+          for (uint i = 0u; i < FRAG_M; ++i) {
+            FRAG_STORE(acc[2u * i], Cs, warp * 512u, 16u);
+            FRAG_STORE(acc[2u * i + 1u], Cs, warp * 512u + 256u, 16u);
+            subgroupMemoryBarrierShared();
+            subgroupBarrier();
+            uint fm = m0 + (wm * FRAG_M + i) * 16u, fn = n0 + wn * 16u;
+            uint largest = 0u;
+            for (uint e = lane; e < 256u; e += gl_SubgroupSize) {
+              uint gm = fm + e / 16u, gn = fn + e % 16u;
+              float h = 0.0f;  // rows past M stage as zeros
+              if (gm < p.M && gn < N) {
+                float gate = stage_unscale(Cs[warp * 512u + e], ACC_EXP(2u * i)),
+                      up = stage_unscale(Cs[warp * 512u + 256u + e], ACC_EXP(2u * i + 1u));
+                store_c(0u, bt, gm, gn, gate, split);
+                store_c(1u, bt, gm, gn, up, split);
+                h = silu_p(gate) * up;
+                glu_data[(bt * p.M + gm) * N + gn] = floatBitsToUint(h);
+              }
+              if (GLU_STAGED != 0u) {
+                Cs[warp * 512u + e] = h;  // this invocation's own gate value, read above
+                largest = max(largest, stage_magnitude(h));
+              }
             }
-            if (GLU_STAGED != 0u) {
-              Cs[warp * 512u + e] = h;  // this invocation's own gate value, read above
-              largest = max(largest, stage_magnitude(h));
-            }
+            if (GLU_STAGED != 0u) stage_glu_block(largest, fm, fn, n0, wn);
+            subgroupMemoryBarrierShared();
+            subgroupBarrier();
           }
-          if (GLU_STAGED != 0u) stage_glu_block(largest, fm, fn, n0, wn);
-          subgroupMemoryBarrierShared();
-          subgroupBarrier();
           continue;
         }
 

@@ -8,7 +8,7 @@
 // element macros.
 
 const uint K_BLOCKS = BK / 32u;       // exponent blocks in a K step
-const uint STAGED_LOADS = BK / 32u;   // 16-byte chunks an invocation copies of A, and of B, a step
+const uint A_CHUNKS = BM * BK / 2048u, B_CHUNKS = BN * BK / 2048u;  // 16-byte chunks an invocation copies a step
 
 // Where 16-row block `rb` (of a staged operand at word `base`, `padded_rows` rows of `row_words`)
 // keeps the exponent of the k block at k0.
@@ -26,15 +26,18 @@ void staged_column(uint bn, uint g, uint n0, out uint row, out uint base) {
 void staged_products(inout FRAG_C acc[FRAG_M * FRAG_N], out int frag_exp[FRAG_M * FRAG_N], uint m0, uint n0,
                      uint g, uint k_begin, uint k_end) {
   const uint tid = gl_LocalInvocationID.x, wm = gl_SubgroupID / WARPS_N, wn = gl_SubgroupID % WARPS_N;
-  const uint a_rows = (p.M + BM - 1u) / BM * BM, a_words = p.a_row_stride;
+  const uint a_rows = (p.M + STAGED_ROWS - 1u) / STAGED_ROWS * STAGED_ROWS, a_words = p.a_row_stride;
   const uint b_rows = (p.N[g] + BN - 1u) / BN * BN, b_words = p.b_row_stride[g];
-  uvec4 qa[STAGED_LOADS], qb[STAGED_LOADS];  // the next step's chunks, in flight during this one's products
+  uvec4 qa[A_CHUNKS], qb[B_CHUNKS];  // the next step's chunks, in flight during this one's products
   int xa[FRAG_M * K_BLOCKS], xb[FRAG_N * K_BLOCKS];  // and its raw exponents
   // Chunk c of a step: row (A) or column (B) c / (BK / 8), 8 k from 8 * (c % (BK / 8)).
 #define STAGED_LOAD(k0)                                                                                 \
-  for (uint q = 0u; q < STAGED_LOADS; ++q) {                                                            \
+  for (uint q = 0u; q < A_CHUNKS; ++q) {                                                                \
     uint c = tid + 256u * q, r = c / (BK / 8u), kw = (k0) / 2u + 4u * (c % (BK / 8u));                  \
     qa[q] = floatBitsToUint(a4[(p.a_offset + (m0 + r) * a_words + kw) / 4u]);                          \
+  }                                                                                                     \
+  for (uint q = 0u; q < B_CHUNKS; ++q) {                                                                \
+    uint c = tid + 256u * q, r = c / (BK / 8u), kw = (k0) / 2u + 4u * (c % (BK / 8u));                  \
     uint brow, bbase;                                                                                   \
     staged_column(r, g, n0, brow, bbase);                                                               \
     qb[q] = floatBitsToUint(b4[(bbase + brow * b_words + kw) / 4u]);                                    \
@@ -56,10 +59,13 @@ void staged_products(inout FRAG_C acc[FRAG_M * FRAG_N], out int frag_exp[FRAG_M 
   for (uint j = 0u; j < FRAG_N; ++j) min_b[j] = STAGE_EXP_LIMIT;
   for (uint f = 0u; f < FRAG_M * FRAG_N; ++f) frag_exp[f] = 0;
   for (uint k0 = k_begin; k0 < k_end; k0 += BK) {
-    for (uint q = 0u; q < STAGED_LOADS; ++q) {
+    for (uint q = 0u; q < A_CHUNKS; ++q) {
       uint c = tid + 256u * q, r = c / (BK / 8u), k = 8u * (c % (BK / 8u));
       As[(r * A_STRIDE + k) / 4u] = qa[q].xy;
       As[(r * A_STRIDE + k) / 4u + 1u] = qa[q].zw;
+    }
+    for (uint q = 0u; q < B_CHUNKS; ++q) {
+      uint c = tid + 256u * q, r = c / (BK / 8u), k = 8u * (c % (BK / 8u));
       Bs[(r * B_STRIDE + k) / 4u] = qb[q].xy;
       Bs[(r * B_STRIDE + k) / 4u + 1u] = qb[q].zw;
     }

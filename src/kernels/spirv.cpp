@@ -23,6 +23,7 @@
 #include "matmul.spv.h"
 #include "matmul_coop_nv.spv.h"
 #include "matmul_coop_staged_nv.spv.h"
+#include "matmul_coop_staged_tall_nv.spv.h"
 #include "matmul_gemv.spv.h"
 #include "matmul_split_sum.spv.h"
 #include "matmul_split_sum_norm.spv.h"
@@ -104,6 +105,7 @@ constexpr Entry entry(Kernel k) {
     case Kernel::StepScalars: return {"step_scalars", mn_spv_step_scalars};
     case Kernel::StageF16: return {"stage_f16", mn_spv_stage_f16};
     case Kernel::MatMulCoopStagedNV: return {"matmul_coop_staged_nv", mn_spv_matmul_coop_staged_nv};
+    case Kernel::MatMulCoopStagedTallNV: return {"matmul_coop_staged_tall_nv", mn_spv_matmul_coop_staged_tall_nv};
     case Kernel::Count: break;
   }
   return {};
