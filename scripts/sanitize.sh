@@ -27,5 +27,5 @@ echo "sanitize: configuring $dir/ (MEGANEURA_SANITIZE=$sanitize)"
 cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DMEGANEURA_SANITIZE="$sanitize" \
   -DMEGANEURA_BUILD_BENCH=OFF -DMEGANEURA_WERROR=OFF >/dev/null
 cmake --build "$dir" "${targets[@]}" -j "$(nproc)"
-echo "sanitize: ctest --test-dir $dir --output-on-failure $*"
-ctest --test-dir "$dir" --output-on-failure "$@"
+echo "sanitize: ctest --test-dir $dir --output-on-failure -j $(nproc) $*"
+ctest --test-dir "$dir" --output-on-failure -j "$(nproc)" "$@"

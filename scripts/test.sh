@@ -11,8 +11,8 @@ cd "$(dirname "$0")/.."
 
 if [[ "${CI:-}" != true ]]; then
   scripts/build.sh
-  echo "test: ctest --test-dir build --output-on-failure $*"
-  exec ctest --test-dir build --output-on-failure "$@"
+  echo "test: ctest --test-dir build --output-on-failure -j $(nproc) $*"
+  exec ctest --test-dir build --output-on-failure -j "$(nproc)" "$@"
 fi
 
 started=$SECONDS
@@ -20,8 +20,9 @@ CMAKE_BUILD_TYPE=Release scripts/build.sh  # CI=true: warnings are errors
 status=0
 scripts/format.sh --check || status=1
 scripts/tidy.sh || status=1  # .clang-tidy over src/, with the Release build's compile commands
-echo "test: ctest --test-dir build --output-on-failure $*"
-ctest --test-dir build --output-on-failure "$@" || status=1
+# One test a core: lavapipe's own threads leave the cores idle part of the time.
+echo "test: ctest --test-dir build --output-on-failure -j $(nproc) $*"
+ctest --test-dir build --output-on-failure -j "$(nproc)" "$@" || status=1
 echo "test: CI: $((SECONDS - started)) s so far"
 # Every reader's fuzz target for a few seconds from its committed seeds (the inputs that once
 # crashed included): a clang build of its own (build-fuzz/), about a minute of fuzzing.
