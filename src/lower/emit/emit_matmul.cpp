@@ -383,8 +383,9 @@ const Emitter::StagedCopy* staged_by_producer(const Emitter& e, const Dispatch& 
   return copy->layout.row_words == want.row_words && copy->layout.padded_rows == want.padded_rows ? copy : nullptr;
 }
 
-// Stages A and every group's B for a STAGED product (matmul_coop_staged.glsl), then points the
-// params block at the staged copies: rows padded to the 64-row tile, K to 64.
+// Stages A (unless the kernel that wrote it did) and every group's B for a STAGED product
+// (matmul_coop_staged.glsl), then points the params block at the staged copies: A's rows padded
+// to 128, B's to the 64-column tile, K to 64.
 void stage_operands(Emitter& e, Dispatch& d) {
   MatMulParams& p = d.p;
   const uint32_t row_words = u32(round64(p.K) / 2, "staged row");
@@ -418,7 +419,7 @@ void stage_operands(Emitter& e, Dispatch& d) {
   d.weights = staged_b;
   d.layout = {0u, 0u, 1u, 0u};  // B_KCONTIG: staged B is [n][k]
   // 128-row tiles where each workgroup runs many K steps and there are still workgroups for every
-  // SM (B read by half as many of them: the 1.7B shape's prefill 11.4 -> 9.7 ms on an H200); 64
+  // SM (B read by half as many of them: the 1.7B shape's prefill 11.4 -> 8.8 ms on an H200); 64
   // where steps are few (weight gradients over 128 tokens: 45 -> 50 ms a training step with 128
   // everywhere) or the tiles would leave SMs idle (SmolLM2-135M's gate/up: 2.78 -> 3.13 ms).
   const MatMulTiers& t = e.options().matmul;
