@@ -7,6 +7,7 @@
 #include <bit>
 
 #include "lower/emit/emitters.hpp"
+#include "lower/emit/matmul_dispatch.hpp"
 #include "meganeura/error.hpp"
 
 namespace meganeura::lower {
@@ -48,20 +49,6 @@ void fold_batch_into_rows(MatMulParams& p, bool ta, bool has_res, const MatMulTi
   p.batch_rank = 0;
   p.batch_shape[0] = p.a_batch_stride[0] = p.r_batch_stride[0] = 0;
 }
-
-// What every call of one matmul dispatch shares.
-struct Dispatch {
-  int id = -1;  // the first product: its A, epilogue and label
-  MatMulParams p{};
-  MatMulPlan plan;
-  std::string what;
-  int64_t M = 0;
-  uint64_t n_total = 0;  // columns of all its products
-  bool glu_here = false, norm_a_here = false;
-  int a_tensor = -1, weights = -1, outputs = -1, bias = -1, res = -1;
-  std::vector<uint32_t> epilogue, layout;
-  std::array<uint32_t, 3> groups{};
-};
 
 // The batch dimensions of the params block (and a residual's strides), collapsed to 4 or fewer.
 void fill_batch(const Emitter& e, const Node& n, int id, MatMulParams& p, int residual) {
@@ -333,122 +320,6 @@ void split_k(Emitter& e, Dispatch& d, const MatMulFusions& f) {
   if (f.glu >= 0) emit_elementwise(e, f.glu);
 }
 
-// Whether `tensor` holds parameters that no call writes (an inference session's weights): what
-// is staged from them stays valid until the session's parameters change.
-bool constant_parameter(const Emitter& e, int tensor) {
-  const Lowered& low = e.lowered();
-  return low.tensors[static_cast<size_t>(low.root(tensor))].role == Role::Parameter && !e.written_in_place(tensor);
-}
-
-// The words of a staged operand of `padded_rows` rows of `row_words`: the values, then an exponent
-// for each block of 16 rows x 32 k (StageF16Params).
-uint64_t staged_words(uint64_t padded_rows, uint64_t row_words) {
-  return padded_rows * row_words + padded_rows / 16 * (row_words / 16);
-}
-
-// One StageF16 call: rows x K of `tensor` (element (r, k) at offset + r * row_stride + k *
-// col_stride) into `staged` from word `at`; returns the words it fills. `derived`: a constant
-// parameter's, run when parameters change rather than every step.
-uint64_t stage_operand(Emitter& e, const Dispatch& d, const std::string& what, int tensor, int staged, uint64_t at,
-                       StageF16Params sp, bool derived = false) {
-  sp.out_offset = u32(at, "staged operand offset");
-  std::string label = "stage ";
-  label += what;
-  KernelCall& c = e.call(Kernel::StageF16, d.id, label);
-  c.derived = derived;
-  c.tensors = {{tensor, false}, {staged, true}};
-  const uint64_t blocks = uint64_t{sp.padded_rows} / 16 * (sp.row_words / 16);  // a subgroup each, 8 a workgroup
-  c.groups = {static_cast<uint32_t>(std::min<uint64_t>((blocks + 7) / 8, kMaxGroups)), 1, 1};
-  Emitter::set_params(c, sp);
-  return staged_words(sp.padded_rows, sp.row_words);
-}
-
-uint64_t round64(uint64_t x) { return (x + 63) / 64 * 64; }
-constexpr uint64_t kTallStagedMinK = 512;  // K a workgroup sums from which staged tiles are 128 rows
-uint64_t round_rows(uint64_t x) { return (x + kStagedRowTile - 1) / kStagedRowTile * kStagedRowTile; }
-
-// The staged layout of a [rows, K] A operand (StageF16's, StagedRowsParams): rows padded to the
-// staged kernel's 128-row tile, K to 64.
-kernels::StagedRowsParams staged_layout(uint64_t rows, uint64_t K) {
-  return {u32(round64(K) / 2, "staged row"), u32(round_rows(rows), "rows"), 0, 0};
-}
-
-// A's rows as the kernel that wrote them staged them (StagedRows), where the product reads the
-// whole of that tensor as rows of K.
-const Emitter::StagedCopy* staged_by_producer(const Emitter& e, const Dispatch& d) {
-  const Emitter::StagedCopy* copy = e.staged_rows(d.a_tensor);
-  const MatMulParams& p = d.p;
-  if (!copy || p.batch != 1 || p.a_offset != 0 || p.a_col_stride != 1 || p.a_row_stride != p.K) return nullptr;
-  const StagedRowsParams want = staged_layout(p.M, p.K);
-  return copy->layout.row_words == want.row_words && copy->layout.padded_rows == want.padded_rows ? copy : nullptr;
-}
-
-// Stages A (unless the kernel that wrote it did) and every group's B for a STAGED product
-// (matmul_coop_staged.glsl), then points the params block at the staged copies: A's rows padded
-// to 128, B's to the 64-column tile, K to 64.
-void stage_operands(Emitter& e, Dispatch& d) {
-  MatMulParams& p = d.p;
-  const uint32_t row_words = u32(round64(p.K) / 2, "staged row");
-  auto words = [&](uint64_t rows) { return staged_words(round64(rows), row_words); };
-  const Emitter::StagedCopy* by_producer = staged_by_producer(e, d);
-  const int staged_a = by_producer ? by_producer->tensor : e.scratch(staged_words(round_rows(p.M), row_words) * 4);
-  if (!by_producer)
-    stage_operand(e, d, "A", d.a_tensor, staged_a, 0,
-                  {p.M, p.K, p.a_offset, p.a_row_stride, p.a_col_stride, 0, row_words, u32(round_rows(p.M), "rows")});
-  uint64_t b_words = 0;
-  for (uint32_t g = 0; g < p.groups; ++g) b_words += words(p.N[g]);
-  const bool constant_b = constant_parameter(e, d.weights);  // staged once, kept
-  const int staged_b = constant_b ? e.state(b_words * 4) : e.scratch(b_words * 4);
-  uint64_t at = 0;
-  for (uint32_t g = 0; g < p.groups; ++g) {
-    const uint32_t from = u32(at, "staged operand offset");
-    std::string what = "B";
-    if (p.groups > 1) what += std::to_string(g);
-    at += stage_operand(
-        e, d, what, d.weights, staged_b, at,
-        {p.N[g], p.K, p.b_offset[g], p.b_col_stride[g], p.b_row_stride[g], 0, row_words, u32(round64(p.N[g]), "rows")},
-        constant_b);
-    p.b_offset[g] = from;
-    p.b_row_stride[g] = row_words;
-    p.b_col_stride[g] = 1;
-  }
-  p.a_offset = 0;
-  p.a_row_stride = row_words;
-  p.a_col_stride = 1;
-  d.a_tensor = staged_a;
-  d.weights = staged_b;
-  d.layout = {0u, 0u, 1u, 0u};  // B_KCONTIG: staged B is [n][k]
-  // 128-row tiles where each workgroup runs many K steps and there are still workgroups for every
-  // SM (B read by half as many of them: the 1.7B shape's prefill 11.4 -> 8.8 ms on an H200); 64
-  // where steps are few (weight gradients over 128 tokens: 45 -> 50 ms a training step with 128
-  // everywhere) or the tiles would leave SMs idle (SmolLM2-135M's gate/up: 2.78 -> 3.13 ms).
-  const MatMulTiers& t = e.options().matmul;
-  const uint64_t tall_groups = (d.M + kStagedRowTile - 1) / kStagedRowTile * p.tile0[p.groups] * d.plan.splits;
-  const bool tall = d.plan.k_chunk >= kTallStagedMinK && tall_groups >= (t.multiprocessors ? t.multiprocessors : 128);
-  d.plan.kernel = tall ? Kernel::MatMulCoopStagedTallNV : Kernel::MatMulCoopStagedNV;
-  d.plan.tile_m = tall ? kStagedRowTile : 64;
-  d.groups[1] = u32((d.M + d.plan.tile_m - 1) / d.plan.tile_m * d.plan.splits, "matmul row jobs");
-}
-
-// Staging before the product pays where each staged value feeds many products: it converts the
-// M·K + N·K values once, where the product's own staging converts M·N·K / 32 (once per 64-wide
-// tile of the other side, a value of each a step). H100: matmul 1024³ 49 -> 43 µs, 4096³ 2,493 ->
-// 1,756; but at SmolLM2's 128-token shapes (M·N / (M + N) ~ 100) the extra dispatches and the
-// weights staged anew each call cost more than they save (inference 2.93 -> 3.57 ms). Weights no
-// call writes are staged once (constant_parameter), leaving a dispatch for A: worth it from about
-// 2^28 multiply-adds (the 1.7B shape at 128 tokens, 15.9 -> 12.5 ms; each of SmolLM2-135M's
-// products but its LM head is smaller, and staging all of them cost 2.91 -> 3.18 ms).
-bool stage_before(const Emitter& e, const Dispatch& d) {
-  const MatMulTiers& t = e.options().matmul;
-  if (t.bf16 || d.plan.kernel != Kernel::MatMulCoopNV || d.p.batch != 1 || t.staged == MatMulTiers::Staged::Never)
-    return false;
-  if (t.staged == MatMulTiers::Staged::Always) return true;
-  if (staged_by_producer(e, d) && constant_parameter(e, d.weights)) return true;  // nothing to stage
-  const uint64_t M = d.p.M, N = d.n_total, macs = M * N * d.p.K;
-  if (macs >= (uint64_t{1} << 28) && constant_parameter(e, d.weights)) return true;
-  return M * N >= 512 * (M + N);
-}
-
 void emit_products(Emitter& e, const std::vector<int>& products, const Operands& o, const MatMulFusions& f) {
   Dispatch d = plan_dispatch(e, products, o, f);
   if (f.norm_a >= 0 && !d.norm_a_here) emit_row(e, f.norm_a);
@@ -457,34 +328,7 @@ void emit_products(Emitter& e, const std::vector<int>& products, const Operands&
   split_k(e, d, f);
 }
 
-// Whether product `id` will read its A, node `a`, staged before it with weights staged once:
-// a tensor-core product of the whole of `a` as rows (weights shared by any batch, which folds
-// into the rows), as stage_before and staged_by_producer decide it.
-bool reads_rows_staged(const Emitter& e, int id, int a) {
-  const Node& n = e.node(id);
-  if ((n.op != Op::MatMul && n.op != Op::MatMulAdd && n.op != Op::Linear) || n.inputs[0] != a || n.attrs.transpose_a ||
-      e.node(n.inputs[1]).shape.size() != 2 || !constant_parameter(e, n.inputs[1]))
-    return false;
-  const MatMulTiers& t = e.options().matmul;
-  const int64_t K = e.node(a).shape.back(), N = n.shape.back();
-  const auto M = static_cast<uint64_t>(numel(e.node(a).shape) / K);
-  return plan_matmul(t, M, static_cast<uint64_t>(N), static_cast<uint64_t>(K), 1, n.attrs.transpose_b && K > 1)
-             .kernel == Kernel::MatMulCoopNV;
-}
-
 }  // namespace
-
-int stage_rows_for_products(Emitter& e, int id, StagedRowsParams& layout) {
-  const MatMulTiers& t = e.options().matmul;
-  const Shape& shape = e.node(id).shape;
-  if (t.bf16 || t.staged == MatMulTiers::Staged::Never || shape.empty() || shape.back() == 0) return -1;
-  const std::vector<int>& readers = e.readers(id);
-  if (std::none_of(readers.begin(), readers.end(), [&](int r) { return reads_rows_staged(e, r, id); })) return -1;
-  layout = staged_layout(static_cast<uint64_t>(numel(shape) / shape.back()), static_cast<uint64_t>(shape.back()));
-  const int copy = e.scratch(staged_words(layout.padded_rows, layout.row_words) * 4);
-  e.set_staged_rows(id, {copy, layout});
-  return copy;
-}
 
 void emit_matmul(Emitter& e, const DispatchGroup& grp) {
   MatMulFusions f;
