@@ -524,7 +524,7 @@ TEST(MatMulGemv, SwigluRunsInTheStore) {
 // default-initialised ones) are what the next step multiplies. Against a double reference; the
 // two products' weights differ (a stale staging would be off by O(1)).
 TEST(MatMulTierSwitches, StagedWeightsFollowEveryParameterWrite) {
-  // Staging forced: a product this small is not worth it (lower/emit/emit_matmul.cpp).
+  // Staging forced: a product this small is not worth it (lower/emit/emit_staging.cpp).
   ScopedEnv force("MEGANEURA_MATMUL", "coopmat"), precision("MEGANEURA_MATMUL_PRECISION", "high"),
       staged("MEGANEURA_COOP_STAGED", "1");
   if (auto why = unavailable()) GTEST_SKIP() << *why;

@@ -34,7 +34,7 @@ struct MatMulTiers {
   uint32_t k_step = 0;
   // f16 tensor-core products that read operands staged before them (StageF16: each value
   // converted once, not once per tile that reads it) instead of staging inside the product:
-  // Auto where that pays (emit_matmul.cpp, stage_before).
+  // Auto where that pays (emit_staging.cpp, stage_before).
   enum class Staged : uint8_t { Auto, Never, Always };
   Staged staged = Staged::Auto;
   // The GEMV's invocations a column for [N, K] weights: 0 picks (32, or up to 128 where few

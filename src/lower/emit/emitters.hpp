@@ -53,7 +53,7 @@ kernels::SoftmaxParams softmax_params(const Shape& s, int64_t axis);  // [outer,
 kernels::NormParams norm_params(const Shape& x, double eps);          // rows x last dim of x
 
 // Where the kernel that writes node `id` (a norm, a workgroup a row) should also stage its rows
-// for a tensor-core product that reads them next with weights staged once (emit_matmul.cpp):
+// for a tensor-core product that reads them next with weights staged once (emit_staging.cpp):
 // the scratch it writes them to, registered with the Emitter; -1 where no product would read it.
 int stage_rows_for_products(Emitter& e, int id, kernels::StagedRowsParams& layout);
 
