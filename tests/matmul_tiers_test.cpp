@@ -14,6 +14,7 @@
 #include <tuple>
 
 #include "op_case.hpp"
+#include "reference.hpp"
 
 namespace mntest {
 namespace {
@@ -557,6 +558,33 @@ TEST(MatMulTierSwitches, StagedWeightsFollowEveryParameterWrite) {
   }
 }
 
+// Steps `s` on `inputs` and `params`, and checks its output `y` = a · w^T (w [N, K], the graph's
+// last product) against the double reference (reference.hpp): every row, every `n_step`-th column,
+// within `rtol` of the sum of its products' magnitudes, sum_k |a(m, k) w(n, k)|.
+void expect_last_product_near(Session& s, const Graph& g, const std::map<std::string, HostTensor>& inputs,
+                              const std::map<std::string, HostTensor>& params, Tensor a, Tensor w, int64_t n_step,
+                              double rtol) {
+  for (const auto& [name, v] : inputs) s.set_input(name, v);
+  for (const auto& [name, v] : params) s.set_parameter(name, v);
+  s.step();
+  const std::vector<float> out = s.read_output("y").to_f32();
+  std::map<std::string, HostTensor> feeds = inputs;
+  feeds.insert(params.begin(), params.end());
+  const std::vector<RefTensor> ref = evaluate(g, feeds);
+  const std::vector<double>& av = ref[static_cast<size_t>(a.id())].v;
+  const std::vector<double>& wv = ref[static_cast<size_t>(w.id())].v;
+  const std::vector<double>& want = ref[static_cast<size_t>(g.outputs().at(0).second)].v;
+  const int64_t K = a.shape().back(), N = w.shape()[0], M = static_cast<int64_t>(av.size()) / K;
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; n += n_step) {
+      double scale = 0;
+      for (int64_t k = 0; k < K; ++k)
+        scale += std::abs(av[static_cast<size_t>(m * K + k)] * wv[static_cast<size_t>(n * K + k)]);
+      ASSERT_NEAR(out[static_cast<size_t>(m * N + n)], want[static_cast<size_t>(m * N + n)], rtol * scale)
+          << "(" << m << ", " << n << ")";
+    }
+}
+
 // A norm whose rows a tensor-core product reads next stages them itself, at one exponent from
 // the bound sqrt(dim) * max |w| + max |b| (stage_rows.glsl): the product, weights staged once,
 // needs no StageF16 of its own. Both producers: the norm's own kernel, and split-K's summing pass
@@ -582,51 +610,21 @@ TEST(MatMulTierSwitches, NormsStageTheRowsTheirProductReads) {
     if (after_product) x = matmul(g.input("h", {M, H}), g.parameter("w0", {H, K})) + x;
     Tensor w = g.parameter("nw", {K});
     Tensor y = layer ? layer_norm(x, w, g.parameter("nb", {K}), 1e-5f) : rms_norm(x, w, 1e-5f);
-    g.output("y", matmul(y, g.parameter("w1", {N, K}), {.transpose_b = true}));
+    Tensor w1 = g.parameter("w1", {N, K});
+    g.output("y", matmul(y, w1, {.transpose_b = true}));
     Session s = build_inference_session(g);
     const std::string listing = s.listing();
     EXPECT_NE(listing.find(after_product ? "split-K sum" : "staged for the product"), std::string::npos) << listing;
     EXPECT_EQ(listing.find("stage A"), std::string::npos) << listing;
-    std::vector<float> xv = rng.floats(M * K, -2, 2), hv = rng.floats(M * H, -1, 1), w0 = rng.floats(H * K, -1, 1);
-    std::vector<float> nw = rng.floats(K, -1, 1), nb = rng.floats(K, -1, 1), w1 = rng.floats(N * K, -1, 1);
-    for (float& v : nw) v = static_cast<float>(v * w_scale);
-    for (float& v : nb) v = static_cast<float>(v * w_scale);
-    s.set_input("x", xv);
+    std::map<std::string, HostTensor> inputs{{"x", host_f32({M, K}, rng.floats(M * K, -2, 2))}};
+    std::map<std::string, HostTensor> params{{"nw", host_f32({K}, scaled(rng.floats(K, -1, 1), w_scale))},
+                                             {"w1", host_f32({N, K}, rng.floats(N * K, -1, 1))}};
     if (after_product) {
-      s.set_input("h", hv);
-      s.set_parameter("w0", w0);
+      inputs.emplace("h", host_f32({M, H}, rng.floats(M * H, -1, 1)));
+      params.emplace("w0", host_f32({H, K}, rng.floats(H * K, -1, 1)));
     }
-    s.set_parameter("nw", nw);
-    if (layer) s.set_parameter("nb", nb);
-    s.set_parameter("w1", w1);
-    s.step();
-    const std::vector<float> out = s.read_output("y").to_f32();
-    for (int64_t m = 0; m < M; ++m) {
-      std::vector<double> row(static_cast<size_t>(K));
-      double mean = 0, var = 0;
-      for (int64_t k = 0; k < K; ++k) {
-        double v = xv[static_cast<size_t>(m * K + k)];
-        if (after_product)
-          for (int64_t j = 0; j < H; ++j)
-            v += double(hv[static_cast<size_t>(m * H + j)]) * w0[static_cast<size_t>(j * K + k)];
-        row[static_cast<size_t>(k)] = v;
-        mean += v / double(K);
-      }
-      if (!layer) mean = 0;
-      for (double v : row) var += (v - mean) * (v - mean) / double(K);
-      for (int64_t k = 0; k < K; ++k) {
-        const auto i = static_cast<size_t>(k);
-        row[i] = (row[i] - mean) / std::sqrt(var + 1e-5) * nw[i] + (layer ? double(nb[i]) : 0.0);
-      }
-      for (int64_t n = 0; n < N; n += 7) {
-        double want = 0, scale = 0;
-        for (int64_t k = 0; k < K; ++k) {
-          want += row[static_cast<size_t>(k)] * w1[static_cast<size_t>(n * K + k)];
-          scale += std::abs(row[static_cast<size_t>(k)] * w1[static_cast<size_t>(n * K + k)]);
-        }
-        ASSERT_NEAR(out[static_cast<size_t>(m * N + n)], want, 4e-3 * scale) << "(" << m << ", " << n << ")";
-      }
-    }
+    if (layer) params.emplace("nb", host_f32({K}, scaled(rng.floats(K, -1, 1), w_scale)));
+    expect_last_product_near(s, g, inputs, params, y, w1, 7, 4e-3);
   }
 }
 
@@ -648,46 +646,18 @@ TEST(MatMulTierSwitches, GatedProductsStageTheirSwiglu) {
     Tensor x = rms_norm(g.input("x", {M, K}), g.parameter("nw", {K}), 1e-5f);
     Tensor gate = matmul(x, g.parameter("gate", {F, K}), t);
     Tensor up = matmul(x, g.parameter("up", {F, K}), t);
-    g.output("y", matmul(swiglu(gate, up), g.parameter("down", {N, F}), t));
+    Tensor h = swiglu(gate, up), down = g.parameter("down", {N, F});
+    g.output("y", matmul(h, down, t));
     Session s = build_inference_session(g);
     const std::string listing = s.listing();
     EXPECT_NE(listing.find("staged for the product]"), std::string::npos) << listing;
     EXPECT_EQ(listing.find("stage A"), std::string::npos) << listing;
-    const std::vector<float> xv = rng.floats(M * K, -2, 2), nw = rng.floats(K, 0.5, 1.5), gw = rng.floats(F * K, -1, 1),
-                             dw = rng.floats(N * F, -1, 1);
-    std::vector<float> uw = rng.floats(F * K, -1, 1);
-    for (float& v : uw) v = static_cast<float>(v * up_scale);
-    s.set_input("x", xv);
-    s.set_parameter("nw", nw);
-    s.set_parameter("gate", gw);
-    s.set_parameter("up", uw);
-    s.set_parameter("down", dw);
-    s.step();
-    const std::vector<float> out = s.read_output("y").to_f32();
-    for (int64_t m = 0; m < M; ++m) {
-      double ss = 0;
-      for (int64_t k = 0; k < K; ++k)
-        ss += double(xv[static_cast<size_t>(m * K + k)]) * xv[static_cast<size_t>(m * K + k)];
-      const double r = 1.0 / std::sqrt(ss / double(K) + 1e-5);
-      std::vector<double> h(static_cast<size_t>(F));
-      for (int64_t f = 0; f < F; ++f) {
-        double a = 0, b = 0;
-        for (int64_t k = 0; k < K; ++k) {
-          const double xn = xv[static_cast<size_t>(m * K + k)] * r * nw[static_cast<size_t>(k)];
-          a += xn * gw[static_cast<size_t>(f * K + k)];
-          b += xn * uw[static_cast<size_t>(f * K + k)];
-        }
-        h[static_cast<size_t>(f)] = a / (1 + std::exp(-a)) * b;
-      }
-      for (int64_t n = 0; n < N; n += 3) {
-        double want = 0, scale = 0;
-        for (int64_t f = 0; f < F; ++f) {
-          want += h[static_cast<size_t>(f)] * dw[static_cast<size_t>(n * F + f)];
-          scale += std::abs(h[static_cast<size_t>(f)] * dw[static_cast<size_t>(n * F + f)]);
-        }
-        ASSERT_NEAR(out[static_cast<size_t>(m * N + n)], want, 6e-3 * scale) << "(" << m << ", " << n << ")";
-      }
-    }
+    const std::map<std::string, HostTensor> inputs{{"x", host_f32({M, K}, rng.floats(M * K, -2, 2))}};
+    const std::map<std::string, HostTensor> params{{"nw", host_f32({K}, rng.floats(K, 0.5, 1.5))},
+                                                   {"gate", host_f32({F, K}, rng.floats(F * K, -1, 1))},
+                                                   {"up", host_f32({F, K}, scaled(rng.floats(F * K, -1, 1), up_scale))},
+                                                   {"down", host_f32({N, F}, rng.floats(N * F, -1, 1))}};
+    expect_last_product_near(s, g, inputs, params, h, down, 3, 6e-3);
   }
 }
 

@@ -88,11 +88,6 @@ bool expect_like_exact(const Graph& g, std::optional<Tensor> loss, const std::ma
   return true;
 }
 
-std::vector<float> scaled(std::vector<float> v, double s) {
-  for (float& x : v) x = static_cast<float>(x * s);
-  return v;
-}
-
 struct Scales {
   double a, b;
 };

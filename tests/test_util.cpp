@@ -83,6 +83,11 @@ meganeura::HostTensor host_of(const meganeura::Shape& s, meganeura::DType t, con
 }
 }  // namespace
 
+std::vector<float> scaled(std::vector<float> v, double s) {
+  for (float& x : v) x = static_cast<float>(x * s);
+  return v;
+}
+
 meganeura::HostTensor host_f32(const meganeura::Shape& s, const std::vector<float>& v) {
   return host_of(s, meganeura::f32, v);
 }

@@ -97,6 +97,8 @@ int count_lines(const std::string& listing, const std::string& what);
 std::string test_name(std::string s);
 
 meganeura::HostTensor host_f32(const meganeura::Shape& s, const std::vector<float>& v);
+// Every value of `v` times `s` (operands at magnitudes far from 1).
+std::vector<float> scaled(std::vector<float> v, double s);
 meganeura::HostTensor host_i32(const meganeura::Shape& s, const std::vector<int32_t>& v);
 meganeura::HostTensor host_u32(const meganeura::Shape& s, const std::vector<uint32_t>& v);
 // Rounds each value to f16/bf16 (nearest even) and stores the raw 16-bit words.
