@@ -189,9 +189,11 @@ void stage_glu(Emitter& e, const Dispatch& d, KernelCall& c, int glu) {
   const int staged = stage_rows_for_products(e, glu, layout);
   if (staged < 0) return;
   c.tensors[8] = {staged, true};
-  c.spec.resize(10, 0u);
-  if (c.spec.size() == 10) c.spec.push_back(d.plan.k_step);        // K_STEP, spec 11
-  c.spec.push_back(1u);                                            // GLU_STAGED
+  if (c.spec.size() < 11) {  // spec 10 K_GROUPS and 11 K_STEP first, where coop_k_step left them out
+    c.spec.resize(10, 0u);
+    c.spec.push_back(d.plan.k_step);
+  }
+  c.spec.push_back(1u);                                            // GLU_STAGED, spec 12
   c.label.insert(c.label.size() - 1, ", staged for the product");  // the label ends in d.what's "]"
 }
 
