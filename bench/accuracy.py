@@ -74,12 +74,15 @@ def torch_step(model, seq, precision):
     return result
 
 
-def ours(binary, path, seq, precision, out_dir):
+def ours(binary, path, seq, precision, out_dir, steps=1):
     out = os.path.join(out_dir, "grads.safetensors")
     env = dict(os.environ)
     if precision:
         env["MEGANEURA_MATMUL_PRECISION"] = precision
-    r = subprocess.run([binary, "--model", path, "--seq", str(seq), "--out", out], env=env, capture_output=True, text=True)
+    cmd = [binary, "--model", path, "--seq", str(seq), "--out", out]
+    if steps > 1:
+        cmd += ["--steps", str(steps)]
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if r.returncode != 0:
         return None, r.stderr.strip()[-300:]
     got = load_file(out)
@@ -112,16 +115,19 @@ def main():
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     os.makedirs(a.models, exist_ok=True)
-    runs = [(f"{a.bin_label} {p}", a.bin, p) for p in ("highest", "high", "medium")]
+    # "high, step 3": the third step on the same inputs, whose products stage at the exponents
+    # the steps before left (every training step but the first does).
+    runs = [(f"{a.bin_label} {p}", a.bin, p, 1) for p in ("highest", "high", "medium")]
+    runs.append((f"{a.bin_label} high, step 3", a.bin, "high", 3))
     if a.extra_bin:
-        runs.append((f"{a.extra_label} default", a.extra_bin, None))
+        runs.append((f"{a.extra_label} default", a.extra_bin, None, 1))
     lines, table = [], []
     for shape in SHAPES:
         model, path, seq = make_model(shape, a.models)
         ref = torch_step(model, seq, "highest")
         results = {f"torch {p}": (torch_step(model, seq, p), None) for p in ("high", "medium")}
-        for label, binary, precision in runs:
-            results[label] = ours(binary, path, seq, precision, a.out)
+        for label, binary, precision, steps in runs:
+            results[label] = ours(binary, path, seq, precision, a.out, steps)
         for label, (got, err) in results.items():
             if got is None:
                 table.append((shape[0], label, "failed: " + err, "", "", ""))

@@ -1,7 +1,10 @@
-// meganeura-grad-dump: one training step of a Hugging Face Llama directory (config.json +
+// meganeura-grad-dump: a training step of a Hugging Face Llama directory (config.json +
 // safetensors) with SGD at lr 0, its loss, logits and every parameter's gradient written to a
 // safetensors file, for bench/accuracy.py to compare with PyTorch on the same weights.
-//   meganeura-grad-dump --model DIR --seq S --out FILE.safetensors
+//   meganeura-grad-dump --model DIR --seq S --out FILE.safetensors [--steps N]
+// With --steps N the step runs N times on the same inputs and the last one is written: from
+// the second on, the tensor-core products stage at the exponents the step before left
+// (kernels/stage_scale.glsl), the path every step of a training run but the first takes.
 // The tokens are (7 i + 3) mod vocab, the labels the tokens shifted left (the last ignored), as
 // accuracy.py makes them. MEGANEURA_MATMUL_PRECISION picks the matmul precision under test.
 #include <cstdio>
@@ -22,6 +25,7 @@ namespace {
 struct Options {
   std::string model, out;
   int64_t seq = 0;
+  int steps = 1;
 };
 
 Options parse(int argc, char** argv) {
@@ -34,11 +38,13 @@ Options parse(int argc, char** argv) {
       o.out = value;
     else if (flag == "--seq")
       o.seq = std::stoll(value);
+    else if (flag == "--steps")
+      o.steps = std::stoi(value);
     else
       throw mn::Error("meganeura-grad-dump: unknown option '" + flag + "'");
   }
-  if (o.model.empty() || o.out.empty() || o.seq < 1)
-    throw mn::Error("usage: meganeura-grad-dump --model DIR --seq S --out FILE.safetensors");
+  if (o.model.empty() || o.out.empty() || o.seq < 1 || o.steps < 1)
+    throw mn::Error("usage: meganeura-grad-dump --model DIR --seq S --out FILE.safetensors [--steps N]");
   return o;
 }
 
@@ -63,7 +69,7 @@ int run(const Options& o) {
   s.set_input("input_ids", mn::HostTensor::i32s({1, o.seq}, tokens));
   s.set_input("positions", mn::HostTensor::i32s({o.seq}, pos));
   s.set_input("labels", mn::HostTensor::i32s({1, o.seq}, next));
-  s.step();
+  for (int i = 0; i < o.steps; ++i) s.step();
   mn::TensorFile out;
   out.tensors.emplace("logits", s.read_output("logits"));
   out.tensors.emplace("loss", mn::HostTensor::f32s({1}, std::vector<float>{s.read_loss()}));

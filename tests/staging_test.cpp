@@ -181,4 +181,65 @@ TEST(Staging, StepsOfVeryDifferentMagnitudes) {
   }
 }
 
+// A block's history word as matmul_coop.glsl keeps it: its largest magnitude's bits plus one.
+uint history_of(float largest) { return stage_magnitude(largest) + 1u; }
+
+TEST(Staging, HistoryExponentLeavesHeadroomAndSlack) {
+  // A block that reached x at the call before is staged with x at 2^(STAGE_TOP - STAGE_HEADROOM):
+  // it may grow 8-fold and still fit under f16's top, and shrink 512-fold and still keep 11 bits
+  // for values down to 2^-16 of its largest; beyond either, the tile runs at its own exponents.
+  for (const float x : {1.0f, 3.0f, 65504.0f, 1e-20f, 1e30f, 6e-8f, 1e-30f}) {  // above the exponents' limit
+    const int e = stage_history_exponent(history_of(x));
+    ASSERT_NE(e, STAGE_NO_HISTORY) << x;
+    const double top = std::ldexp(static_cast<double>(x), e);
+    EXPECT_GE(top, std::ldexp(1.0, STAGE_TOP - STAGE_HEADROOM)) << x;
+    EXPECT_LT(top, std::ldexp(1.0, STAGE_TOP - STAGE_HEADROOM + 1)) << x;
+    EXPECT_TRUE(stage_fits(stage_magnitude(x), e)) << x;
+    EXPECT_TRUE(stage_fits(stage_magnitude(x * 8.0f), e)) << x;
+    EXPECT_TRUE(stage_fits(stage_magnitude(x / 512.0f), e)) << x;
+    EXPECT_FALSE(stage_fits(stage_magnitude(x * 16.0f), e)) << x;
+    if (x > 1e-30f) {  // the shrunk block's own exponent would pass the limit
+      EXPECT_FALSE(stage_fits(stage_magnitude(x / 1024.0f), e)) << x;
+    }
+    EXPECT_LT(std::abs(staged(x * 8.0f, e)), 65504.0f) << x;
+  }
+}
+
+TEST(Staging, HistoryEdges) {
+  EXPECT_EQ(stage_history_exponent(0u), STAGE_NO_HISTORY);  // never run
+  const int after_zeros = stage_history_exponent(history_of(0.0f));
+  EXPECT_NE(after_zeros, STAGE_NO_HISTORY);
+  EXPECT_TRUE(stage_fits(0u, after_zeros));                      // zeros again
+  EXPECT_FALSE(stage_fits(stage_magnitude(1.0f), after_zeros));  // then values
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (const uint bad : {floatBitsToUint(inf), floatBitsToUint(nan), floatBitsToUint(-nan) & 0x7fffffffu})
+    EXPECT_FALSE(stage_fits(bad, 0)) << bad;          // the kernel's float maxima see them as themselves
+  for (const float x : {FLT_MAX, FLT_MIN, 1e-45f}) {  // f32's ends: exponents stay within the limit
+    const int e = stage_history_exponent(history_of(x));
+    EXPECT_LE(std::abs(e), STAGE_EXP_LIMIT) << x;
+    EXPECT_TRUE(std::isfinite(staged(x, e))) << x;
+  }
+}
+
+TEST(Staging, HistoryDotProductsKeepElevenBits) {
+  // Where the block fits its history, one exponent for the whole sum is as good as one a step:
+  // every magnitude from 1e-30 to 1e30, grown or shrunk within the headroom and slack.
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const double tol = 1.0 / 1024 + 1e-6;
+  for (const double scale : {1e-30, 1e-8, 1.0, 1e5, 1e30})
+    for (const double change : {1.0, 7.0, 1.0 / 500}) {
+      std::vector<float> a, b;
+      for (size_t k = 0; k < 300; ++k) {
+        a.push_back(static_cast<float>(scale * change * normal(rng)));
+        b.push_back(normal(rng));
+      }
+      const uint ha = history_of(static_cast<float>(3 * scale)), hb = history_of(3.0f);
+      ASSERT_TRUE(stage_fits(block_magnitude(a), stage_history_exponent(ha))) << scale << " " << change;
+      ASSERT_TRUE(stage_fits(block_magnitude(b), stage_history_exponent(hb)));
+      const double got = history_dot(a, b, ha, hb);
+      EXPECT_LE(std::abs(got - exact_dot(a, b)), tol * abs_dot(a, b)) << scale << " " << change;
+    }
+}
+
 }  // namespace

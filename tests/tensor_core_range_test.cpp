@@ -23,52 +23,34 @@ using namespace meganeura;
 
 constexpr double kOneProduct = 2e-3, kChain = 2e-2;
 
-// Every named tensor of a session after one step: its outputs and, in training, each
+// Every named tensor of a session after a step on `feeds`: its outputs and, in training, each
 // parameter's gradient (as "grad <name>").
 using Tensors = std::map<std::string, std::vector<float>>;
+using Feeds = std::map<std::string, HostTensor>;
 
-Tensors run(const Graph& g, std::optional<Tensor> loss, const std::map<std::string, HostTensor>& feeds) {
-  std::optional<Session> s;
-  if (loss)
-    s.emplace(build_session(g, *loss, {.optimizer = SGD{.lr = 0.0f}}));
-  else
-    s.emplace(build_inference_session(g));
+Session make_session(const Graph& g, std::optional<Tensor> loss) {
+  return loss ? build_session(g, *loss, {.optimizer = SGD{.lr = 0.0f}}) : build_inference_session(g);
+}
+
+Tensors step(Session& s, bool training, const Feeds& feeds) {
   for (const auto& [name, value] : feeds) {
-    const auto inputs = s->input_names();
+    const auto inputs = s.input_names();
     if (std::find(inputs.begin(), inputs.end(), name) != inputs.end())
-      s->set_input(name, value);
+      s.set_input(name, value);
     else
-      s->set_parameter(name, value);
+      s.set_parameter(name, value);
   }
-  s->step();
+  s.step();
   Tensors out;
-  for (const std::string& name : s->output_names()) out[name] = s->read_output(name).to_f32();
-  if (loss)
-    for (const std::string& name : s->parameter_names()) out["grad " + name] = s->read_grad(name).to_f32();
+  for (const std::string& name : s.output_names()) out[name] = s.read_output(name).to_f32();
+  if (training)
+    for (const std::string& name : s.parameter_names()) out["grad " + name] = s.read_grad(name).to_f32();
   return out;
 }
 
-// The graph on the tensor cores (precision high, the environment's other switches as given)
-// against the exact path, each output and gradient within `tolerance` of its largest magnitude
-// (the loss, a sum of random-sign terms, is not compared: its relative error says nothing of the
-// staging); false when the device has no tensor cores.
-bool expect_like_exact(const Graph& g, std::optional<Tensor> loss, const std::map<std::string, HostTensor>& feeds,
-                       std::initializer_list<std::pair<const char*, const char*>> env, double tolerance = kOneProduct) {
-  Tensors exact;
-  {
-    ScopedEnv precision("MEGANEURA_MATMUL_PRECISION", "highest");
-    exact = run(g, loss, feeds);
-  }
-  ScopedEnv precision("MEGANEURA_MATMUL_PRECISION", "high");
-  std::vector<std::unique_ptr<ScopedEnv>> scoped;
-  for (auto [name, value] : env) scoped.push_back(std::make_unique<ScopedEnv>(name, value));
-  Tensors got;
-  try {
-    got = run(g, loss, feeds);
-  } catch (const Error& e) {
-    if (std::string(e.what()).find("tensor-core") == std::string::npos) throw;
-    return false;
-  }
+// Each tensor of `got` within `tolerance` of the largest magnitude of `exact`'s (the loss, a sum
+// of random-sign terms, is not compared: its relative error says nothing of the staging).
+void expect_near_exact(const Tensors& exact, const Tensors& got, double tolerance) {
   for (const auto& [name, want] : exact) {
     if (name.rfind("meganeura.", 0) == 0) continue;  // the loss
     const std::vector<float>& have = got.at(name);
@@ -85,7 +67,41 @@ bool expect_like_exact(const Graph& g, std::optional<Tensor> loss, const std::ma
     EXPECT_GT(top, 0.0) << name << " is all zeros: the case tests nothing";
     EXPECT_LE(err, tolerance * top) << name << ": max error " << err << " against max " << top;
   }
+}
+
+// The graph on the tensor cores (precision high, the environment's other switches as given)
+// against the exact path, one session each stepped on every feed set in turn (later steps stage
+// at the exponents the earlier ones left: stage_scale.glsl), each output and gradient within
+// `tolerance` of its largest magnitude; false when the device has no tensor cores.
+bool expect_steps_like_exact(const Graph& g, std::optional<Tensor> loss, const std::vector<Feeds>& steps,
+                             std::initializer_list<std::pair<const char*, const char*>> env,
+                             double tolerance = kOneProduct) {
+  std::vector<Tensors> exact;
+  {
+    ScopedEnv precision("MEGANEURA_MATMUL_PRECISION", "highest");
+    Session s = make_session(g, loss);
+    for (const Feeds& feeds : steps) exact.push_back(step(s, loss.has_value(), feeds));
+  }
+  ScopedEnv precision("MEGANEURA_MATMUL_PRECISION", "high");
+  std::vector<std::unique_ptr<ScopedEnv>> scoped;
+  for (auto [name, value] : env) scoped.push_back(std::make_unique<ScopedEnv>(name, value));
+  std::optional<Session> s;
+  try {
+    s.emplace(make_session(g, loss));
+  } catch (const Error& e) {
+    if (std::string(e.what()).find("tensor-core") == std::string::npos) throw;
+    return false;
+  }
+  for (size_t i = 0; i < steps.size(); ++i) {
+    SCOPED_TRACE("step " + std::to_string(i + 1));
+    expect_near_exact(exact[i], step(*s, loss.has_value(), steps[i]), tolerance);
+  }
   return true;
+}
+
+bool expect_like_exact(const Graph& g, std::optional<Tensor> loss, const Feeds& feeds,
+                       std::initializer_list<std::pair<const char*, const char*>> env, double tolerance = kOneProduct) {
+  return expect_steps_like_exact(g, loss, {feeds}, env, tolerance);
 }
 
 struct Scales {
@@ -146,25 +162,75 @@ TEST(TensorCoreRange, MatMulStepsOfVeryDifferentMagnitudes) {
   }
 }
 
+// A gated MLP's training step: x [T, D] through gate/up [F, D] and down [D, F], the loss
+// mean(y * c); its feeds with x and c scaled as given.
+constexpr int64_t kT = 40, kD = 96, kF = 150;
+
+Tensor gated_mlp_loss(Graph& g) {
+  const MatMulOptions t{.transpose_b = true};
+  Tensor x = g.input("x", {kT, kD});
+  Tensor h = swiglu(matmul(x, g.parameter("gate", {kF, kD}), t), matmul(x, g.parameter("up", {kF, kD}), t));
+  Tensor y = matmul(h, g.parameter("down", {kD, kF}), t);
+  g.output("y", y);
+  return mean(y * g.input("c", {kT, kD}));
+}
+
+Feeds gated_mlp_feeds(Rng& rng, double x_scale, double c_scale) {
+  return {{"x", host_f32({kT, kD}, scaled(rng.floats(kT * kD, -1, 1), x_scale))},
+          {"c", host_f32({kT, kD}, scaled(rng.floats(kT * kD, -1, 1), c_scale))},
+          {"gate", host_f32({kF, kD}, rng.floats(kF * kD, -0.1, 0.1))},
+          {"up", host_f32({kF, kD}, rng.floats(kF * kD, -0.1, 0.1))},
+          {"down", host_f32({kD, kF}, rng.floats(kD * kF, -0.1, 0.1))}};
+}
+
 // A training step of a gated MLP whose loss is tiny (its gradients near 1e-12) and whose
 // activations are large: every product of the backward, the GLU pair's included.
 TEST(TensorCoreRange, TrainingStepWithTinyGradients) {
-  constexpr int64_t T = 40, D = 96, F = 150;
   Rng rng;
   SCOPED_TRACE(seed_note(rng.seed()));
   Graph g;
-  const MatMulOptions t{.transpose_b = true};
-  Tensor x = g.input("x", {T, D});
-  Tensor h = swiglu(matmul(x, g.parameter("gate", {F, D}), t), matmul(x, g.parameter("up", {F, D}), t));
-  Tensor y = matmul(h, g.parameter("down", {D, F}), t);
-  g.output("y", y);
-  Tensor loss = mean(y * g.input("c", {T, D}));
-  const std::map<std::string, HostTensor> feeds{{"x", host_f32({T, D}, scaled(rng.floats(T * D, -1, 1), 300))},
-                                                {"c", host_f32({T, D}, scaled(rng.floats(T * D, -1, 1), 1e-10))},
-                                                {"gate", host_f32({F, D}, rng.floats(F * D, -0.1, 0.1))},
-                                                {"up", host_f32({F, D}, rng.floats(F * D, -0.1, 0.1))},
-                                                {"down", host_f32({D, F}, rng.floats(D * F, -0.1, 0.1))}};
-  if (!expect_like_exact(g, loss, feeds, {{"MEGANEURA_MATMUL", "coopmat"}}, kChain)) GTEST_SKIP() << "no tensor cores";
+  const Tensor loss = gated_mlp_loss(g);
+  if (!expect_like_exact(g, loss, gated_mlp_feeds(rng, 300, 1e-10), {{"MEGANEURA_MATMUL", "coopmat"}}, kChain))
+    GTEST_SKIP() << "no tensor cores";
+}
+
+// One session stepped on operands whose magnitudes change from call to call: the same (the
+// exponents the call before left fit), grown 1e6-fold and shrunk 1e-9-fold (beyond the headroom
+// and the slack: those tiles run again at their steps' own exponents), all zeros, an infinity,
+// and back. Plain, split-K and the GLU pair of a training step.
+TEST(TensorCoreRange, CallsWhoseMagnitudesChange) {
+  constexpr int64_t M = 70, K = 300, N = 90;
+  const double scales[] = {1, 1, 1e6, 1e6, 1e-3, 1, 0, 1, 1e30, 1e-30};
+  for (const char* split : {"0", "3"}) {
+    SCOPED_TRACE(std::string("split ") + split);
+    Rng rng;
+    SCOPED_TRACE(seed_note(rng.seed()));
+    Graph g;
+    g.output("y", matmul(g.input("a", {M, K}), g.input("b", {K, N})));
+    std::vector<Feeds> steps;
+    for (size_t i = 0; i < std::size(scales); ++i) {
+      std::vector<float> a = scaled(rng.floats(M * K, -1, 1), scales[i]);
+      if (scales[i] == 0) a[3] = 1e-3f;  // not all zeros: the case must test something
+      if (i == 7) a[5 * K + 7] = std::numeric_limits<float>::infinity();
+      steps.push_back({{"a", host_f32({M, K}, a)},
+                       {"b", host_f32({K, N}, scaled(rng.floats(K * N, -1, 1), i % 3 == 2 ? 1e-9 : 1))}});
+    }
+    if (!expect_steps_like_exact(g, std::nullopt, steps,
+                                 {{"MEGANEURA_MATMUL", "coopmat"}, {"MEGANEURA_SPLIT_K", split}}))
+      GTEST_SKIP() << "no tensor cores";
+  }
+}
+
+TEST(TensorCoreRange, TrainingStepsWhoseGradientsChange) {
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  Graph g;
+  const Tensor loss = gated_mlp_loss(g);
+  std::vector<Feeds> steps;
+  for (const double c : {1e-10, 1e-10, 1e-2, 1e-2, 1e-12, 1.0})
+    steps.push_back(gated_mlp_feeds(rng, c == 1.0 ? 1e-4 : 300, c));
+  if (!expect_steps_like_exact(g, loss, steps, {{"MEGANEURA_MATMUL", "coopmat"}}, kChain))
+    GTEST_SKIP() << "no tensor cores";
 }
 
 // Attention on the tensor cores, forward and backward (q, k, v parameters of a training step):

@@ -3,10 +3,13 @@
 // per variant by cmake/EmbedKernels.cmake: COOP_KHR selects GL_KHR_cooperative_matrix (else
 // GL_NV_cooperative_matrix), STAGE_BF16 stages bf16 (KHR only; else f16). Tiles are 64x64.
 //
-// f32 operands are rounded to f16/bf16 on their way into shared memory, each K step of A and of B
-// scaled by a power of two from its largest magnitude (stage_scale.glsl), so that neither tiny
-// values (gradients) nor huge ones leave f16's range; products accumulate in f32, the
-// accumulators follow each step's scale, and the epilogue undoes it. Shared memory keeps each
+// f32 operands are rounded to f16/bf16 on their way into shared memory, a tile's A and B each
+// scaled by a power of two (stage_scale.glsl), so that neither tiny values (gradients) nor huge
+// ones leave f16's range; products accumulate in f32 and the epilogue undoes the scale. The
+// exponents come from the largest magnitudes the tile's blocks had at the call before (binding
+// 11, the scale history: a training step's products read new values of the same operands every
+// step), checked at the end of the K loop; a tile with no history, or whose values no longer fit
+// it, runs again at exponents from its own largest magnitudes. Shared memory keeps each
 // operand's contiguous axis (B_KCONTIG: a [N, K] weight is stored [n][k] and read as
 // column-major fragments), 4 values packed to a uvec2 store (scalar 2-byte stores cost 9% of
 // SmolLM2-135M's time on an H100), and VEC4_A/VEC4_B load 16-byte vectors where the
@@ -118,30 +121,6 @@ shared uint glu_max[8u];    // GLU_STAGED: per subgroup, the largest magnitude o
 #include "matmul_coop_staged.glsl"
 #endif
 
-// This invocation's share of a K step, A's values in ra and B's in rb: the subgroup's largest
-// magnitudes of each into step_max, read after the next barrier by every subgroup (and before
-// the step's last barrier, which the next write follows). A macro: the arrays' sizes are
-// specialisation constants.
-#define PUBLISH_STEP_MAX()                                                      \
-  {                                                                             \
-    float fa_ = 0.0f, fb_ = 0.0f; /* one float max a value: a quarter of the bit tests */ \
-    for (uint l = 0u; l < A_LOADS; ++l) fa_ = max(fa_, abs(ra[l]));            \
-    for (uint l = 0u; l < B_LOADS; ++l) fb_ = max(fb_, abs(rb[l]));            \
-    uint ma_ = floatBitsToUint(fa_), mb_ = floatBitsToUint(fb_);               \
-    if (ma_ >= STAGE_NOT_FINITE) { /* infinity or NaN met: the finite ones */  \
-      ma_ = 0u;                                                                 \
-      for (uint l = 0u; l < A_LOADS; ++l) ma_ = max(ma_, stage_magnitude(ra[l])); \
-    }                                                                           \
-    if (mb_ >= STAGE_NOT_FINITE) {                                              \
-      mb_ = 0u;                                                                 \
-      for (uint l = 0u; l < B_LOADS; ++l) mb_ = max(mb_, stage_magnitude(rb[l])); \
-    }                                                                           \
-    subgroupBarrier(); /* reconverged after the loads' bounds checks */        \
-    ma_ = subgroupMax(ma_);                                                     \
-    mb_ = subgroupMax(mb_);                                                     \
-    if (subgroupElect()) step_max[gl_SubgroupID] = uvec2(ma_, mb_);             \
-  }
-
 // GLU_STAGED: this subgroup's 16 x 16 swiglu values (Cs, row-major at warp * 512) into the
 // staged copy, scaled by the exponent of the 16 x 32 block it shares with its partner subgroup
 // (the other 16 columns of the tile, warp ^ 1). Batch 1: the rows are the product's.
@@ -165,12 +144,45 @@ void stage_glu_block(uint largest, uint fm, uint fn, uint n0, uint wn) {
   barrier();  // glu_max is read before the next tile writes it
 }
 
+#if !defined(STAGED)
+// Per row job (A's rows and K range) and per column tile of each split (B's), the largest
+// magnitude the tile found at the call before, plus one (0: none yet), from which this call's
+// tiles stage at one fixed exponent (stage_scale.glsl, "A tile that reads blocks ..."). Written
+// by every tile of the job (the same value) as it finishes; a persistent buffer, zeroed at
+// session build. Word (bt, job) for A, then (bt, split, tile) for B.
+layout(std430, set = 0, binding = 11) coherent buffer ScaleHistory { uint scale_history[]; };
+
+shared uvec2 tile_history[2];  // a tile's two history words, read by one invocation (two: tiles alternate)
+
+// The fixed exponents of A and B from their history words; x is STAGE_NO_HISTORY without both.
+ivec2 history_exponents(uint ha, uint hb) {
+  const int ea = stage_history_exponent(ha), eb = stage_history_exponent(hb);
+  return ea == STAGE_NO_HISTORY || eb == STAGE_NO_HISTORY ? ivec2(STAGE_NO_HISTORY) : ivec2(ea, eb);
+}
+#endif
+
 // The K step's largest magnitudes of A and of B, over the whole workgroup.
 uvec2 step_max_of_workgroup() {
   uvec2 m = step_max[0];
   for (uint w = 1u; w < 8u; ++w) m = max(m, step_max[w]);
   return m;
 }
+
+// The K step's products from the staged tiles into the accumulators (acc, wm, wn in scope).
+#define MULTIPLY_STEP()                                                                                 \
+  for (uint kk = 0u; kk < BK; kk += 16u) {                                                              \
+    FRAG_A fa[FRAG_M];                                                                                  \
+    FRAG_B fb[FRAG_N];                                                                                  \
+    for (uint i = 0u; i < FRAG_M; ++i) /* offsets and strides in uvec2s of 4 values */                 \
+      FRAG_LOAD(fa[i], As, (((wm * FRAG_M + i) * 16u) * A_STRIDE + kk) / 4u, A_STRIDE / 4u);            \
+    for (uint j = 0u; j < FRAG_N; ++j) {                                                                \
+      uint n_frag = (wn * FRAG_N + j) * 16u;                                                            \
+      if (B_KCONTIG != 0u) FRAG_LOAD_COLUMNS(fb[j], Bs, (n_frag * B_STRIDE + kk) / 4u, B_STRIDE / 4u);   \
+      else FRAG_LOAD(fb[j], Bs, (kk * B_STRIDE + n_frag) / 4u, B_STRIDE / 4u);                          \
+    }                                                                                                   \
+    for (uint i = 0u; i < FRAG_M; ++i)                                                                  \
+      for (uint j = 0u; j < FRAG_N; ++j) acc[i * FRAG_N + j] = FRAG_MMA(fa[i], fb[j], acc[i * FRAG_N + j]); \
+  }
 
 void main() {
   uint tid = gl_LocalInvocationID.x;
@@ -179,6 +191,9 @@ void main() {
   bool a_k_contig = p.a_col_stride == 1u;  // A row-major: consecutive invocations walk k
   uint tiles = p.tile0[p.groups];
   uint row_jobs = ((p.M + BM - 1u) / BM) * p.splits;
+#if !defined(STAGED)
+  uint tile_parity = 0u;
+#endif
 
   for (uint bt = gl_WorkGroupID.z; bt < p.batch; bt += gl_NumWorkGroups.z) {
     uint a_base, b_batch;
@@ -267,59 +282,101 @@ void main() {
     }                                                                                          \
   }
 
+// The tile's largest finite magnitudes of A and B over its whole K range into OUT, through
+// shared memory (a barrier), for a tile with no usable history: a pass of loads only, the first
+// step's loads already in ra and rb. Leaves ra and rb holding the last step's.
+#define FINITE_MAX_PASS(OUT)                                                          \
+  {                                                                                   \
+    uint ma_ = 0u, mb_ = 0u;                                                          \
+    for (uint k0 = k_begin; k0 < k_end; k0 += BK) {                                   \
+      if (k0 != k_begin) { LOAD_STEP(k0) }                                            \
+      for (uint l = 0u; l < A_LOADS; ++l) ma_ = max(ma_, stage_magnitude(ra[l]));     \
+      for (uint l = 0u; l < B_LOADS; ++l) mb_ = max(mb_, stage_magnitude(rb[l]));     \
+    }                                                                                 \
+    subgroupBarrier(); /* reconverged after the loads' bounds checks */               \
+    ma_ = subgroupMax(ma_);                                                           \
+    mb_ = subgroupMax(mb_);                                                           \
+    if (subgroupElect()) step_max[gl_SubgroupID] = uvec2(ma_, mb_);                   \
+    barrier();                                                                        \
+    OUT = step_max_of_workgroup();                                                    \
+    barrier(); /* read by every subgroup before the loop writes it again */           \
+  }
+
 #if defined(STAGED)
         int frag_exp[FRAG_M * FRAG_N];  // accumulator f holds its products times 2^frag_exp[f]
         staged_products(acc, frag_exp, m0, n0, g, k_begin, k_end);
 #define ACC_EXP(f) frag_exp[f]
 #else
 #define ACC_EXP(f) acc_exp
+        // The tile stages A and B at one exponent each for its whole K range: those its blocks'
+        // largest magnitudes at the call before give (scale_history), checked as it goes; where
+        // there are none yet, or this call's values no longer fit them, at the tile's own.
+        uint hist_a = bt * row_jobs + job, hist_b = p.batch * row_jobs + (bt * p.splits + split) * tiles + tile;
+        // Read once for the workgroup: other tiles of the job rewrite the words during the call,
+        // and every subgroup must stage at the same exponents and take the same path.
+        if (tid == 0u) tile_history[tile_parity] = uvec2(scale_history[hist_a], scale_history[hist_b]);
         LOAD_STEP(k_begin)
-        // The accumulators hold the products times 2^acc_exp; ea, eb: this step's exponents of A
-        // and B; min_a, min_b: the smallest so far (stage_scale.glsl).
-        int acc_exp = 0, min_a = STAGE_EXP_LIMIT, min_b = STAGE_EXP_LIMIT;
-        for (uint k0 = k_begin; k0 < k_end; k0 += BK) {
-          // The step's largest magnitudes, through shared memory: a barrier of its own. (Published
-          // at the end of the step before, they came out wrong on an H100 at K steps of 32, and
-          // per tile or by a second attempt they cost as much: docs/performance.md.)
-          PUBLISH_STEP_MAX()
-          barrier();
-          uvec2 step_max_ab = step_max_of_workgroup();
-          int ea = stage_exponent(step_max_ab.x, min_a + STAGE_GROWTH), eb = stage_exponent(step_max_ab.y, min_b + STAGE_GROWTH);
-          min_a = min(min_a, ea);
-          min_b = min(min_b, eb);
-          if (k0 != k_begin && ea + eb != acc_exp) {
-            float rescale = stage_rescale(acc_exp, ea + eb);
-            for (uint i = 0u; i < FRAG_M * FRAG_N; ++i) acc[i] = acc[i] * rescale;
-          }
-          acc_exp = ea + eb;
-          float scale_a = stage_pow2(ea), scale_b = stage_pow2(eb);
-          for (uint l = 0u; l < A_LOADS; l += 4u) {
-            A_ELEM(l, am, ak)
-            As[(am * A_STRIDE + ak) / 4u] = stage_pack4(vec4(ra[l], ra[l + 1u], ra[l + 2u], ra[l + 3u]) * scale_a);
-          }
-          for (uint l = 0u; l < B_LOADS; l += 4u) {
-            B_ELEM(l, bk, bn)
-            Bs[(B_KCONTIG != 0u ? bn * B_STRIDE + bk : bk * B_STRIDE + bn) / 4u] =
-                stage_pack4(vec4(rb[l], rb[l + 1u], rb[l + 2u], rb[l + 3u]) * scale_b);
-          }
-          barrier();
-          if (k0 + BK < k_end) { LOAD_STEP(k0 + BK) }
-          for (uint kk = 0u; kk < BK; kk += 16u) {
-            FRAG_A fa[FRAG_M];
-            FRAG_B fb[FRAG_N];
-            for (uint i = 0u; i < FRAG_M; ++i)  // offsets and strides in uvec2s of 4 values
-              FRAG_LOAD(fa[i], As, (((wm * FRAG_M + i) * 16u) * A_STRIDE + kk) / 4u, A_STRIDE / 4u);
-            for (uint j = 0u; j < FRAG_N; ++j) {
-              uint n_frag = (wn * FRAG_N + j) * 16u;
-              if (B_KCONTIG != 0u) FRAG_LOAD_COLUMNS(fb[j], Bs, (n_frag * B_STRIDE + kk) / 4u, B_STRIDE / 4u);
-              else FRAG_LOAD(fb[j], Bs, (kk * B_STRIDE + n_frag) / 4u, B_STRIDE / 4u);
+        barrier();
+        const uvec2 history = tile_history[tile_parity];
+        tile_parity ^= 1u;  // the next tile's words: these may still be read
+        ivec2 tile_e = history_exponents(history.x, history.y);
+        uvec2 tile_max = uvec2(0u);  // the tile's largest finite magnitudes of A and B, for the next call
+        bool checked = tile_e.x != STAGE_NO_HISTORY;  // exponents from the history: checked after the loop
+        if (!checked) {
+          FINITE_MAX_PASS(tile_max)
+          tile_e = ivec2(stage_exponent(tile_max.x, STAGE_EXP_LIMIT), stage_exponent(tile_max.y, STAGE_EXP_LIMIT));
+          LOAD_STEP(k_begin)
+        }
+        int acc_exp;
+        for (;;) {
+          acc_exp = tile_e.x + tile_e.y;
+          const float scale_a = stage_pow2(tile_e.x), scale_b = stage_pow2(tile_e.y);
+          float run_a = 0.0f, run_b = 0.0f;  // the largest magnitudes staged (infinity and NaN as such)
+          for (uint k0 = k_begin; k0 < k_end; k0 += BK) {
+            for (uint l = 0u; l < A_LOADS; l += 4u) {
+              A_ELEM(l, am, ak)
+              const vec4 v = vec4(ra[l], ra[l + 1u], ra[l + 2u], ra[l + 3u]);
+              run_a = max(run_a, max(max(abs(v.x), abs(v.y)), max(abs(v.z), abs(v.w))));
+              As[(am * A_STRIDE + ak) / 4u] = stage_pack4(v * scale_a);
             }
-            for (uint i = 0u; i < FRAG_M; ++i)
-              for (uint j = 0u; j < FRAG_N; ++j) acc[i * FRAG_N + j] = FRAG_MMA(fa[i], fb[j], acc[i * FRAG_N + j]);
+            for (uint l = 0u; l < B_LOADS; l += 4u) {
+              B_ELEM(l, bk, bn)
+              const vec4 v = vec4(rb[l], rb[l + 1u], rb[l + 2u], rb[l + 3u]);
+              run_b = max(run_b, max(max(abs(v.x), abs(v.y)), max(abs(v.z), abs(v.w))));
+              Bs[(B_KCONTIG != 0u ? bn * B_STRIDE + bk : bk * B_STRIDE + bn) / 4u] = stage_pack4(v * scale_b);
+            }
+            barrier();
+            if (k0 + BK < k_end) {
+              LOAD_STEP(k0 + BK)
+            } else if (checked) {  // the maxima, published through the step's last barrier
+              subgroupBarrier();    // reconverged after the loads' bounds checks
+              const uint ma = subgroupMax(floatBitsToUint(run_a)), mb = subgroupMax(floatBitsToUint(run_b));
+              if (subgroupElect()) step_max[gl_SubgroupID] = uvec2(ma, mb);
+            }
+            MULTIPLY_STEP()
+            barrier();
           }
-          barrier();
+          if (!checked) break;
+          tile_max = k_begin < k_end ? step_max_of_workgroup() : uvec2(0u);
+          if (stage_fits(tile_max.x, tile_e.x) && stage_fits(tile_max.y, tile_e.y)) break;
+          // Again at the tile's own exponents (those of its finite values where it met an
+          // infinity or a NaN), unchecked.
+          barrier();  // every subgroup has read step_max before it is written again
+          if (tile_max.x >= STAGE_NOT_FINITE || tile_max.y >= STAGE_NOT_FINITE) {
+            LOAD_STEP(k_begin)
+            FINITE_MAX_PASS(tile_max)
+          }
+          tile_e = ivec2(stage_exponent(tile_max.x, STAGE_EXP_LIMIT), stage_exponent(tile_max.y, STAGE_EXP_LIMIT));
+          checked = false;
+          for (uint i = 0u; i < FRAG_M * FRAG_N; ++i) acc[i] = FRAG_C(0.0);
+          LOAD_STEP(k_begin)
+        }
+        if (tid == 0u) {  // every tile of this row job (column tile) finds the same maxima
+          atomicExchange(scale_history[hist_a], tile_max.x + 1u);
+          atomicExchange(scale_history[hist_b], tile_max.y + 1u);
         }
 #endif
+#undef FINITE_MAX_PASS
 #undef LOAD_STEP
 #undef A_ELEM
 #undef B_ELEM

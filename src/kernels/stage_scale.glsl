@@ -55,3 +55,31 @@ STAGE_FN float stage_rescale(int from, int to) { return stage_pow2(clamp(to - fr
 // x, a sum of products staged at exponents adding up to e (|e| <= 2 * STAGE_EXP_LIMIT), back in
 // f32's units: x * 2^-e in two exact halves, so that neither factor leaves f32's normal range.
 STAGE_FN float stage_unscale(float x, int e) { return x * stage_pow2(-(e / 2)) * stage_pow2(e / 2 - e); }
+
+// A tile that reads blocks it read at the call before (a training step's products read new
+// values of the same operands every step) stages them at one exponent from their largest
+// magnitude then, kept with the call (matmul_coop.glsl's scale_history: the magnitude's bits plus
+// one, 0 for none yet), and checks afterwards that this call's largest magnitude fits it; only a
+// tile that does not runs again at each K step's own exponents. The fixed exponent leaves room
+// for the block to grow by 2^STAGE_HEADROOM, and accepts one that shrank by up to
+// 2^(STAGE_SLACK - STAGE_HEADROOM): its largest value then still lands at 2^(STAGE_TOP -
+// STAGE_SLACK) or above, so that values down to 2^-16 of it keep f16's 11 bits.
+const int STAGE_HEADROOM = 3;
+const int STAGE_SLACK = 12;
+const int STAGE_NO_HISTORY = -1000;  // outside every exponent's range
+
+// The fixed exponent from a block's stored history word, or STAGE_NO_HISTORY.
+STAGE_FN int stage_history_exponent(uint stored) {
+  if (stored == 0u) return STAGE_NO_HISTORY;
+  return clamp(stage_exponent(stored - 1u, STAGE_EXP_LIMIT) - STAGE_HEADROOM, -STAGE_EXP_LIMIT, STAGE_EXP_LIMIT);
+}
+
+// Whether a block whose largest magnitude (stage_magnitude's order, infinity and NaN included as
+// themselves) is `largest` was staged well at exponent e: below f16's top, and no more than
+// STAGE_SLACK under the exponent it would choose itself. A block of zeros fits any exponent.
+STAGE_FN bool stage_fits(uint largest, int e) {
+  if (largest >= STAGE_NOT_FINITE) return false;
+  if (largest == 0u) return true;
+  const int own = stage_exponent(largest, STAGE_EXP_LIMIT);
+  return e <= own && e >= own - STAGE_SLACK;
+}

@@ -54,4 +54,15 @@ inline float staged_dot(std::span<const float> a, std::span<const float> b, size
   return stage_unscale(acc, acc_exp);
 }
 
+// The same sum as matmul_coop.glsl's fast path computes it: a and b staged whole at the fixed
+// exponents their history words give (stage_history_exponent), exact products summed in f32,
+// unscaled at the end. Meaningful where stage_fits holds for both; the kernel runs staged_dot's
+// way otherwise.
+inline float history_dot(std::span<const float> a, std::span<const float> b, uint history_a, uint history_b) {
+  const int ea = stage_history_exponent(history_a), eb = stage_history_exponent(history_b);
+  float acc = 0.0f;
+  for (size_t k = 0; k < a.size(); ++k) acc += staged(a[k], ea) * staged(b[k], eb);
+  return stage_unscale(acc, ea + eb);
+}
+
 }  // namespace meganeura::kernels::staging

@@ -88,4 +88,9 @@ MatMulPlan plan_matmul(const MatMulTiers& t, uint64_t M, uint64_t N, uint64_t K,
   return plan;
 }
 
+MatMulTiers staging_in_kernel(MatMulTiers tiers) {
+  if (tiers.k_step == 0) tiers.k_step = 32;
+  return tiers;
+}
+
 }  // namespace meganeura::lower

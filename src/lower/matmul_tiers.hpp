@@ -56,4 +56,10 @@ struct MatMulPlan {
 MatMulPlan plan_matmul(const MatMulTiers& tiers, uint64_t M, uint64_t N, uint64_t K, uint64_t batch,
                        bool b_k_contiguous, uint64_t k_align = 0);
 
+// The tiers for a tensor-core product that stages its f32 operands inside the kernel (not
+// staged before it): K steps of 32 unless `tiers` forces one. With the scale history such a
+// product's K loop holds more registers (205 at 64 on an H200, 1 workgroup an SM), and 32
+// everywhere was faster: SmolLM2-135M's training step 8.66 -> 8.39 ms (docs/performance.md).
+MatMulTiers staging_in_kernel(MatMulTiers tiers);
+
 }  // namespace meganeura::lower

@@ -20,7 +20,8 @@ namespace meganeura::runtime {
 //                               (an error where the device has none); blocks / split: also pick
 //                               the forward kernel (128-row blocks, or keys split; tests)
 //   MEGANEURA_COOP_K_STEP       32 or 64: the tensor-core kernels' K step for every product (unset:
-//                               64 where the workgroups fit one per SM, known from the device)
+//                               for products of staged operands 64 where the workgroups fit one
+//                               per SM, known from the device; 32 where the kernel stages)
 //   MEGANEURA_COOP_STAGED       1: f16 tensor-core products read operands staged before them
 //                               (StageF16), 0: never; unset: where that pays (large products)
 //   MEGANEURA_ATTENTION_BLOCKS  0: the exact attention forward always one workgroup per row; 1:

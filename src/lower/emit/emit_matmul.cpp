@@ -27,6 +27,12 @@ void coop_k_step(std::vector<uint32_t>& spec, const MatMulPlan& plan) {
   spec.push_back(plan.k_step);
 }
 
+void bind_coop_tail(Emitter& e, KernelCall& c, uint64_t batch, uint64_t row_jobs, uint64_t split_tiles) {
+  c.tensors.push_back({c.tensors[2].tensor, true});  // 10: GLU_STAGED's copy (C again where none)
+  if (c.kernel != Kernel::MatMulCoopStagedNV && c.kernel != Kernel::MatMulCoopStagedTallNV)
+    c.tensors.push_back({e.state(batch * (row_jobs + split_tiles) * 4), true});
+}
+
 namespace {
 
 struct Operands {
@@ -98,7 +104,8 @@ std::vector<uint32_t> operand_layout(const MatMulParams& p, const MatMulPlan& pl
   return {};
 }
 
-Dispatch plan_dispatch(Emitter& e, const std::vector<int>& products, const Operands& o, const MatMulFusions& f) {
+Dispatch plan_dispatch(Emitter& e, const std::vector<int>& products, const Operands& o, const MatMulFusions& f,
+                       const MatMulTiers& tiers) {
   Dispatch d;
   d.id = products[0];
   const Node& n = e.node(d.id);
@@ -128,7 +135,7 @@ Dispatch plan_dispatch(Emitter& e, const std::vector<int>& products, const Opera
   fill_batch(e, n, d.id, p, has_res ? n.inputs[static_cast<size_t>(res_input)] : -1);
   fold_batch_into_rows(p, ta, has_res, e.options().matmul);
   d.M = p.M;
-  d.plan = plan_matmul(e.options().matmul, p.M, d.n_total, p.K, p.batch, /*b_k_contiguous=*/tb && K > 1);
+  d.plan = plan_matmul(tiers, p.M, d.n_total, p.K, p.batch, /*b_k_contiguous=*/tb && K > 1);
   for (size_t g = 0; g < products.size(); ++g)
     p.tile0[g + 1] = p.tile0[g] + u32((p.N[g] + d.plan.tile_n - 1) / d.plan.tile_n, "matmul column tiles");
   // A gate/up pair whose swiglu the tensor-core or GEMV kernel computes as it stores (GLU,
@@ -170,14 +177,18 @@ void bind_glu(const Dispatch& d, KernelCall& c, int glu) {
     c.tensors.push_back({d.glu_here ? glu : c.tensors[2].tensor, true});
 }
 
-// The tiled and tensor-core kernels' last two bindings: split-K's partials and tile counts where
-// the product's last split sums them (SPLIT_FINISH), else binding 4's tensor again (not accessed).
+// The tiled and tensor-core kernels' last bindings: split-K's partials and tile counts where
+// the product's last split sums them (SPLIT_FINISH), else binding 4's tensor again (not
+// accessed); the tensor-core kernels' GLU_STAGED copy (10), and, where they stage in the kernel,
+// their scale history (11).
 bool can_finish(const Dispatch& d) { return is_coop(d.plan.kernel) || d.plan.kernel == Kernel::MatMul; }
-void bind_finish(const Dispatch& d, KernelCall& c, int partials, int counts) {
+void bind_finish(Emitter& e, const Dispatch& d, KernelCall& c, int partials, int counts) {
   if (!can_finish(d)) return;
   c.tensors.push_back({partials >= 0 ? partials : c.tensors[2].tensor, true});
   c.tensors.push_back({counts >= 0 ? counts : c.tensors[2].tensor, true});
-  if (is_coop(d.plan.kernel)) c.tensors.push_back({c.tensors[2].tensor, true});  // 10: GLU_STAGED's copy
+  if (!is_coop(d.plan.kernel)) return;
+  const uint64_t row_jobs = (d.M + d.plan.tile_m - 1) / d.plan.tile_m * d.plan.splits;
+  bind_coop_tail(e, c, d.p.batch, row_jobs, uint64_t{d.plan.splits} * d.p.tile0[d.p.groups]);
 }
 
 // The swiglu a tensor-core GLU call stores, staged for the product that reads it next (spec 12
@@ -205,7 +216,7 @@ void one_pass(Emitter& e, const Dispatch& d, const MatMulFusions& f) {
   c.tensors = {{d.a_tensor, false}, {d.weights, false}, {d.outputs, true}, {d.bias, false}, {d.res, false}};
   const bool gemv = d.plan.kernel == Kernel::MatMulGemv;
   if (!gemv) bind_glu(d, c, f.glu);
-  bind_finish(d, c, -1, -1);
+  bind_finish(e, d, c, -1, -1);
   if (gemv) {  // binding 7: the norm's weight (norm_a), else A again (not read); 8: the swiglu
     c.tensors.push_back({d.norm_a_here ? e.node(f.norm_a).inputs[1] : d.a_tensor, false});
     bind_glu(d, c, f.glu);
@@ -234,7 +245,7 @@ void split_summed_in_kernel(Emitter& e, const Dispatch& d, KernelCall& part, int
   part.tensors = {{d.a_tensor, false}, {d.weights, false}, {d.outputs, true}, {d.bias, false}, {d.res, false}};
   bind_glu(d, part, glu);
   const uint64_t tiles = uint64_t{d.p.batch} * ((d.M + d.plan.tile_m - 1) / d.plan.tile_m) * d.p.tile0[d.p.groups];
-  bind_finish(d, part, partials, e.state(tiles * 4));
+  bind_finish(e, d, part, partials, e.state(tiles * 4));
   part.spec = d.epilogue;
   part.spec.push_back(SPLIT_FINISH);
   part.spec.insert(part.spec.end(), d.layout.begin(), d.layout.end());
@@ -303,7 +314,7 @@ void split_k(Emitter& e, Dispatch& d, const MatMulFusions& f) {
   if (in_kernel) return split_summed_in_kernel(e, d, part, partials, f.glu);
   part.tensors = {{d.a_tensor, false}, {d.weights, false}, {partials, true}, {d.bias, false}, {d.res, false}};
   bind_glu(d, part, f.glu);
-  bind_finish(d, part, -1, -1);
+  bind_finish(e, d, part, -1, -1);
   part.spec = {0u, LIN_ACT_NONE, 0u, SPLIT_PARTIAL_PASS};
   part.spec.insert(part.spec.end(), d.layout.begin(), d.layout.end());
   if (is_coop(d.plan.kernel)) coop_k_step(part.spec, d.plan);
@@ -323,9 +334,11 @@ void split_k(Emitter& e, Dispatch& d, const MatMulFusions& f) {
 }
 
 void emit_products(Emitter& e, const std::vector<int>& products, const Operands& o, const MatMulFusions& f) {
-  Dispatch d = plan_dispatch(e, products, o, f);
+  Dispatch d = plan_dispatch(e, products, o, f, e.options().matmul);
+  const bool staged = stage_before(e, d);
+  if (!staged && is_coop(d.plan.kernel)) d = plan_dispatch(e, products, o, f, staging_in_kernel(e.options().matmul));
   if (f.norm_a >= 0 && !d.norm_a_here) emit_row(e, f.norm_a);
-  if (stage_before(e, d)) stage_operands(e, d);
+  if (staged) stage_operands(e, d);
   if (d.plan.splits == 1) return one_pass(e, d, f);
   split_k(e, d, f);
 }

@@ -55,7 +55,7 @@ void emit_product_sum(Emitter& e, const DispatchGroup& grp) {
   }
   uint64_t k_align = 0;  // a K step must not cross from one product to the next
   for (size_t j = 0; j < products.size(); ++j) k_align = std::gcd(k_align, uint64_t{p.ka_row[j]});
-  const MatMulPlan plan = plan_matmul(e.options().matmul, p.M, p.N[0], p.K, 1, false, k_align);
+  const MatMulPlan plan = plan_matmul(staging_in_kernel(e.options().matmul), p.M, p.N[0], p.K, 1, false, k_align);
   if (!is_coop(plan.kernel) && plan.kernel != Kernel::MatMul)
     throw Error("internal: sum of products %" + std::to_string(id) + " planned on a tier without K groups");
   p.tile0[1] = u32((p.N[0] + plan.tile_n - 1) / plan.tile_n, "matmul column tiles");
@@ -71,6 +71,7 @@ void emit_product_sum(Emitter& e, const DispatchGroup& grp) {
   if (is_coop(plan.kernel)) c.tensors.push_back({id, true});  // binding 7: no GLU
   c.tensors.push_back({split ? e.scratch(uint64_t{p.split_stride} * plan.splits * 4) : id, true});
   c.tensors.push_back({split ? e.state(row_tiles * p.tile0[1] * 4) : id, true});
+  if (is_coop(plan.kernel)) bind_coop_tail(e, c, 1, row_tiles * plan.splits, uint64_t{plan.splits} * p.tile0[1]);
   // spec 1-3 the epilogue, 4 SPLIT_PARTIAL, 5 unused, 6 VEC4_A (the pack's rows are aligned),
   // 7 B_KCONTIG, 8 VEC4_B, 9 GLU (tensor cores), 10 K_GROUPS
   c.spec = {0u, LIN_ACT_NONE, has_res ? 1u : 0u, split ? SPLIT_FINISH : 0u, 0u, 1u, 0u, vec_b ? 1u : 0u, 0u, 1u};

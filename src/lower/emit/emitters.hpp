@@ -30,6 +30,10 @@ void emit_product_sum(Emitter& e, const DispatchGroup& sum);
 bool is_coop(kernels::Kernel k);  // a tensor-core matmul kernel
 // The tensor-core kernels' spec 11, K_STEP, where the plan's differs from the default.
 void coop_k_step(std::vector<uint32_t>& spec, const MatMulPlan& plan);
+// The tensor-core kernels' bindings 10 (GLU_STAGED's copy: C again) and, where they stage in
+// the kernel, 11 (scale history: a word per row job and per column tile of each split, for each
+// of `batch` entries; matmul_coop.glsl), after the nine every tier binds.
+void bind_coop_tail(Emitter& e, KernelCall& c, uint64_t batch, uint64_t row_jobs, uint64_t split_tiles);
 
 // map: the product or abs the reduction maps as it loads, or -1.
 void emit_reduce(Emitter& e, int node, int map = -1);
