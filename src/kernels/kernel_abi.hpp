@@ -204,12 +204,12 @@ struct Cast16Params {
 // (0); 11 TEAM, invocations a column with K_CONTIG (32, 64 or 128; tiles 256 / TEAM wide). The tensor-core kernels bind
 // 7 too: spec 9 GLU's silu(gate)·up, else C again; their spec 11 K_STEP is K a step, 32 (default) or 64 (each K group
 // then a multiple of 64); binding 10 GLU_STAGED's copy (C again without it) and, where they stage in the kernel (not
-// the Staged kernels), 11 their scale history (matmul_coop.glsl). MatMulCoopStagedNV reads A and B as StageF16 outputs: a_offset, a_row_stride, b_offset[g]
-// and b_row_stride[g] in words of them, B_KCONTIG 1, K_GROUPS 0, batch 1. Linear's epilogue (one group only): spec 1
-// HAS_BIAS, spec 2 ACT (LIN_ACT_*), spec 3 HAS_RESIDUAL; bindings 5: bias [N] at bias_offset, 6: residual R(b,m,n) =
-// R[r_offset + r_batch + m*r_row_stride + n*r_col_stride] (broadcast strides may be 0). Every call binds at least five
-// tensors: a plain matmul binds A and B again at 5 and 6 (never C), and its spec constants are all 0. C = act(A·B +
-// bias) + R.
+// the Staged kernels), 11 their scale history (matmul_coop.glsl). MatMulCoopStagedNV reads A and B as StageF16 outputs:
+// a_offset, a_row_stride, b_offset[g] and b_row_stride[g] in words of them, B_KCONTIG 1, K_GROUPS 0, batch 1. Linear's
+// epilogue (one group only): spec 1 HAS_BIAS, spec 2 ACT (LIN_ACT_*), spec 3 HAS_RESIDUAL; bindings 5: bias [N] at
+// bias_offset, 6: residual R(b,m,n) = R[r_offset + r_batch + m*r_row_stride + n*r_col_stride] (broadcast strides may be
+// 0). Every call binds at least five tensors: a plain matmul binds A and B again at 5 and 6 (never C), and its spec
+// constants are all 0. C = act(A·B + bias) + R.
 inline constexpr uint32_t kMatMulMaxGroups = 4;
 enum : uint32_t { SPLIT_PARTIAL_PASS = 1, SPLIT_FINISH = 2 };  // spec 4
 enum : uint32_t { LIN_ACT_NONE = 0, LIN_ACT_RELU, LIN_ACT_GELU, LIN_ACT_GELU_TANH, LIN_ACT_SILU };

@@ -109,7 +109,7 @@ shared uvec2 Bs[BN * (BK + 8u) / 4u];  // Bs[n][k]: staged B is k-contiguous
 shared uvec2 Bs[(BN * (BK + 8u) + BK * (BN + 8u)) / 4u];  // Bs[n][k] (B_KCONTIG) or Bs[k][n]
 #endif
 shared float Cs[8u * 256u * (GLU != 0u ? 2u : 1u)];  // a 16x16 fragment per subgroup (GLU: two) on its way out
-shared uvec2 step_max[8u];  // per subgroup: the largest magnitudes of its share of the K step's A and B
+shared uvec2 step_max[8u];  // per subgroup: the largest magnitudes of its share of the tile's A and B
 shared uint glu_max[8u];    // GLU_STAGED: per subgroup, the largest magnitude of its swiglu values
 
 #if defined(STAGED)

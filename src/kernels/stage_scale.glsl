@@ -22,11 +22,12 @@ const int STAGE_TOP = 14;
 // Scale exponents stay within +-STAGE_EXP_LIMIT, so that 2^e and 2^-e are normal f32 numbers; a
 // block below 2^-134 (far under the 1e-30 the staging promises to keep) is scaled by 2^120 only.
 const int STAGE_EXP_LIMIT = 120;
-// Along a sum of blocks (a matmul's K steps, attention's key tiles), each block takes its own
-// exponents and the accumulator is rescaled from block to block; a block's exponent may exceed
-// the smallest one used before it by at most this much, so that the accumulator stays below
-// 2^(30 + 2 * STAGE_GROWTH) times the sum's length. A block that tiny next to an earlier one adds
-// less than 2^-STAGE_GROWTH of its largest values' products, and keeps all of f16's range below.
+// Along a sum of blocks (the K steps of a product of staged operands, attention's key tiles),
+// each block takes its own exponents and the accumulator is rescaled from block to block; a
+// block's exponent may exceed the smallest one used before it by at most this much, so that the
+// accumulator stays below 2^(30 + 2 * STAGE_GROWTH) times the sum's length. A block that tiny
+// next to an earlier one adds less than 2^-STAGE_GROWTH of its largest values' products, and
+// keeps all of f16's range below.
 const int STAGE_GROWTH = 20;
 
 // |x| as bits, whose unsigned order is the order of magnitudes; 0 for infinity and NaN.
