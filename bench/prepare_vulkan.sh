@@ -7,10 +7,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .gl
-(cd .gl && apt-get download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2)
+# vulkan-validationlayers too, so that the GPU tests can run with MEGANEURA_VALIDATION=1 there (the
+# tensor-core kernels run nowhere else: an unbound descriptor or a missing barrier of theirs shows
+# only on the GPU machine).
+(cd .gl && apt-get download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2 vulkan-validationlayers)
 cat >.gl/vk-env.sh <<'END'
 # Sourced on the GPU machine from the repository root (bench/gpu_env.sh does): installs the
-# Vulkan loader from .gl/*.deb and points it at the NVIDIA driver.
+# Vulkan loader (and the validation layer) from .gl/*.deb and points it at the NVIDIA driver.
 for f in .gl/*.deb; do dpkg -x "$f" /; done
 ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
