@@ -123,6 +123,16 @@ Tensor slice(Tensor x, int64_t axis, int64_t start, int64_t end, int64_t step = 
 Tensor concat(const std::vector<Tensor>& xs, int64_t axis);
 std::vector<Tensor> split(Tensor x, const std::vector<int64_t>& sizes, int64_t axis);
 Tensor broadcast_to(Tensor x, Shape shape);
+// torch.nn.functional.pad: `pads` holds (left, right) pairs from the last dimension backwards,
+// (left of the last, right of the last, left of the one before, ...), at most one pair a
+// dimension. constant fills with `value` (f32 only; a negative pad crops); reflect mirrors about
+// the edge without repeating it (pads below the dimension's size); replicate repeats the edge;
+// circular wraps around (pads up to the size). Composed of concat/slice (constant) or one gather
+// a padded dimension (the others), so gradients follow theirs.
+enum class PadMode : uint8_t { constant, reflect, replicate, circular };
+Tensor pad(Tensor x, const std::vector<int64_t>& pads, PadMode mode = PadMode::constant, float value = 0.0f);
+// torch.flatten: dimensions start_dim..end_dim (inclusive, negative from the end) as one.
+Tensor flatten(Tensor x, int64_t start_dim = 0, int64_t end_dim = -1);
 // out = x.shape[:axis] + indices.shape + x.shape[axis+1:]; indices i32/u32, negative wrap once
 Tensor gather(Tensor x, Tensor indices, int64_t axis = 0);
 Tensor embedding(Tensor table, Tensor ids);           // gather(table, ids, 0)
