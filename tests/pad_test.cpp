@@ -88,14 +88,9 @@ TEST(Pad, MatchesTheReference) {
     Rng rng;
     SCOPED_TRACE(seed_note(rng.seed()));
     const std::vector<float> x = rng.floats(numel(c.shape), -1, 1);
-    Graph g;
-    g.output("y", pad(g.input("x", c.shape), c.pads, c.mode, c.value));
-    Session s = build_inference_session(g);
-    s.set_input("x", host_f32(c.shape, x));
-    s.step();
+    const HostTensor y = run_on([&](Tensor t) { return pad(t, c.pads, c.mode, c.value); }, c.shape, x);
     Shape out;
     const std::vector<int64_t> sources = reference_sources(c, out);
-    const HostTensor y = s.read_output("y");
     ASSERT_EQ(y.shape, out);
     const std::vector<float> got = y.to_f32();
     for (size_t o = 0; o < sources.size(); ++o) {
@@ -112,18 +107,12 @@ TEST(Pad, GradientsAddBackToTheirSources) {
     SCOPED_TRACE(seed_note(rng.seed()));
     Shape out;
     const std::vector<int64_t> sources = reference_sources(c, out);
-    Graph g;
-    Tensor y = pad(g.parameter("x", c.shape), c.pads, c.mode, c.value);
-    Tensor loss = sum(y * g.input("c", out));
-    Session s = build_session(g, loss, {.optimizer = SGD{.lr = 0.0f}});
     const std::vector<float> weights = rng.floats(numel(out), -1, 1);
-    s.set_parameter("x", host_f32(c.shape, rng.floats(numel(c.shape), -1, 1)));
-    s.set_input("c", host_f32(out, weights));
-    s.step();
+    const std::vector<float> got = grad_of_weighted_sum([&](Tensor t) { return pad(t, c.pads, c.mode, c.value); },
+                                                        c.shape, rng.floats(numel(c.shape), -1, 1), out, weights);
     std::vector<double> want(static_cast<size_t>(numel(c.shape)), 0.0);
     for (size_t o = 0; o < sources.size(); ++o)
       if (sources[o] >= 0) want[static_cast<size_t>(sources[o])] += weights[o];
-    const std::vector<float> got = s.read_grad("x").to_f32();
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << "element " << i;
   }

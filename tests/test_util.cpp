@@ -91,6 +91,28 @@ std::vector<float> scaled(std::vector<float> v, double s) {
 meganeura::HostTensor host_f32(const meganeura::Shape& s, const std::vector<float>& v) {
   return host_of(s, meganeura::f32, v);
 }
+
+meganeura::HostTensor run_on(const std::function<meganeura::Tensor(meganeura::Tensor)>& f,
+                             const meganeura::Shape& shape, const std::vector<float>& x) {
+  meganeura::Graph g;
+  g.output("y", f(g.input("x", shape)));
+  meganeura::Session s = meganeura::build_inference_session(g);
+  s.set_input("x", host_f32(shape, x));
+  s.step();
+  return s.read_output("y");
+}
+
+std::vector<float> grad_of_weighted_sum(const std::function<meganeura::Tensor(meganeura::Tensor)>& f,
+                                        const meganeura::Shape& shape, const std::vector<float>& x,
+                                        const meganeura::Shape& out, const std::vector<float>& c) {
+  meganeura::Graph g;
+  const meganeura::Tensor loss = meganeura::sum(f(g.parameter("x", shape)) * g.input("c", out));
+  meganeura::Session s = meganeura::build_session(g, loss, {.optimizer = meganeura::SGD{.lr = 0.0f}});
+  s.set_parameter("x", host_f32(shape, x));
+  s.set_input("c", host_f32(out, c));
+  s.step();
+  return s.read_grad("x").to_f32();
+}
 meganeura::HostTensor host_i32(const meganeura::Shape& s, const std::vector<int32_t>& v) {
   return host_of(s, meganeura::i32, v);
 }

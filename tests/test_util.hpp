@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
+#include <functional>
 #include <map>
 #include <optional>
 #include <random>
@@ -97,6 +98,14 @@ int count_lines(const std::string& listing, const std::string& what);
 std::string test_name(std::string s);
 
 meganeura::HostTensor host_f32(const meganeura::Shape& s, const std::vector<float>& v);
+// f(x) for an f32 input x of `shape`, from one step of an inference session.
+meganeura::HostTensor run_on(const std::function<meganeura::Tensor(meganeura::Tensor)>& f,
+                             const meganeura::Shape& shape, const std::vector<float>& x);
+// The gradient of sum(f(x) * c) with respect to x (a parameter of `shape`, c shaped as f's output
+// `out`), from one training step.
+std::vector<float> grad_of_weighted_sum(const std::function<meganeura::Tensor(meganeura::Tensor)>& f,
+                                        const meganeura::Shape& shape, const std::vector<float>& x,
+                                        const meganeura::Shape& out, const std::vector<float>& c);
 // Every value of `v` times `s` (operands at magnitudes far from 1).
 std::vector<float> scaled(std::vector<float> v, double s);
 meganeura::HostTensor host_i32(const meganeura::Shape& s, const std::vector<int32_t>& v);

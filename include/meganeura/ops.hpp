@@ -131,6 +131,12 @@ Tensor broadcast_to(Tensor x, Shape shape);
 // a padded dimension (the others), so gradients follow theirs.
 enum class PadMode : uint8_t { constant, reflect, replicate, circular };
 Tensor pad(Tensor x, const std::vector<int64_t>& pads, PadMode mode = PadMode::constant, float value = 0.0f);
+// F.interpolate's nearest and (bi/tri)linear modes over x's last size.size() dimensions (x is
+// [N, C, *spatial] as in PyTorch): nearest takes input floor(o * in / out); linear weighs the two
+// nearest inputs, at (o + 0.5) * in / out - 0.5 (clamped at 0), or o * (in - 1) / (out - 1) with
+// align_corners. Composed of gathers and products with constant weights, a dimension at a time.
+enum class UpsampleMode : uint8_t { nearest, linear };
+Tensor upsample(Tensor x, const Shape& size, UpsampleMode mode = UpsampleMode::nearest, bool align_corners = false);
 // torch.flatten: dimensions start_dim..end_dim (inclusive, negative from the end) as one.
 Tensor flatten(Tensor x, int64_t start_dim = 0, int64_t end_dim = -1);
 // out = x.shape[:axis] + indices.shape + x.shape[axis+1:]; indices i32/u32, negative wrap once
