@@ -1,9 +1,12 @@
-// pad and upsample against PyTorch's own outputs (tests/data/resample/torch.json, made by
-// tools/fixtures/make_resample_fixtures.py with Debian's python3-torch): every mode, the
-// argument orders and the rounding of source positions as PyTorch has them.
+// pad, upsample, avg_pool2d and adaptive_avg_pool2d against PyTorch's own outputs and gradients
+// (tests/data/resample/torch.json, made by tools/fixtures/make_resample_fixtures.py with
+// Debian's python3-torch): every mode, the argument orders, window sizes and the rounding of
+// source positions as PyTorch has them.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -15,13 +18,6 @@ namespace {
 
 using namespace meganeura;
 
-// Element i of every fixture input, as the generator makes it: exact in f32.
-std::vector<float> fixture_input(const Shape& shape) {
-  std::vector<float> v(static_cast<size_t>(numel(shape)));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(static_cast<int64_t>((37 * i) % 101) - 50) / 64.0f;
-  return v;
-}
-
 PadMode pad_mode(const std::string& name) {
   if (name == "reflect") return PadMode::reflect;
   if (name == "replicate") return PadMode::replicate;
@@ -29,35 +25,82 @@ PadMode pad_mode(const std::string& name) {
   return PadMode::constant;
 }
 
-TEST(ResampleAgainstTorch, PadAndUpsample) {
+// Element i of every fixture input, and of the weights c of its loss sum(y * c), as the
+// generator makes them: exact in f32.
+std::vector<float> fixture_input(int64_t n) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(static_cast<int64_t>((37 * i) % 101) - 50) / 64.0f;
+  return v;
+}
+std::vector<float> fixture_weights(int64_t n) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(static_cast<int64_t>((53 * i) % 97) - 48) / 64.0f;
+  return v;
+}
+
+// The case's op as a function of its input.
+std::function<Tensor(Tensor)> fixture_op(const nlohmann::json& c) {
+  const std::string op = c.at("op");
+  if (op == "pad") {
+    const auto pads = c.at("pads").get<std::vector<int64_t>>();
+    const PadMode mode = pad_mode(c.at("mode").get<std::string>());
+    const auto value = c.at("value").get<float>();
+    return [=](Tensor x) { return pad(x, pads, mode, value); };
+  }
+  if (op == "upsample") {
+    const Shape size = c.at("size").get<Shape>();
+    const UpsampleMode mode = c.at("mode") == "nearest" ? UpsampleMode::nearest : UpsampleMode::linear;
+    const bool align = c.at("align_corners").get<bool>();
+    return [=](Tensor x) { return upsample(x, size, mode, align); };
+  }
+  if (op == "avg_pool2d") {
+    const AvgPool2d o{c.at("kernel").get<std::array<int64_t, 2>>(), c.at("stride").get<std::array<int64_t, 2>>(),
+                      c.at("padding").get<std::array<int64_t, 2>>(), c.at("ceil_mode").get<bool>(),
+                      c.at("count_include_pad").get<bool>()};
+    return [=](Tensor x) { return avg_pool2d(x, o); };
+  }
+  const auto size = c.at("size").get<std::array<int64_t, 2>>();
+  return [=](Tensor x) { return adaptive_avg_pool2d(x, size); };
+}
+
+void expect_near_all(const std::vector<float>& got, const std::vector<double>& want, const char* what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 2e-6) << what << " element " << i;
+}
+
+TEST(ResampleAgainstTorch, OutputsAndGradients) {
   std::ifstream file(std::string(MEGANEURA_TEST_DATA) + "/resample/torch.json");
   ASSERT_TRUE(file) << "tests/data/resample/torch.json";
   const nlohmann::json fixture = nlohmann::json::parse(file);
   int checked = 0;
   for (const nlohmann::json& c : fixture.at("cases")) {
     SCOPED_TRACE(c.at("op").get<std::string>() + " " + c.at("mode").get<std::string>() + " " + c.at("shape").dump());
-    const Shape shape = c.at("shape").get<Shape>();
-    std::function<Tensor(Tensor)> op;
-    if (c.at("op") == "pad") {
-      const auto pads = c.at("pads").get<std::vector<int64_t>>();
-      const PadMode mode = pad_mode(c.at("mode").get<std::string>());
-      const auto value = c.at("value").get<float>();
-      op = [=](Tensor x) { return pad(x, pads, mode, value); };
-    } else {
-      const Shape size = c.at("size").get<Shape>();
-      const UpsampleMode mode = c.at("mode") == "nearest" ? UpsampleMode::nearest : UpsampleMode::linear;
-      const bool align = c.at("align_corners").get<bool>();
-      op = [=](Tensor x) { return upsample(x, size, mode, align); };
-    }
-    const HostTensor y = run_on(op, shape, fixture_input(shape));
-    ASSERT_EQ(y.shape, c.at("out_shape").get<Shape>());
-    const auto want = c.at("output").get<std::vector<double>>();
-    const std::vector<float> got = y.to_f32();
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 2e-6) << "element " << i;
+    const Shape shape = c.at("shape").get<Shape>(), out = c.at("out_shape").get<Shape>();
+    const std::function<Tensor(Tensor)> op = fixture_op(c);
+    const HostTensor y = run_on(op, shape, fixture_input(numel(shape)));
+    ASSERT_EQ(y.shape, out);
+    expect_near_all(y.to_f32(), c.at("output").get<std::vector<double>>(), "output");
+    expect_near_all(grad_of_weighted_sum(op, shape, fixture_input(numel(shape)), out, fixture_weights(numel(out))),
+                    c.at("grad").get<std::vector<double>>(), "gradient");
     ++checked;
   }
-  EXPECT_EQ(checked, 14);
+  EXPECT_EQ(checked, 21);
+}
+
+TEST(AvgPool, ErrorsNameTheDimensionAndTheRule) {
+  Graph g;
+  Tensor x = g.input("x", {2, 3, 7, 9});
+  auto has = [](const std::string& message, const std::string& part) {
+    EXPECT_NE(message.find(part), std::string::npos) << message;
+  };
+  has(message_of<ShapeError>([&] { avg_pool2d(g.input("v", {7, 9}), {{2, 2}}); }), "[N, C, H, W] or [C, H, W]");
+  has(message_of<ShapeError>([&] { avg_pool2d(x, {{2, 0}}); }), "along the width (9): kernel 0");
+  has(message_of<ShapeError>([&] { avg_pool2d(x, {{3, 3}, {1, 1}, {2, 0}}); }), "at most half the kernel");
+  has(message_of<ShapeError>([&] { avg_pool2d(x, {{8, 3}}); }), "along the height (7): kernel 8");
+  has(message_of<ShapeError>([&] { adaptive_avg_pool2d(x, {0, 2}); }), "output size must be positive");
+  has(message_of<DTypeError>([&] { adaptive_avg_pool2d(g.input("i", {1, 4, 4}, i32), {2, 2}); }), "f32 only");
+  EXPECT_EQ(avg_pool2d(x, {{2, 2}}).shape(), (Shape{2, 3, 3, 4}));
+  EXPECT_EQ(adaptive_avg_pool2d(g.input("c", {3, 7, 9}), {1, 1}).shape(), (Shape{3, 1, 1}));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The ops users call to build graphs, PyTorch-named where PyTorch has a name. Negative axes
 // count from the end. Every function checks shapes and dtypes at once and throws on misuse.
 #pragma once
+#include <array>
 #include <vector>
 
 #include "meganeura/graph.hpp"
@@ -137,6 +138,19 @@ Tensor pad(Tensor x, const std::vector<int64_t>& pads, PadMode mode = PadMode::c
 // align_corners. Composed of gathers and products with constant weights, a dimension at a time.
 enum class UpsampleMode : uint8_t { nearest, linear };
 Tensor upsample(Tensor x, const Shape& size, UpsampleMode mode = UpsampleMode::nearest, bool align_corners = false);
+// F.avg_pool2d over the last two dimensions of [N, C, H, W] (or [C, H, W]): kernel, stride
+// (default: the kernel), zero padding, ceil_mode and count_include_pad as in PyTorch. And
+// F.adaptive_avg_pool2d to an output of `size`. Both are separable: a product with a constant
+// [out, in] averaging matrix along each of the two dimensions.
+struct AvgPool2d {
+  std::array<int64_t, 2> kernel;
+  std::array<int64_t, 2> stride = {0, 0};  // 0: the kernel
+  std::array<int64_t, 2> padding = {0, 0};
+  bool ceil_mode = false;
+  bool count_include_pad = true;
+};
+Tensor avg_pool2d(Tensor x, const AvgPool2d& o);
+Tensor adaptive_avg_pool2d(Tensor x, std::array<int64_t, 2> size);
 // torch.flatten: dimensions start_dim..end_dim (inclusive, negative from the end) as one.
 Tensor flatten(Tensor x, int64_t start_dim = 0, int64_t end_dim = -1);
 // out = x.shape[:axis] + indices.shape + x.shape[axis+1:]; indices i32/u32, negative wrap once
