@@ -1,4 +1,5 @@
-// pad, upsample, avg_pool2d and adaptive_avg_pool2d against PyTorch's own outputs and gradients
+// pad, upsample, avg_pool2d, adaptive_avg_pool2d and group_norm against PyTorch's own outputs
+// and gradients
 // (tests/data/resample/torch.json, made by tools/fixtures/make_resample_fixtures.py with
 // Debian's python3-torch): every mode, the argument orders, window sizes and the rounding of
 // source positions as PyTorch has them.
@@ -63,17 +64,22 @@ std::function<Tensor(Tensor)> fixture_op(const nlohmann::json& c) {
   return [=](Tensor x) { return adaptive_avg_pool2d(x, size); };
 }
 
-void expect_near_all(const std::vector<float>& got, const std::vector<double>& want, const char* what) {
+void expect_near_all(const std::vector<float>& got, const std::vector<double>& want, const char* what,
+                     double tolerance = 2e-6) {
   ASSERT_EQ(got.size(), want.size()) << what;
-  for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 2e-6) << what << " element " << i;
+  for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], tolerance) << what << " element " << i;
+}
+
+nlohmann::json fixture_cases() {
+  std::ifstream file(std::string(MEGANEURA_TEST_DATA) + "/resample/torch.json");
+  if (!file) ADD_FAILURE() << "tests/data/resample/torch.json";
+  return file ? nlohmann::json::parse(file).at("cases") : nlohmann::json::array();
 }
 
 TEST(ResampleAgainstTorch, OutputsAndGradients) {
-  std::ifstream file(std::string(MEGANEURA_TEST_DATA) + "/resample/torch.json");
-  ASSERT_TRUE(file) << "tests/data/resample/torch.json";
-  const nlohmann::json fixture = nlohmann::json::parse(file);
   int checked = 0;
-  for (const nlohmann::json& c : fixture.at("cases")) {
+  for (const nlohmann::json& c : fixture_cases()) {
+    if (c.at("op") == "group_norm") continue;  // below: it has parameters
     SCOPED_TRACE(c.at("op").get<std::string>() + " " + c.at("mode").get<std::string>() + " " + c.at("shape").dump());
     const Shape shape = c.at("shape").get<Shape>(), out = c.at("out_shape").get<Shape>();
     const std::function<Tensor(Tensor)> op = fixture_op(c);
@@ -85,6 +91,65 @@ TEST(ResampleAgainstTorch, OutputsAndGradients) {
     ++checked;
   }
   EXPECT_EQ(checked, 21);
+}
+
+// The fixture's affine values, as the generator makes them.
+std::vector<float> norm_weight(int64_t c) {
+  std::vector<float> v;
+  for (int64_t i = 0; i < c; ++i) v.push_back(1.0f + static_cast<float>((29 * i) % 13 - 6) / 16.0f);
+  return v;
+}
+std::vector<float> norm_bias(int64_t c) {
+  std::vector<float> v;
+  for (int64_t i = 0; i < c; ++i) v.push_back(static_cast<float>((31 * i) % 11 - 5) / 16.0f);
+  return v;
+}
+
+TEST(GroupNormAgainstTorch, OutputsAndEveryGradient) {
+  int checked = 0;
+  for (const nlohmann::json& c : fixture_cases()) {
+    if (c.at("op") != "group_norm") continue;
+    SCOPED_TRACE("group_norm " + c.at("shape").dump() + " in " + c.at("groups").dump() + " groups");
+    const Shape shape = c.at("shape").get<Shape>();
+    const int64_t channels = shape[1], groups = c.at("groups").get<int64_t>();
+    const bool affine = c.at("affine").get<bool>();
+    Graph g;
+    Tensor x = g.parameter("x", shape), w, b;
+    if (affine) {
+      w = g.parameter("w", {channels});
+      b = g.parameter("b", {channels});
+    }
+    Tensor y = groups == channels ? instance_norm(x, w, b) : group_norm(x, groups, w, b);
+    g.output("y", y);
+    Session s = build_session(g, sum(y * g.input("c", shape)), {.optimizer = SGD{.lr = 0.0f}});
+    s.set_parameter("x", host_f32(shape, fixture_input(numel(shape))));
+    if (affine) {
+      s.set_parameter("w", host_f32({channels}, norm_weight(channels)));
+      s.set_parameter("b", host_f32({channels}, norm_bias(channels)));
+    }
+    s.set_input("c", host_f32(shape, fixture_weights(numel(shape))));
+    s.step();
+    expect_near_all(s.read_output("y").to_f32(), c.at("output").get<std::vector<double>>(), "output", 1e-5);
+    expect_near_all(s.read_grad("x").to_f32(), c.at("grad").get<std::vector<double>>(), "gradient of x", 1e-4);
+    if (affine) {
+      expect_near_all(s.read_grad("w").to_f32(), c.at("grad_weight").get<std::vector<double>>(), "of the weight", 1e-4);
+      expect_near_all(s.read_grad("b").to_f32(), c.at("grad_bias").get<std::vector<double>>(), "of the bias", 1e-4);
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, 4);
+}
+
+TEST(GroupNorm, Errors) {
+  Graph g;
+  Tensor x = g.input("x", {2, 6, 5});
+  auto has = [](const std::string& message, const std::string& part) {
+    EXPECT_NE(message.find(part), std::string::npos) << message;
+  };
+  has(message_of<ShapeError>([&] { group_norm(x, 4); }), "the groups must divide the 6 channels");
+  has(message_of<ShapeError>([&] { group_norm(g.input("v", {6}), 2); }), "the input is [N, C, *]");
+  has(message_of<ShapeError>([&] { group_norm(x, 3, g.parameter("w", {5})); }), "weight has shape [5]");
+  has(message_of<Error>([&] { group_norm(x, 3, {}, g.parameter("b", {6})); }), "a bias without a weight");
 }
 
 TEST(AvgPool, ErrorsNameTheDimensionAndTheRule) {

@@ -115,6 +115,12 @@ Tensor log_softmax(Tensor x, int64_t axis = -1);
 // normalisation over the last axis; weight/bias of shape [D] are optional (pass Tensor{})
 Tensor rms_norm(Tensor x, Tensor weight = {}, float eps = 1e-6f);
 Tensor layer_norm(Tensor x, Tensor weight = {}, Tensor bias = {}, float eps = 1e-5f);
+// F.group_norm on x [N, C, *]: each sample's C / groups channels of a group normalised together
+// (biased variance), then weight and bias [C] per channel (optional: bias needs weight). A
+// layer_norm of x as [N, groups, rest]. instance_norm is groups = C (PyTorch's input-statistics
+// form, nn.InstanceNorm's default).
+Tensor group_norm(Tensor x, int64_t groups, Tensor weight = {}, Tensor bias = {}, float eps = 1e-5f);
+Tensor instance_norm(Tensor x, Tensor weight = {}, Tensor bias = {}, float eps = 1e-5f);
 
 // data movement
 Tensor reshape(Tensor x, Shape shape);  // one dim may be -1
