@@ -62,7 +62,10 @@ std::vector<int64_t> reference_sources(const PadCase& c, Shape& out) {
 
 std::string describe(const PadCase& c) {
   std::string s = shape_str(c.shape) + " pads";
-  for (int64_t p : c.pads) s += " " + std::to_string(p);
+  for (int64_t p : c.pads) {
+    s += ' ';
+    s += std::to_string(p);  // (" " + std::to_string(p) trips GCC 12's -Wrestrict at -O2)
+  }
   const char* modes[] = {"constant", "reflect", "replicate", "circular"};
   return s + " " + modes[static_cast<int>(c.mode)];
 }
