@@ -26,18 +26,16 @@ PadMode pad_mode(const std::string& name) {
   return PadMode::constant;
 }
 
-// Element i of every fixture input, and of the weights c of its loss sum(y * c), as the
-// generator makes them: exact in f32.
-std::vector<float> fixture_input(int64_t n) {
+// A fixture vector as the generator makes it, exact in f32: element i is
+// base + ((a i) mod m - offset) / d.
+std::vector<float> formula(int64_t n, int64_t a, int64_t m, int64_t offset, float d, float base = 0.0f) {
   std::vector<float> v(static_cast<size_t>(n));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(static_cast<int64_t>((37 * i) % 101) - 50) / 64.0f;
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = base + static_cast<float>((a * i) % m - offset) / d;
   return v;
 }
-std::vector<float> fixture_weights(int64_t n) {
-  std::vector<float> v(static_cast<size_t>(n));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(static_cast<int64_t>((53 * i) % 97) - 48) / 64.0f;
-  return v;
-}
+// Every input, and the weights c of its loss sum(y * c).
+std::vector<float> fixture_input(int64_t n) { return formula(n, 37, 101, 50, 64.0f); }
+std::vector<float> fixture_weights(int64_t n) { return formula(n, 53, 97, 48, 64.0f); }
 
 // The case's op as a function of its input.
 std::function<Tensor(Tensor)> fixture_op(const nlohmann::json& c) {
@@ -93,17 +91,9 @@ TEST(ResampleAgainstTorch, OutputsAndGradients) {
   EXPECT_EQ(checked, 21);
 }
 
-// The fixture's affine values, as the generator makes them.
-std::vector<float> norm_weight(int64_t c) {
-  std::vector<float> v;
-  for (int64_t i = 0; i < c; ++i) v.push_back(1.0f + static_cast<float>((29 * i) % 13 - 6) / 16.0f);
-  return v;
-}
-std::vector<float> norm_bias(int64_t c) {
-  std::vector<float> v;
-  for (int64_t i = 0; i < c; ++i) v.push_back(static_cast<float>((31 * i) % 11 - 5) / 16.0f);
-  return v;
-}
+// The group norms' affine values.
+std::vector<float> norm_weight(int64_t c) { return formula(c, 29, 13, 6, 16.0f, 1.0f); }
+std::vector<float> norm_bias(int64_t c) { return formula(c, 31, 11, 5, 16.0f); }
 
 TEST(GroupNormAgainstTorch, OutputsAndEveryGradient) {
   int checked = 0;
