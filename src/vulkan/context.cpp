@@ -61,6 +61,8 @@ VkDevice create_device(const DeviceProbe& d, uint32_t family, bool stats) {
   auto v12 = init<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
   v12.shaderFloat16 = d.info.fp16;
   v12.uniformBufferStandardLayout = d.ubo_std430;  // the params blocks (Context::params_descriptor)
+  v12.vulkanMemoryModel = d.memory_model;
+  v12.vulkanMemoryModelDeviceScope = d.memory_model_device_scope;
   auto coop_khr = init<VkPhysicalDeviceCooperativeMatrixFeaturesKHR>(
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR);
   coop_khr.cooperativeMatrix = VK_TRUE;

@@ -195,10 +195,15 @@ DeviceProbe probe(const Instance& inst, VkPhysicalDevice pd, int index) {
       init<VkPhysicalDeviceShaderBfloat16FeaturesKHR>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR);
   auto ubo_layout = init<VkPhysicalDeviceUniformBufferStandardLayoutFeatures>(
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_UNIFORM_BUFFER_STANDARD_LAYOUT_FEATURES);
+  auto memory_model =
+      init<VkPhysicalDeviceVulkanMemoryModelFeatures>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES);
   auto features = init<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
   head = nullptr;
   if (v11) link(head, storage16);
-  if (v12) link(head, ubo_layout);
+  if (v12) {
+    link(head, ubo_layout);
+    link(head, memory_model);
+  }
   if (v12 || d.has_extension(VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME)) link(head, float16);
   if (d.info.coopmat_khr) link(head, coop_khr);
   if (d.info.coopmat_nv) link(head, coop_nv);
@@ -209,8 +214,11 @@ DeviceProbe probe(const Instance& inst, VkPhysicalDevice pd, int index) {
   d.storage16 = storage16.storageBuffer16BitAccess;
   d.ubo_std430 = ubo_layout.uniformBufferStandardLayout;
   d.info.fp16 = float16.shaderFloat16;
-  d.info.coopmat_khr = d.info.coopmat_khr && coop_khr.cooperativeMatrix;
-  d.info.coopmat_nv = d.info.coopmat_nv && coop_nv.cooperativeMatrix;
+  d.memory_model = memory_model.vulkanMemoryModel;
+  d.memory_model_device_scope = memory_model.vulkanMemoryModelDeviceScope;
+  // The tensor-core kernels are written against the Vulkan memory model (coop_fragments.glsl).
+  d.info.coopmat_khr = d.info.coopmat_khr && coop_khr.cooperativeMatrix && d.memory_model;
+  d.info.coopmat_nv = d.info.coopmat_nv && coop_nv.cooperativeMatrix && d.memory_model;
   d.info.bf16 = d.info.bf16 && bf16.shaderBFloat16Type;
   d.bf16_coopmat = d.info.bf16 && bf16.shaderBFloat16CooperativeMatrix;
 

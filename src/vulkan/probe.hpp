@@ -25,6 +25,8 @@ struct DeviceProbe {
   bool shader_int16 = false, storage16 = false, bf16_coopmat = false;
   bool ubo_std430 = false;     // uniformBufferStandardLayout: params blocks are uniform buffers
   bool memory_budget = false;  // VK_EXT_memory_budget: free bytes for out-of-memory messages
+  // vulkanMemoryModel (and its device scope): the tensor-core kernels declare the memory model.
+  bool memory_model = false, memory_model_device_scope = false;
 
   bool has_extension(const char* name) const;
 };
