@@ -93,5 +93,17 @@ TEST(MatMulPlan, GemvTeamsWidenWhereColumnsAreFew) {
   EXPECT_EQ(plan_matmul(h, 1, 2048, 8192, 1, false).tile_n, 64u);
 }
 
+// The GEMV's loads of B in flight an invocation: 2 for rows of 2048 or more, 1 below;
+// MEGANEURA_GEMV_UNROLL's value as given.
+TEST(MatMulPlan, GemvLoadsTwoAtATimeOnLongRows) {
+  const MatMulTiers h = h100();
+  EXPECT_EQ(plan_matmul(h, 1, 6144, 2048, 1, true).unroll, 2u);  // SmolLM2-1.7B's q/k/v
+  EXPECT_EQ(plan_matmul(h, 1, 2048, 8192, 1, true).unroll, 2u);  // its down projection
+  EXPECT_EQ(plan_matmul(h, 1, 576, 1536, 1, true).unroll, 1u);   // SmolLM2-135M's down projection
+  MatMulTiers forced = h;
+  forced.gemv_unroll = 8;
+  EXPECT_EQ(plan_matmul(forced, 1, 576, 1536, 1, true).unroll, 8u);
+}
+
 }  // namespace
 }  // namespace mntest

@@ -496,16 +496,18 @@ TEST(MatMulGlu, SwigluRunsInTheTensorCoreEpilogue) {
 
 // Decoding's gated MLP: the GEMV computes gate and up and stores swiglu(gate, up) too (GLU), with
 // the rms_norm before them in its loads: no norm or swiglu dispatch. Weights as [N, K] (teams of
-// 32 along k; K = 1100 in 16-byte loads, K = 37 scalar) and as [K, N] (4 slices of k); N = 37
-// and 70 end inside a tile's half; 3 rows in 2 batches. Exact f32, against the unfused graph.
+// 32 along k; K = 1100 in 16-byte loads, 1, 2, 4 or 8 of them in flight, the last round partial;
+// K = 37 scalar) and as [K, N] (4 slices of k); N = 37 and 70 end inside a tile's half; 3 rows in
+// 2 batches. Exact f32, against the unfused graph.
 TEST(MatMulGemv, SwigluRunsInTheStore) {
   ScopedEnv tier("MEGANEURA_GEMV", "1"), precision("MEGANEURA_MATMUL_PRECISION", "highest"),
       unforced("MEGANEURA_MATMUL", std::nullopt);
-  for (auto [k, n, transpose, team] :
-       {std::tuple{1100, 37, true, "32"}, {1100, 37, true, "128"}, {37, 70, true, "64"}, {64, 37, false, "32"}}) {
+  for (auto [k, n, transpose, team, unroll] :
+       {std::tuple{1100, 37, true, "32", "1"}, {1100, 37, true, "32", "8"}, {1100, 37, true, "128", "2"},
+        {1100, 37, true, "64", "4"}, {37, 70, true, "64", "2"}, {64, 37, false, "32", "2"}}) {
     SCOPED_TRACE("K " + std::to_string(k) + ", N " + std::to_string(n) + (transpose ? ", [N, K]" : ", [K, N]") +
-                 ", teams of " + team);
-    ScopedEnv width("MEGANEURA_GEMV_TEAM", team);
+                 ", teams of " + team + ", " + unroll + " loads in flight");
+    ScopedEnv width("MEGANEURA_GEMV_TEAM", team), in_flight("MEGANEURA_GEMV_UNROLL", unroll);
     Graph g;
     const MatMulOptions t{.transpose_b = transpose};
     const Shape w = transpose ? Shape{n, k} : Shape{k, n};
@@ -673,7 +675,8 @@ TEST(MatMulTierSwitches, BadValuesNameTheVariable) {
                              {"MEGANEURA_ATTENTION_BLOCKS", "yes"},
                              {"MEGANEURA_COOP_K_STEP", "48"},
                              {"MEGANEURA_COOP_STAGED", "yes"},
-                             {"MEGANEURA_GEMV_TEAM", "256"}}) {
+                             {"MEGANEURA_GEMV_TEAM", "256"},
+                             {"MEGANEURA_GEMV_UNROLL", "3"}}) {
     ScopedEnv env(name, value);
     Graph g;
     g.output("y", matmul(g.input("a", {2, 3}), g.input("b", {3, 2})));

@@ -201,7 +201,8 @@ struct Cast16Params {
 // MatMulGemv: K_CONTIG (B(k, n) contiguous along k); 6: VEC4; 7 NORM_A, 8 its eps (f32 bits): A is
 // rms_norm(x, w) with x bound as A and w at binding 7 (every GEMV call binds 7: A again without
 // NORM_A); 9 GLU: gate and up, and silu(gate)·up at binding 8 (C again without GLU); 10 K_GROUPS
-// (0); 11 TEAM, invocations a column with K_CONTIG (32, 64 or 128; tiles 256 / TEAM wide). The tensor-core kernels bind
+// (0); 11 TEAM, invocations a column with K_CONTIG (32, 64 or 128; tiles 256 / TEAM wide); 12 UNROLL, VEC4 loads of B
+// an invocation issues before it multiplies (1, 2, 4 or 8). The tensor-core kernels bind
 // 7 too: spec 9 GLU's silu(gate)·up, else C again; their spec 11 K_STEP is K a step, 32 (default) or 64 (each K group
 // then a multiple of 64); binding 10 GLU_STAGED's copy (C again without it) and, where they stage in the kernel (not
 // the Staged kernels), 11 their scale history (matmul_coop.glsl). MatMulCoopStagedNV reads A and B as StageF16 outputs:

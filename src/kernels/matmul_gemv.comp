@@ -8,6 +8,7 @@
 //      few columns would leave SMs without enough loads in flight: lower/matmul_tiers.cpp);
 //   0: otherwise: T = 4 slices of k, 64 columns per workgroup, consecutive invocations on
 //      consecutive columns.
+// With VEC4, each invocation issues UNROLL (spec 12) 16-byte loads of B before it multiplies them.
 // Column tiles (tile0) are 256 / T wide to match. Dispatch: x = column tiles, y = row blocks of
 // ROWS, z = batch. No split-K: the team already splits K.
 // NORM_A (spec 7): A is rms_norm(x, w) of A's rows, x bound as A and w at binding 7 (otherwise A
@@ -30,6 +31,8 @@ layout(constant_id = 7) const uint NORM_A = 0u;
 layout(constant_id = 8) const float NORM_EPS = 1e-6f;
 layout(constant_id = 9) const uint GLU = 0u;
 layout(constant_id = 11) const uint TEAM = 32u;  // (10 is matmul_common.glsl's K_GROUPS, 0 here)
+// VEC4: the vec4s of B an invocation loads before it multiplies any (loads in flight).
+layout(constant_id = 12) const uint UNROLL = 1u;
 layout(std430, set = 0, binding = 8) writeonly buffer Glu { uint glu_data[]; };  // [batch, M, N] silu(gate) * up
 layout(std430, set = 0, binding = 7) readonly buffer NormW { uint norm_w[]; };
 layout(std430, set = 0, binding = 7) readonly buffer NormW4 { vec4 norm_w4[]; };
@@ -104,19 +107,29 @@ void main() {
         float acc[ROWS], ss[ROWS];
         for (uint r = 0u; r < ROWS; ++r) acc[r] = ss[r] = 0.0f;
         if (n < N && VEC4 != 0u) {
-          uint a_row4 = p.a_row_stride / 4u;
-          for (uint k4 = lane; k4 < p.K / 4u; k4 += T) {
-            vec4 b = b4[b_at / 4u + k4];
-            uint a_at = (a_base + m0 * p.a_row_stride) / 4u + k4;
-            if (NORM_A != 0u) {
-              vec4 wb = norm_w4[k4] * b;
-              for (uint r = 0u; r < rows; ++r) {
-                vec4 x = a4[a_at + r * a_row4];
-                ss[r] += dot(x, x);
-                acc[r] += dot(x, wb);
+          uint a_row4 = p.a_row_stride / 4u, k4_end = p.K / 4u;
+          for (uint k4_first = lane; k4_first < k4_end; k4_first += T * UNROLL) {
+            vec4 bs[UNROLL];  // issued together, so that UNROLL loads are on their way at once
+            for (uint u = 0u; u < UNROLL; ++u) {
+              const uint k4 = k4_first + u * T;
+              bs[u] = k4 < k4_end ? b4[b_at / 4u + k4] : vec4(0.0f);
+            }
+            // (A break, not a loop condition: the condition form lost the gain, H200.)
+            for (uint u = 0u; u < UNROLL; ++u) {
+              const uint k4 = k4_first + u * T;
+              if (k4 >= k4_end) break;
+              vec4 b = bs[u];
+              uint a_at = (a_base + m0 * p.a_row_stride) / 4u + k4;
+              if (NORM_A != 0u) {
+                vec4 wb = norm_w4[k4] * b;
+                for (uint r = 0u; r < rows; ++r) {
+                  vec4 x = a4[a_at + r * a_row4];
+                  ss[r] += dot(x, x);
+                  acc[r] += dot(x, wb);
+                }
+              } else {
+                for (uint r = 0u; r < rows; ++r) acc[r] += dot(a4[a_at + r * a_row4], b);
               }
-            } else {
-              for (uint r = 0u; r < rows; ++r) acc[r] += dot(a4[a_at + r * a_row4], b);
             }
           }
         } else if (n < N) {

@@ -25,6 +25,10 @@ MatMulPlan plan_matmul(const MatMulTiers& t, uint64_t M, uint64_t N, uint64_t K,
     plan.k_contiguous = b_k_contiguous ? 1 : 0;
     plan.tile_m = 4;
     plan.tile_n = b_k_contiguous ? 8 : 64;
+    // Two loads of B in flight an invocation for rows of 2048 or more (H200, decoding: SmolLM2-1.7B's
+    // shape 3.46 -> 3.25 ms a token); at 135M's rows (576, 1536) 2 measured even to 2.6% slower,
+    // and 4 or 8 lost at both sizes.
+    plan.unroll = t.gemv_unroll ? t.gemv_unroll : K >= 2048 ? 2 : 1;
     // Decoding streams B from memory, and an SM only pulls its share of the bandwidth with enough
     // loads on their way. Rows of 2048 or more start with teams of 64 invocations a column; where
     // a team would leave fewer than 3 workgroups an SM (a [2048, 8192] down projection with 32:

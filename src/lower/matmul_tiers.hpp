@@ -40,6 +40,9 @@ struct MatMulTiers {
   // The GEMV's invocations a column for [N, K] weights: 0 picks (32, or up to 128 where few
   // columns would leave SMs idle); 32, 64 or 128 everywhere (tests and measurements).
   uint32_t gemv_team = 0;
+  // The GEMV's 16-byte loads of B an invocation issues before it multiplies: 0 picks (2 for rows
+  // of 2048 or more, else 1); 1, 2, 4 or 8 everywhere (tests and measurements).
+  uint32_t gemv_unroll = 0;
 };
 
 // How one product runs.
@@ -49,6 +52,7 @@ struct MatMulPlan {
   uint32_t splits = 1, k_chunk = 0;  // split-K: K ranges of k_chunk, summed in the kernel or by a second pass
   uint32_t k_contiguous = 0;         // gemv: B walks k contiguously (spec 5)
   uint32_t team = 32;                // gemv with k_contiguous: invocations a column (spec 11), 32..128
+  uint32_t unroll = 1;               // gemv: vec4 loads of B in flight an invocation (spec 12)
   uint32_t k_step = 32;              // tensor cores: K a step (spec 11), 32 or 64
 };
 // N: the columns of every product of the dispatch together. k_align: a K step must not cross a

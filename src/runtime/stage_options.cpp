@@ -69,6 +69,8 @@ lower::MatMulTiers matmul_tiers(const DeviceInfo& device) {
     t.staged = s == "1" ? lower::MatMulTiers::Staged::Always : lower::MatMulTiers::Staged::Never;
   if (const std::string team = env_choice("MEGANEURA_GEMV_TEAM", {"32", "64", "128"}); !team.empty())
     t.gemv_team = static_cast<uint32_t>(std::stoul(team));
+  if (const std::string unroll = env_choice("MEGANEURA_GEMV_UNROLL", {"1", "2", "4", "8"}); !unroll.empty())
+    t.gemv_unroll = static_cast<uint32_t>(std::stoul(unroll));
   t.force = env_choice("MEGANEURA_MATMUL", {"tiled", "gemv", "coopmat"});
   if (t.force == "coopmat" && t.coop == lower::MatMulTiers::Coop::None)
     throw Error("MEGANEURA_MATMUL=coopmat: " + device.name + " has no usable tensor-core matmul (" +

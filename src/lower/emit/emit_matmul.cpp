@@ -224,10 +224,10 @@ void one_pass(Emitter& e, const Dispatch& d, const MatMulFusions& f) {
   c.spec = d.epilogue;
   if (!d.layout.empty()) c.spec.push_back(0u);  // SPLIT_PARTIAL
   c.spec.insert(c.spec.end(), d.layout.begin(), d.layout.end());
-  if (gemv) {  // spec 7 NORM_A, 8 its eps (f32 bits), 9 GLU, 10 K_GROUPS (none), 11 TEAM
+  if (gemv) {  // spec 7 NORM_A, 8 its eps (f32 bits), 9 GLU, 10 K_GROUPS (none), 11 TEAM, 12 UNROLL
     const float eps = d.norm_a_here ? static_cast<float>(e.node(f.norm_a).attrs.scalar) : 1e-6f;
-    c.spec.insert(c.spec.end(),
-                  {d.norm_a_here ? 1u : 0u, std::bit_cast<uint32_t>(eps), d.glu_here ? 1u : 0u, 0u, d.plan.team});
+    c.spec.insert(c.spec.end(), {d.norm_a_here ? 1u : 0u, std::bit_cast<uint32_t>(eps), d.glu_here ? 1u : 0u, 0u,
+                                 d.plan.team, d.plan.unroll});
   } else if (d.glu_here) {
     c.spec.push_back(1u);  // GLU, spec 9
   }
