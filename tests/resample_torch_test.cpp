@@ -26,17 +26,6 @@ PadMode pad_mode(const std::string& name) {
   return PadMode::constant;
 }
 
-// A fixture vector as the generator makes it, exact in f32: element i is
-// base + ((a i) mod m - offset) / d.
-std::vector<float> formula(int64_t n, int64_t a, int64_t m, int64_t offset, float d, float base = 0.0f) {
-  std::vector<float> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = base + static_cast<float>((a * i) % m - offset) / d;
-  return v;
-}
-// Every input, and the weights c of its loss sum(y * c).
-std::vector<float> fixture_input(int64_t n) { return formula(n, 37, 101, 50, 64.0f); }
-std::vector<float> fixture_weights(int64_t n) { return formula(n, 53, 97, 48, 64.0f); }
-
 // The case's op as a function of its input.
 std::function<Tensor(Tensor)> fixture_op(const nlohmann::json& c) {
   const std::string op = c.at("op");

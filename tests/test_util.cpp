@@ -113,6 +113,14 @@ std::vector<float> grad_of_weighted_sum(const std::function<meganeura::Tensor(me
   s.step();
   return s.read_grad("x").to_f32();
 }
+std::vector<float> formula(int64_t n, int64_t a, int64_t m, int64_t offset, float d, float base) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = base + static_cast<float>((a * i) % m - offset) / d;
+  return v;
+}
+std::vector<float> fixture_input(int64_t n) { return formula(n, 37, 101, 50, 64.0f); }
+std::vector<float> fixture_weights(int64_t n) { return formula(n, 53, 97, 48, 64.0f); }
+
 meganeura::HostTensor host_i32(const meganeura::Shape& s, const std::vector<int32_t>& v) {
   return host_of(s, meganeura::i32, v);
 }

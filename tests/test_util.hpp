@@ -106,6 +106,12 @@ meganeura::HostTensor run_on(const std::function<meganeura::Tensor(meganeura::Te
 std::vector<float> grad_of_weighted_sum(const std::function<meganeura::Tensor(meganeura::Tensor)>& f,
                                         const meganeura::Shape& shape, const std::vector<float>& x,
                                         const meganeura::Shape& out, const std::vector<float>& c);
+// A vector as the PyTorch fixture generators (tools/fixtures) make one, exact in f32: element i
+// is base + ((a i) mod m - offset) / d.
+std::vector<float> formula(int64_t n, int64_t a, int64_t m, int64_t offset, float d, float base = 0.0f);
+// The fixtures' inputs, and the weights c of their losses sum(y * c).
+std::vector<float> fixture_input(int64_t n);
+std::vector<float> fixture_weights(int64_t n);
 // Every value of `v` times `s` (operands at magnitudes far from 1).
 std::vector<float> scaled(std::vector<float> v, double s);
 meganeura::HostTensor host_i32(const meganeura::Shape& s, const std::vector<int32_t>& v);

@@ -157,6 +157,41 @@ struct AvgPool2d {
 };
 Tensor avg_pool2d(Tensor x, const AvgPool2d& o);
 Tensor adaptive_avg_pool2d(Tensor x, std::array<int64_t, 2> size);
+// F.conv1d / conv2d / conv3d: x [N, C, *spatial] (or [C, *spatial]), weight [C_out, C / groups,
+// *kernel] (1 to 3 kernel dimensions: conv takes as many as the weight has), bias [C_out] or none.
+// stride and dilation: one value for every spatial dimension or one each (empty: 1). padding:
+// one value, one a spatial dimension (both sides), or (before, after) pairs a dimension in order
+// (asymmetric: {top, bottom, left, right} for conv2d); `same` keeps the size at stride 1 (the odd
+// padding after, as PyTorch). padding_mode as F.pad's (PyTorch's "zeros" is constant). groups
+// divide both channel counts (depthwise: groups = C). The input padded, one gather of every
+// kernel tap at every output position, and one batched product with the weight: gradients of x,
+// the weight and the bias follow those ops'.
+struct ConvOptions {
+  std::vector<int64_t> stride = {};
+  std::vector<int64_t> padding = {};
+  bool same = false;
+  std::vector<int64_t> dilation = {};
+  int64_t groups = 1;
+  PadMode padding_mode = PadMode::constant;
+};
+Tensor conv(Tensor x, Tensor weight, Tensor bias = {}, const ConvOptions& o = {});
+Tensor conv1d(Tensor x, Tensor weight, Tensor bias = {}, const ConvOptions& o = {});  // weight of rank 3
+Tensor conv2d(Tensor x, Tensor weight, Tensor bias = {}, const ConvOptions& o = {});  // rank 4
+Tensor conv3d(Tensor x, Tensor weight, Tensor bias = {}, const ConvOptions& o = {});  // rank 5
+// F.conv_transpose1d / 2d (the gradient of a conv with respect to its input): weight [C,
+// C_out / groups, *kernel]; the output is (in - 1) * stride - 2 * padding + dilation * (k - 1) +
+// output_padding + 1 long, output_padding smaller than the stride or the dilation. The product of
+// the weight's transpose with x, then one scatter_add of every tap into the output.
+struct ConvTransposeOptions {
+  std::vector<int64_t> stride = {};
+  std::vector<int64_t> padding = {};  // symmetric: one value, or one a spatial dimension
+  std::vector<int64_t> output_padding = {};
+  std::vector<int64_t> dilation = {};
+  int64_t groups = 1;
+};
+Tensor conv_transpose(Tensor x, Tensor weight, Tensor bias = {}, const ConvTransposeOptions& o = {});
+Tensor conv_transpose1d(Tensor x, Tensor weight, Tensor bias = {}, const ConvTransposeOptions& o = {});
+Tensor conv_transpose2d(Tensor x, Tensor weight, Tensor bias = {}, const ConvTransposeOptions& o = {});
 // torch.flatten: dimensions start_dim..end_dim (inclusive, negative from the end) as one.
 Tensor flatten(Tensor x, int64_t start_dim = 0, int64_t end_dim = -1);
 // out = x.shape[:axis] + indices.shape + x.shape[axis+1:]; indices i32/u32, negative wrap once
