@@ -1,8 +1,7 @@
-// pad, upsample, avg_pool2d, adaptive_avg_pool2d and group_norm against PyTorch's own outputs
-// and gradients
-// (tests/data/resample/torch.json, made by tools/fixtures/make_resample_fixtures.py with
-// Debian's python3-torch): every mode, the argument orders, window sizes and the rounding of
-// source positions as PyTorch has them.
+// pad, upsample, avg_pool2d, max_pool2d (ties included), adaptive_avg_pool2d and group_norm
+// against PyTorch's own outputs and gradients (tests/data/resample/torch.json, made by
+// tools/fixtures/make_resample_fixtures.py with Debian's python3-torch): every mode, the argument
+// orders, window sizes and the rounding of source positions as PyTorch has them.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -47,6 +46,12 @@ std::function<Tensor(Tensor)> fixture_op(const nlohmann::json& c) {
                       c.at("count_include_pad").get<bool>()};
     return [=](Tensor x) { return avg_pool2d(x, o); };
   }
+  if (op == "max_pool2d") {
+    const MaxPool2d o{c.at("kernel").get<std::array<int64_t, 2>>(), c.at("stride").get<std::array<int64_t, 2>>(),
+                      c.at("padding").get<std::array<int64_t, 2>>(), c.at("dilation").get<std::array<int64_t, 2>>(),
+                      c.at("ceil_mode").get<bool>()};
+    return [=](Tensor x) { return max_pool2d(x, o); };
+  }
   const auto size = c.at("size").get<std::array<int64_t, 2>>();
   return [=](Tensor x) { return adaptive_avg_pool2d(x, size); };
 }
@@ -70,14 +75,16 @@ TEST(ResampleAgainstTorch, OutputsAndGradients) {
     SCOPED_TRACE(c.at("op").get<std::string>() + " " + c.at("mode").get<std::string>() + " " + c.at("shape").dump());
     const Shape shape = c.at("shape").get<Shape>(), out = c.at("out_shape").get<Shape>();
     const std::function<Tensor(Tensor)> op = fixture_op(c);
-    const HostTensor y = run_on(op, shape, fixture_input(numel(shape)));
+    // Max pooling's tied cases take five values, so that windows hold equal largest elements.
+    const std::vector<float> x = c.value("tied", false) ? formula(numel(shape), 37, 5, 2, 2.0f) : fixture_input(numel(shape));
+    const HostTensor y = run_on(op, shape, x);
     ASSERT_EQ(y.shape, out);
     expect_near_all(y.to_f32(), c.at("output").get<std::vector<double>>(), "output");
-    expect_near_all(grad_of_weighted_sum(op, shape, fixture_input(numel(shape)), out, fixture_weights(numel(out))),
+    expect_near_all(grad_of_weighted_sum(op, shape, x, out, fixture_weights(numel(out))),
                     c.at("grad").get<std::vector<double>>(), "gradient");
     ++checked;
   }
-  EXPECT_EQ(checked, 21);
+  EXPECT_EQ(checked, 26);
 }
 
 // The group norms' affine values.

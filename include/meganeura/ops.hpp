@@ -192,6 +192,18 @@ struct ConvTransposeOptions {
 Tensor conv_transpose(Tensor x, Tensor weight, Tensor bias = {}, const ConvTransposeOptions& o = {});
 Tensor conv_transpose1d(Tensor x, Tensor weight, Tensor bias = {}, const ConvTransposeOptions& o = {});
 Tensor conv_transpose2d(Tensor x, Tensor weight, Tensor bias = {}, const ConvTransposeOptions& o = {});
+// F.max_pool2d over the last two dimensions of [N, C, H, W] (or [C, H, W]): kernel, stride (0:
+// the kernel), padding (at most half the kernel's reach, never chosen), dilation and ceil_mode
+// as in PyTorch. The gradient goes to each window's first largest element in row-major order
+// (PyTorch's choice among ties).
+struct MaxPool2d {
+  std::array<int64_t, 2> kernel;
+  std::array<int64_t, 2> stride = {0, 0};
+  std::array<int64_t, 2> padding = {0, 0};
+  std::array<int64_t, 2> dilation = {1, 1};
+  bool ceil_mode = false;
+};
+Tensor max_pool2d(Tensor x, const MaxPool2d& o);
 // torch.flatten: dimensions start_dim..end_dim (inclusive, negative from the end) as one.
 Tensor flatten(Tensor x, int64_t start_dim = 0, int64_t end_dim = -1);
 // out = x.shape[:axis] + indices.shape + x.shape[axis+1:]; indices i32/u32, negative wrap once

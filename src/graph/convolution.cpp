@@ -8,11 +8,11 @@
 // Autodiff, the optimizer and the lowering see gather, scatter_add, pad and matmul (the gather's
 // gradient is the scatter and the other way round), so gradients of x, the weight and the bias
 // follow theirs, and the product runs on the tensor cores where there are some.
-#include <numeric>
 #include <string>
 #include <vector>
 
 #include "graph/op_args.hpp"
+#include "graph/taps.hpp"
 #include "meganeura/error.hpp"
 #include "meganeura/ops.hpp"
 
@@ -88,31 +88,6 @@ Geometry geometry(Tensor x, Tensor weight, Tensor bias, int64_t groups, const st
   return g;
 }
 
-// The flat index, in a [*sizes] layout, of every kernel tap (rows, row-major over the kernel) at
-// every position of `out` (columns): position o, tap t reads o * stride + t * dilation.
-std::vector<int32_t> tap_map(const Geometry& g, const std::vector<int64_t>& sizes, const std::vector<int64_t>& out) {
-  const int64_t taps = std::accumulate(g.kernel.begin(), g.kernel.end(), int64_t{1}, std::multiplies<>());
-  const int64_t positions = std::accumulate(out.begin(), out.end(), int64_t{1}, std::multiplies<>());
-  std::vector<int32_t> map(static_cast<size_t>(taps * positions));
-  for (int64_t t = 0; t < taps; ++t)
-    for (int64_t o = 0; o < positions; ++o) {
-      int64_t flat = 0, t_rest = t, o_rest = o, stride = 1;
-      for (size_t d = g.dims; d-- > 0;) {
-        const int64_t td = t_rest % g.kernel[d], od = o_rest % out[d];
-        t_rest /= g.kernel[d];
-        o_rest /= out[d];
-        flat += (od * g.stride[d] + td * g.dilation[d]) * stride;
-        stride *= sizes[d];
-      }
-      map[static_cast<size_t>(t * positions + o)] = static_cast<int32_t>(flat);
-    }
-  return map;
-}
-
-int64_t product(const std::vector<int64_t>& v) {
-  return std::accumulate(v.begin(), v.end(), int64_t{1}, std::multiplies<>());
-}
-
 // F.pad's list for (before, after) pairs in dimension order: the last dimension first.
 std::vector<int64_t> torch_pads(const std::vector<std::pair<int64_t, int64_t>>& pairs) {
   std::vector<int64_t> pads;
@@ -182,17 +157,17 @@ Tensor conv(Tensor x, Tensor weight, Tensor bias, const ConvOptions& o) {
                        " with its padding, smaller than the kernel's reach of " + std::to_string(reach));
     out[d] = (padded[d] - reach) / g.stride[d] + 1;
   }
-  Graph& graph = x.graph();
+  Graph& owner = x.graph();
   Shape batched{g.n, g.channels};
   batched.insert(batched.end(), g.in.begin(), g.in.end());
   Tensor xp = reshape(x, batched);
   bool any_pad = false;
   for (const auto& [before, after] : pads) any_pad = any_pad || before > 0 || after > 0;
   if (any_pad) xp = pad(xp, torch_pads(pads), o.padding_mode);
-  const int64_t taps = product(g.kernel), positions = product(out), per_group = g.channels / g.groups;
-  const std::vector<int32_t> map = tap_map(g, padded, out);
-  Tensor cols = gather(reshape(xp, {g.n, g.channels, product(padded)}),
-                       graph.constant(std::span<const int32_t>(map), {taps, positions}), 2);  // [N, C, taps, L]
+  const int64_t taps = graph::product(g.kernel), positions = graph::product(out), per_group = g.channels / g.groups;
+  const std::vector<int32_t> map = graph::tap_map(g.kernel, g.stride, g.dilation, padded, out);
+  Tensor cols = gather(reshape(xp, {g.n, g.channels, graph::product(padded)}),
+                       owner.constant(std::span<const int32_t>(map), {taps, positions}), 2);  // [N, C, taps, L]
   cols = reshape(cols, {g.n, g.groups, per_group * taps, positions});
   const Tensor w = reshape(weight, {g.groups, g.out_channels / g.groups, per_group * taps});
   Shape result{g.n, g.out_channels};
@@ -221,8 +196,8 @@ Tensor conv_transpose(Tensor x, Tensor weight, Tensor bias, const ConvTransposeO
       throw ShapeError(what + ": spatial dimension " + std::to_string(d) + " would be " + std::to_string(out[d]) +
                        " long after the padding of " + std::to_string(padding[d]) + " on each side");
   }
-  Graph& graph = x.graph();
-  const int64_t taps = product(g.kernel), positions = product(g.in), per_group = g.channels / g.groups;
+  Graph& owner = x.graph();
+  const int64_t taps = graph::product(g.kernel), positions = graph::product(g.in), per_group = g.channels / g.groups;
   const int64_t out_per_group = g.out_channels / g.groups;
   // Every tap's contribution, [N, G, Cout / G * taps, L]: weight [C, Cout / G, *kernel] viewed as
   // [G, C / G, Cout / G * taps], transposed, times x as [N, G, C / G, L].
@@ -232,9 +207,9 @@ Tensor conv_transpose(Tensor x, Tensor weight, Tensor bias, const ConvTransposeO
   // Added into the full output (plus output_padding at the end, so that a crop can reach it).
   std::vector<int64_t> canvas(g.dims);
   for (size_t d = 0; d < g.dims; ++d) canvas[d] = std::max(full[d], out[d] + padding[d]);
-  const std::vector<int32_t> map = tap_map(g, canvas, g.in);
-  const Tensor base = broadcast_to(graph.scalar(0.0f), {g.n, g.out_channels, product(canvas)});
-  Tensor y = scatter_add(base, graph.constant(std::span<const int32_t>(map), {taps, positions}), parts, 2);
+  const std::vector<int32_t> map = graph::tap_map(g.kernel, g.stride, g.dilation, canvas, g.in);
+  const Tensor base = broadcast_to(owner.scalar(0.0f), {g.n, g.out_channels, graph::product(canvas)});
+  Tensor y = scatter_add(base, owner.constant(std::span<const int32_t>(map), {taps, positions}), parts, 2);
   Shape canvas_shape{g.n, g.out_channels};
   canvas_shape.insert(canvas_shape.end(), canvas.begin(), canvas.end());
   y = reshape(y, canvas_shape);

@@ -2,9 +2,14 @@
 // is an average over its rows of averages over its columns, and PyTorch's divisor is a product
 // of one count per dimension in every mode, so each pooling is two products with constant
 // [out, in] averaging matrices: autodiff, the lowering and the tensor cores see plain matmuls.
+// max_pool2d gathers every window (padding at -infinity), finds each window's first largest
+// element with argmax, and keeps it with a where: its gradient goes to that element alone, as
+// PyTorch's does, ties included.
+#include <cmath>
 #include <string>
 
 #include "graph/op_args.hpp"
+#include "graph/taps.hpp"
 #include "meganeura/error.hpp"
 #include "meganeura/ops.hpp"
 
@@ -71,7 +76,56 @@ void check_input(Tensor x, const std::string& what) {
   if (x.dtype() != f32) throw DTypeError(what + " of a " + std::string(dtype_name(x.dtype())) + " tensor: f32 only");
 }
 
+// F.max_pool2d's output size along a dimension of n: windows of reach d (k - 1) + 1, floor or
+// ceil, the last starting inside the input or its left padding.
+int64_t max_pool_out(int64_t n, int64_t reach, int64_t s, int64_t p, bool ceil_mode) {
+  const int64_t span = n + 2 * p - reach;
+  int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+  if (ceil_mode && (out - 1) * s >= n + p) --out;
+  return out;
+}
+
 }  // namespace
+
+Tensor max_pool2d(Tensor x, const MaxPool2d& o) {
+  graph::graph_of("max_pool2d", {{"x", x}});
+  check_input(x, "max_pool2d");
+  const Shape s = x.shape();
+  std::vector<int64_t> kernel(2), stride(2), dilation(2), out(2), padded(2), pads;
+  for (size_t d = 0; d < 2; ++d) {
+    const int64_t n = s[s.size() - 2 + d], k = o.kernel[d], p = o.padding[d], dil = o.dilation[d];
+    stride[d] = o.stride[d] ? o.stride[d] : k;
+    auto fail = [&](const std::string& why) {
+      throw ShapeError("max_pool2d of " + shape_str(s) + " along the " + (d == 0 ? "height" : "width") + " (" +
+                       std::to_string(n) + "): kernel " + std::to_string(k) + ", stride " + std::to_string(stride[d]) +
+                       ", padding " + std::to_string(p) + ", dilation " + std::to_string(dil) + ": " + why);
+    };
+    if (k < 1 || stride[d] < 1 || dil < 1 || p < 0)
+      fail("the kernel, stride and dilation must be positive, the padding not negative");
+    const int64_t reach = dil * (k - 1) + 1;
+    if (2 * p > reach) fail("the padding may be at most half the kernel's reach");
+    if (n + 2 * p < reach) fail("the padded input is smaller than the kernel's reach");
+    kernel[d] = k;
+    dilation[d] = dil;
+    out[d] = max_pool_out(n, reach, stride[d], p, o.ceil_mode);
+    padded[d] = std::max(n + 2 * p, (out[d] - 1) * stride[d] + reach);  // ceil_mode's last window may reach further
+  }
+  for (size_t d = 2; d-- > 0;) pads.insert(pads.end(), {o.padding[d], padded[d] - s[s.size() - 2 + d] - o.padding[d]});
+  Graph& owner = x.graph();
+  const int64_t planes = numel(s) / (s[s.size() - 2] * s.back()), taps = kernel[0] * kernel[1];
+  Tensor xp = pad(reshape(x, {planes, s[s.size() - 2], s.back()}), pads, PadMode::constant, -INFINITY);
+  const std::vector<int32_t> map = graph::tap_map(kernel, stride, dilation, padded, out);
+  const Tensor windows = gather(reshape(xp, {planes, padded[0] * padded[1]}),
+                                owner.constant(std::span<const int32_t>(map), {taps, out[0] * out[1]}), 1);
+  std::vector<int32_t> tap_ids(static_cast<size_t>(taps));
+  for (int64_t t = 0; t < taps; ++t) tap_ids[static_cast<size_t>(t)] = static_cast<int32_t>(t);
+  const Tensor first_largest = eq(argmax(windows, 1, true), owner.constant(std::span<const int32_t>(tap_ids), {taps, 1}));
+  Tensor y = sum(where(first_largest, windows, owner.scalar(0.0f)), {1});  // [planes, OH * OW]
+  Shape result = s;
+  result[s.size() - 2] = out[0];
+  result.back() = out[1];
+  return reshape(y, result);
+}
 
 Tensor avg_pool2d(Tensor x, const AvgPool2d& o) {
   graph::graph_of("avg_pool2d", {{"x", x}});

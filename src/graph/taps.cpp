@@ -1,0 +1,32 @@
+#include "graph/taps.hpp"
+
+#include <functional>
+#include <numeric>
+
+namespace meganeura::graph {
+
+int64_t product(const std::vector<int64_t>& v) {
+  return std::accumulate(v.begin(), v.end(), int64_t{1}, std::multiplies<>());
+}
+
+std::vector<int32_t> tap_map(const std::vector<int64_t>& kernel, const std::vector<int64_t>& stride,
+                             const std::vector<int64_t>& dilation, const std::vector<int64_t>& sizes,
+                             const std::vector<int64_t>& out) {
+  const int64_t taps = product(kernel), positions = product(out);
+  std::vector<int32_t> map(static_cast<size_t>(taps * positions));
+  for (int64_t t = 0; t < taps; ++t)
+    for (int64_t o = 0; o < positions; ++o) {
+      int64_t flat = 0, t_rest = t, o_rest = o, step = 1;
+      for (size_t d = kernel.size(); d-- > 0;) {
+        const int64_t td = t_rest % kernel[d], od = o_rest % out[d];
+        t_rest /= kernel[d];
+        o_rest /= out[d];
+        flat += (od * stride[d] + td * dilation[d]) * step;
+        step *= sizes[d];
+      }
+      map[static_cast<size_t>(t * positions + o)] = static_cast<int32_t>(flat);
+    }
+  return map;
+}
+
+}  // namespace meganeura::graph

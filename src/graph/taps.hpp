@@ -1,0 +1,19 @@
+// The index maps of sliding windows (convolutions, max pooling): which element of an input each
+// kernel tap of each output position reads, for gathers and scatters through constant indices.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace meganeura::graph {
+
+// The flat index, in a row-major layout of `sizes`, that tap t (row-major over `kernel`) of output
+// position o (row-major over `out`) reads: o * stride + t * dilation along each dimension. Rows
+// are the taps, columns the positions ([taps, positions]).
+std::vector<int32_t> tap_map(const std::vector<int64_t>& kernel, const std::vector<int64_t>& stride,
+                             const std::vector<int64_t>& dilation, const std::vector<int64_t>& sizes,
+                             const std::vector<int64_t>& out);
+
+int64_t product(const std::vector<int64_t>& v);
+
+}  // namespace meganeura::graph
