@@ -104,7 +104,8 @@ std::vector<Term> reference(const ConvCase& c, Shape& out) {
       each_index(Shape(c.w.begin() + 1, c.w.end()), [&](const std::vector<int64_t>& wt) {
         std::vector<int64_t> xi = {y[0], g * in_per_group + wt[0]};
         for (size_t d = 0; d < dims; ++d) {
-          const int64_t s = source(y[2 + d] * stride[d] + wt[1 + d] * dilation[d] - before[d], xs[2 + d], o.padding_mode);
+          const int64_t s =
+              source(y[2 + d] * stride[d] + wt[1 + d] * dilation[d] - before[d], xs[2 + d], o.padding_mode);
           if (s < 0) return;
           xi.push_back(s);
         }
@@ -157,9 +158,19 @@ const std::vector<ConvCase>& cases() {
        true,
        false,
        {.stride = {2, 1}, .padding = {1, 0}, .dilation = {1, 2}, .groups = 2}},
-      {"conv2d depthwise, stride 2", {1, 4, 6, 7}, {4, 1, 3, 3}, false, false, {.stride = {2}, .padding = {1}, .groups = 4}},
+      {"conv2d depthwise, stride 2",
+       {1, 4, 6, 7},
+       {4, 1, 3, 3},
+       false,
+       false,
+       {.stride = {2}, .padding = {1}, .groups = 4}},
       {"conv2d asymmetric padding", {1, 2, 5, 6}, {3, 2, 2, 3}, true, false, {.padding = {0, 1, 2, 1}}},
-      {"conv2d same, dilation 2, even kernel", {1, 2, 7, 6}, {2, 2, 4, 3}, true, false, {.same = true, .dilation = {2}}},
+      {"conv2d same, dilation 2, even kernel",
+       {1, 2, 7, 6},
+       {2, 2, 4, 3},
+       true,
+       false,
+       {.same = true, .dilation = {2}}},
       {"conv2d reflect", {1, 2, 5, 6}, {3, 2, 3, 3}, true, false, {.padding = {2, 1}, .padding_mode = P::reflect}},
       {"conv2d replicate", {2, 2, 4, 5}, {3, 2, 3, 2}, false, false, {.padding = {1}, .padding_mode = P::replicate}},
       {"conv2d circular", {1, 3, 5, 4}, {2, 3, 3, 3}, true, false, {.padding = {2}, .padding_mode = P::circular}},
@@ -175,7 +186,13 @@ const std::vector<ConvCase>& cases() {
        true,
        {},
        {.stride = {2}, .padding = {1}, .output_padding = {1}}},
-      {"conv_transpose2d 2 groups, dilation 2", {1, 4, 4, 3}, {4, 2, 3, 2}, true, true, {}, {.dilation = {2}, .groups = 2}},
+      {"conv_transpose2d 2 groups, dilation 2",
+       {1, 4, 4, 3},
+       {4, 2, 3, 2},
+       true,
+       true,
+       {},
+       {.dilation = {2}, .groups = 2}},
       {"conv_transpose2d stride (2, 3), padding (0, 2)",
        {1, 2, 3, 4},
        {2, 3, 2, 4},
@@ -247,7 +264,9 @@ TEST(Conv, Errors) {
   has(message_of<ShapeError>([&] { conv2d(x, w); }), "4 input channels in 1 groups do not match the weight");
   has(message_of<ShapeError>([&] { conv2d(x, w, {}, {.groups = 3}); }), "must divide by the groups");
   has(message_of<ShapeError>([&] { conv2d(x, w, g.parameter("b", {5}), {.groups = 2}); }), "needs [6]");
-  has(message_of<ShapeError>([&] { conv2d(x, w, {}, {.padding = {1, 1, 1}, .groups = 2}); }),
+  has(message_of<ShapeError>([&] {
+        conv2d(x, w, {}, {.padding = {1, 1, 1}, .groups = 2});
+      }),
       "padding (1, 1, 1) needs one value, or one for each of the 2 spatial dimensions");
   has(message_of<ShapeError>([&] { conv2d(x, w, {}, {.stride = {2}, .same = true, .groups = 2}); }),
       "padding 'same' needs a stride of 1");

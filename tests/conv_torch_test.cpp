@@ -16,23 +16,22 @@ namespace {
 
 using namespace meganeura;
 
-PadMode mode_of(const std::string& name) {
-  if (name == "reflect") return PadMode::reflect;
-  if (name == "replicate") return PadMode::replicate;
-  if (name == "circular") return PadMode::circular;
-  return PadMode::constant;
-}
-
 Tensor apply(const nlohmann::json& c, Tensor x, Tensor w, Tensor b) {
   auto list = [&](const char* key) { return c.at(key).get<std::vector<int64_t>>(); };
   if (c.at("op") == "conv")
     return conv(x, w, b,
-                {.stride = list("stride"), .padding = list("padding"), .same = c.at("same").get<bool>(),
-                 .dilation = list("dilation"), .groups = c.at("groups").get<int64_t>(),
-                 .padding_mode = mode_of(c.at("padding_mode"))});
+                {.stride = list("stride"),
+                 .padding = list("padding"),
+                 .same = c.at("same").get<bool>(),
+                 .dilation = list("dilation"),
+                 .groups = c.at("groups").get<int64_t>(),
+                 .padding_mode = pad_mode_named(c.at("padding_mode"))});
   return conv_transpose(x, w, b,
-                        {.stride = list("stride"), .padding = list("padding"), .output_padding = list("output_padding"),
-                         .dilation = list("dilation"), .groups = c.at("groups").get<int64_t>()});
+                        {.stride = list("stride"),
+                         .padding = list("padding"),
+                         .output_padding = list("output_padding"),
+                         .dilation = list("dilation"),
+                         .groups = c.at("groups").get<int64_t>()});
 }
 
 void expect_near_all(const std::vector<float>& got, const std::vector<double>& want, const std::string& what) {

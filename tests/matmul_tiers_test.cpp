@@ -502,9 +502,12 @@ TEST(MatMulGlu, SwigluRunsInTheTensorCoreEpilogue) {
 TEST(MatMulGemv, SwigluRunsInTheStore) {
   ScopedEnv tier("MEGANEURA_GEMV", "1"), precision("MEGANEURA_MATMUL_PRECISION", "highest"),
       unforced("MEGANEURA_MATMUL", std::nullopt);
-  for (auto [k, n, transpose, team, unroll] :
-       {std::tuple{1100, 37, true, "32", "1"}, {1100, 37, true, "32", "8"}, {1100, 37, true, "128", "2"},
-        {1100, 37, true, "64", "4"}, {37, 70, true, "64", "2"}, {64, 37, false, "32", "2"}}) {
+  for (auto [k, n, transpose, team, unroll] : {std::tuple{1100, 37, true, "32", "1"},
+                                               {1100, 37, true, "32", "8"},
+                                               {1100, 37, true, "128", "2"},
+                                               {1100, 37, true, "64", "4"},
+                                               {37, 70, true, "64", "2"},
+                                               {64, 37, false, "32", "2"}}) {
     SCOPED_TRACE("K " + std::to_string(k) + ", N " + std::to_string(n) + (transpose ? ", [N, K]" : ", [K, N]") +
                  ", teams of " + team + ", " + unroll + " loads in flight");
     ScopedEnv width("MEGANEURA_GEMV_TEAM", team), in_flight("MEGANEURA_GEMV_UNROLL", unroll);

@@ -82,8 +82,7 @@ TEST(MaxPool2d, MatchesTheReferenceWithTiesGoingToTheFirst) {
       const HostTensor y = run_on([&](Tensor t) { return max_pool2d(t, c.o); }, c.shape, x);
       ASSERT_EQ(y.shape, out);
       const std::vector<float> got = y.to_f32();
-      for (size_t o = 0; o < best.size(); ++o)
-        ASSERT_EQ(got[o], x[static_cast<size_t>(best[o])]) << "element " << o;
+      for (size_t o = 0; o < best.size(); ++o) ASSERT_EQ(got[o], x[static_cast<size_t>(best[o])]) << "element " << o;
       const std::vector<float> weights = rng.floats(numel(out), -1, 1);
       const std::vector<float> grad =
           grad_of_weighted_sum([&](Tensor t) { return max_pool2d(t, c.o); }, c.shape, x, out, weights);
@@ -99,7 +98,9 @@ TEST(MaxPool2d, Errors) {
   auto has = [](const std::string& message, const std::string& part) {
     EXPECT_NE(message.find(part), std::string::npos) << message;
   };
-  has(message_of<ShapeError>([&] { max_pool2d(x, {{3, 3}, {1, 1}, {2, 0}}); }),
+  has(message_of<ShapeError>([&] {
+        max_pool2d(x, {{3, 3}, {1, 1}, {2, 0}});
+      }),
       "max_pool2d of [2,3,5,7] along the height (5): kernel 3, stride 1, padding 2, dilation 1: the padding may be "
       "at most half the kernel's reach");
   has(message_of<ShapeError>([&] { max_pool2d(x, {{2, 8}}); }), "the padded input is smaller than the kernel's reach");

@@ -18,19 +18,12 @@ namespace {
 
 using namespace meganeura;
 
-PadMode pad_mode(const std::string& name) {
-  if (name == "reflect") return PadMode::reflect;
-  if (name == "replicate") return PadMode::replicate;
-  if (name == "circular") return PadMode::circular;
-  return PadMode::constant;
-}
-
 // The case's op as a function of its input.
 std::function<Tensor(Tensor)> fixture_op(const nlohmann::json& c) {
   const std::string op = c.at("op");
   if (op == "pad") {
     const auto pads = c.at("pads").get<std::vector<int64_t>>();
-    const PadMode mode = pad_mode(c.at("mode").get<std::string>());
+    const PadMode mode = pad_mode_named(c.at("mode").get<std::string>());
     const auto value = c.at("value").get<float>();
     return [=](Tensor x) { return pad(x, pads, mode, value); };
   }
@@ -76,7 +69,8 @@ TEST(ResampleAgainstTorch, OutputsAndGradients) {
     const Shape shape = c.at("shape").get<Shape>(), out = c.at("out_shape").get<Shape>();
     const std::function<Tensor(Tensor)> op = fixture_op(c);
     // Max pooling's tied cases take five values, so that windows hold equal largest elements.
-    const std::vector<float> x = c.value("tied", false) ? formula(numel(shape), 37, 5, 2, 2.0f) : fixture_input(numel(shape));
+    const std::vector<float> x =
+        c.value("tied", false) ? formula(numel(shape), 37, 5, 2, 2.0f) : fixture_input(numel(shape));
     const HostTensor y = run_on(op, shape, x);
     ASSERT_EQ(y.shape, out);
     expect_near_all(y.to_f32(), c.at("output").get<std::vector<double>>(), "output");

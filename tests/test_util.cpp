@@ -118,6 +118,12 @@ std::vector<float> formula(int64_t n, int64_t a, int64_t m, int64_t offset, floa
   for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = base + static_cast<float>((a * i) % m - offset) / d;
   return v;
 }
+meganeura::PadMode pad_mode_named(const std::string& name) {
+  if (name == "reflect") return meganeura::PadMode::reflect;
+  if (name == "replicate") return meganeura::PadMode::replicate;
+  if (name == "circular") return meganeura::PadMode::circular;
+  return meganeura::PadMode::constant;
+}
 std::vector<float> fixture_input(int64_t n) { return formula(n, 37, 101, 50, 64.0f); }
 std::vector<float> fixture_weights(int64_t n) { return formula(n, 53, 97, 48, 64.0f); }
 

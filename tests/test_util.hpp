@@ -109,6 +109,8 @@ std::vector<float> grad_of_weighted_sum(const std::function<meganeura::Tensor(me
 // A vector as the PyTorch fixture generators (tools/fixtures) make one, exact in f32: element i
 // is base + ((a i) mod m - offset) / d.
 std::vector<float> formula(int64_t n, int64_t a, int64_t m, int64_t offset, float d, float base = 0.0f);
+// A PadMode by its name in PyTorch's F.pad (reflect, replicate, circular; else constant).
+meganeura::PadMode pad_mode_named(const std::string& name);
 // The fixtures' inputs, and the weights c of their losses sum(y * c).
 std::vector<float> fixture_input(int64_t n);
 std::vector<float> fixture_weights(int64_t n);

@@ -38,10 +38,10 @@ std::vector<int64_t> per_dim(const std::vector<int64_t>& v, size_t dims, int64_t
 
 // The shapes and settings of a convolution, checked, with every dimension resolved.
 struct Geometry {
-  size_t dims = 0;                 // spatial dimensions
-  bool batched = true;             // x has N
-  int64_t n = 1, channels = 0;     // N and x's channels
-  int64_t out_channels = 0;        // the result's channels
+  size_t dims = 0;              // spatial dimensions
+  bool batched = true;          // x has N
+  int64_t n = 1, channels = 0;  // N and x's channels
+  int64_t out_channels = 0;     // the result's channels
   int64_t groups = 1;
   std::vector<int64_t> in, kernel;  // x's spatial sizes, the kernel's
   std::vector<int64_t> stride, dilation;
@@ -54,7 +54,8 @@ Geometry geometry(Tensor x, Tensor weight, Tensor bias, int64_t groups, const st
   const Shape xs = x.shape(), ws = weight.shape();
   Geometry g;
   if (ws.size() < 3 || ws.size() > 5)
-    throw ShapeError(what + ": the weight is [" + std::string(transposed ? "C_in, C_out / groups" : "C_out, C_in / groups") +
+    throw ShapeError(what + ": the weight is [" +
+                     std::string(transposed ? "C_in, C_out / groups" : "C_out, C_in / groups") +
                      ", *kernel] with 1 to 3 kernel dimensions");
   g.dims = ws.size() - 2;
   if (xs.size() != g.dims + 2 && xs.size() != g.dims + 1)
@@ -115,7 +116,8 @@ Tensor unbatch(Tensor y, const Geometry& g) {
 }
 
 // The padding of each spatial dimension as (before, after), from ConvOptions.
-std::vector<std::pair<int64_t, int64_t>> conv_padding(const ConvOptions& o, const Geometry& g, const std::string& what) {
+std::vector<std::pair<int64_t, int64_t>> conv_padding(const ConvOptions& o, const Geometry& g,
+                                                      const std::string& what) {
   std::vector<std::pair<int64_t, int64_t>> pairs(g.dims);
   if (o.same) {
     if (!o.padding.empty()) throw ShapeError(what + ": padding 'same' and explicit padding both given");
@@ -133,7 +135,8 @@ std::vector<std::pair<int64_t, int64_t>> conv_padding(const ConvOptions& o, cons
     for (size_t d = 0; d < g.dims; ++d) pairs[d] = {p[d], p[d]};
   }
   for (const auto& [before, after] : pairs)
-    if (before < 0 || after < 0) throw ShapeError(what + ": the padding " + list_str(o.padding) + " must not be negative");
+    if (before < 0 || after < 0)
+      throw ShapeError(what + ": the padding " + list_str(o.padding) + " must not be negative");
   return pairs;
 }
 

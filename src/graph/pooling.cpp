@@ -119,7 +119,8 @@ Tensor max_pool2d(Tensor x, const MaxPool2d& o) {
                                 owner.constant(std::span<const int32_t>(map), {taps, out[0] * out[1]}), 1);
   std::vector<int32_t> tap_ids(static_cast<size_t>(taps));
   for (int64_t t = 0; t < taps; ++t) tap_ids[static_cast<size_t>(t)] = static_cast<int32_t>(t);
-  const Tensor first_largest = eq(argmax(windows, 1, true), owner.constant(std::span<const int32_t>(tap_ids), {taps, 1}));
+  const Tensor first_largest =
+      eq(argmax(windows, 1, true), owner.constant(std::span<const int32_t>(tap_ids), {taps, 1}));
   Tensor y = sum(where(first_largest, windows, owner.scalar(0.0f)), {1});  // [planes, OH * OW]
   Shape result = s;
   result[s.size() - 2] = out[0];
