@@ -1,5 +1,5 @@
-// pad, upsample, avg_pool2d, max_pool2d (ties included), adaptive_avg_pool2d and group_norm
-// against PyTorch's own outputs and gradients (tests/data/resample/torch.json, made by
+// pad, upsample, avg_pool2d, max_pool2d (ties included), adaptive_avg_pool2d, group_norm and
+// batch_norm against PyTorch's own outputs and gradients (tests/data/resample/torch.json, made by
 // tools/fixtures/make_resample_fixtures.py with Debian's python3-torch): every mode, the argument
 // orders, window sizes and the rounding of source positions as PyTorch has them.
 #include <gtest/gtest.h>
@@ -64,7 +64,7 @@ nlohmann::json fixture_cases() {
 TEST(ResampleAgainstTorch, OutputsAndGradients) {
   int checked = 0;
   for (const nlohmann::json& c : fixture_cases()) {
-    if (c.at("op") == "group_norm") continue;  // below: it has parameters
+    if (c.at("op") == "group_norm" || c.at("op") == "batch_norm") continue;  // below: they have parameters
     SCOPED_TRACE(c.at("op").get<std::string>() + " " + c.at("mode").get<std::string>() + " " + c.at("shape").dump());
     const Shape shape = c.at("shape").get<Shape>(), out = c.at("out_shape").get<Shape>();
     const std::function<Tensor(Tensor)> op = fixture_op(c);
@@ -85,21 +85,30 @@ TEST(ResampleAgainstTorch, OutputsAndGradients) {
 std::vector<float> norm_weight(int64_t c) { return formula(c, 29, 13, 6, 16.0f, 1.0f); }
 std::vector<float> norm_bias(int64_t c) { return formula(c, 31, 11, 5, 16.0f); }
 
-TEST(GroupNormAgainstTorch, OutputsAndEveryGradient) {
+// group_norm, instance_norm and batch_norm (training: batch statistics; eval: the running ones).
+TEST(ChannelNormsAgainstTorch, OutputsAndEveryGradient) {
   int checked = 0;
   for (const nlohmann::json& c : fixture_cases()) {
-    if (c.at("op") != "group_norm") continue;
-    SCOPED_TRACE("group_norm " + c.at("shape").dump() + " in " + c.at("groups").dump() + " groups");
+    const std::string op = c.at("op");
+    if (op != "group_norm" && op != "batch_norm") continue;
+    SCOPED_TRACE(op + " " + c.at("shape").dump() + " " + c.at("mode").dump());
     const Shape shape = c.at("shape").get<Shape>();
-    const int64_t channels = shape[1], groups = c.at("groups").get<int64_t>();
+    const int64_t channels = shape[1];
     const bool affine = c.at("affine").get<bool>();
     Graph g;
-    Tensor x = g.parameter("x", shape), w, b;
+    Tensor x = g.parameter("x", shape), w, b, y;
     if (affine) {
       w = g.parameter("w", {channels});
       b = g.parameter("b", {channels});
     }
-    Tensor y = groups == channels ? instance_norm(x, w, b) : group_norm(x, groups, w, b);
+    if (op == "batch_norm") {
+      y = batch_norm(x, g.constant(formula(channels, 17, 7, 3, 8.0f), {channels}),
+                     g.constant(formula(channels, 13, 5, 0, 4.0f, 1.0f), {channels}), w, b,
+                     c.at("training").get<bool>());
+    } else {
+      const int64_t groups = c.at("groups").get<int64_t>();
+      y = groups == channels ? instance_norm(x, w, b) : group_norm(x, groups, w, b);
+    }
     g.output("y", y);
     Session s = build_session(g, sum(y * g.input("c", shape)), {.optimizer = SGD{.lr = 0.0f}});
     s.set_parameter("x", host_f32(shape, fixture_input(numel(shape))));
@@ -117,7 +126,7 @@ TEST(GroupNormAgainstTorch, OutputsAndEveryGradient) {
     }
     ++checked;
   }
-  EXPECT_EQ(checked, 4);
+  EXPECT_EQ(checked, 9);
 }
 
 TEST(GroupNorm, Errors) {
@@ -130,6 +139,22 @@ TEST(GroupNorm, Errors) {
   has(message_of<ShapeError>([&] { group_norm(g.input("v", {6}), 2); }), "the input is [N, C, *]");
   has(message_of<ShapeError>([&] { group_norm(x, 3, g.parameter("w", {5})); }), "weight has shape [5]");
   has(message_of<Error>([&] { group_norm(x, 3, {}, g.parameter("b", {6})); }), "a bias without a weight");
+}
+
+TEST(BatchNorm, Errors) {
+  Graph g;
+  Tensor x = g.input("x", {2, 6, 5}), stats = g.input("stats", {6});
+  auto has = [](const std::string& message, const std::string& part) {
+    EXPECT_NE(message.find(part), std::string::npos) << message;
+  };
+  has(message_of<Error>([&] { batch_norm(x, {}, {}); }), "eval mode normalises by the running mean and variance");
+  has(message_of<ShapeError>([&] { batch_norm(x, stats, g.input("v5", {5})); }), "running_var has shape [5]");
+  has(message_of<ShapeError>([&] { batch_norm(x, {}, {}, g.parameter("w", {5}), {}, true); }), "weight has shape [5]");
+  has(message_of<ShapeError>([&] {
+        batch_norm(g.input("one", {1, 6}), {}, {}, {}, {}, true);
+      }),
+      "training needs more than one value a channel");
+  has(message_of<ShapeError>([&] { batch_norm(g.input("v", {6}), stats, stats); }), "the input is [N, C, *]");
 }
 
 TEST(AvgPool, ErrorsNameTheDimensionAndTheRule) {

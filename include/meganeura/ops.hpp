@@ -121,6 +121,12 @@ Tensor layer_norm(Tensor x, Tensor weight = {}, Tensor bias = {}, float eps = 1e
 // form, nn.InstanceNorm's default).
 Tensor group_norm(Tensor x, int64_t groups, Tensor weight = {}, Tensor bias = {}, float eps = 1e-5f);
 Tensor instance_norm(Tensor x, Tensor weight = {}, Tensor bias = {}, float eps = 1e-5f);
+// F.batch_norm on x [N, C, *]: training normalises by each channel's mean and biased variance
+// over N and the spatial dimensions (the running statistics are not read, and not updated yet:
+// pass {}); eval by running_mean and running_var [C] (any tensors: parameters, inputs). Then
+// weight and bias [C] per channel (optional: bias needs weight).
+Tensor batch_norm(Tensor x, Tensor running_mean, Tensor running_var, Tensor weight = {}, Tensor bias = {},
+                  bool training = false, float eps = 1e-5f);
 
 // data movement
 Tensor reshape(Tensor x, Shape shape);  // one dim may be -1

@@ -1,0 +1,72 @@
+// batch_norm in training mode against a reference written here in double on random inputs of odd
+// sizes (rank 3 to 5): the output, and the gradients of sum(y * c) with respect to x, the weight
+// and the bias from the closed form d x = w / σ · (c − mean(c) − x̂ · mean(c · x̂)), means over N
+// and the spatial dimensions of each channel.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "test_util.hpp"
+
+namespace mntest {
+namespace {
+
+using namespace meganeura;
+
+TEST(BatchNorm, TrainingMatchesTheReference) {
+  for (const Shape& shape : {Shape{5, 3, 7, 9}, Shape{3, 4, 11}, Shape{2, 3, 3, 5, 2}}) {
+    SCOPED_TRACE(shape_str(shape));
+    Rng rng;
+    SCOPED_TRACE(seed_note(rng.seed()));
+    const int64_t n = shape[0], channels = shape[1], inner = numel(shape) / (n * channels), count = n * inner;
+    const std::vector<float> x = rng.floats(numel(shape), -2, 3), w = rng.floats(channels, 0.5, 1.5),
+                             b = rng.floats(channels, -1, 1), c = rng.floats(numel(shape), -1, 1);
+    Graph g;
+    Tensor y =
+        batch_norm(g.parameter("x", shape), {}, {}, g.parameter("w", {channels}), g.parameter("b", {channels}), true);
+    g.output("y", y);
+    Session s = build_session(g, sum(y * g.input("c", shape)), {.optimizer = SGD{.lr = 0.0f}});
+    s.set_parameter("x", host_f32(shape, x));
+    s.set_parameter("w", host_f32({channels}, w));
+    s.set_parameter("b", host_f32({channels}, b));
+    s.set_input("c", host_f32(shape, c));
+    s.step();
+    const std::vector<float> got_y = s.read_output("y").to_f32(), got_dx = s.read_grad("x").to_f32(),
+                             got_dw = s.read_grad("w").to_f32(), got_db = s.read_grad("b").to_f32();
+    auto at = [&](int64_t i, int64_t ch, int64_t j) { return static_cast<size_t>((i * channels + ch) * inner + j); };
+    for (int64_t ch = 0; ch < channels; ++ch) {
+      double mean = 0, var = 0;
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < inner; ++j) mean += x[at(i, ch, j)];
+      mean /= static_cast<double>(count);
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < inner; ++j) var += std::pow(x[at(i, ch, j)] - mean, 2);
+      const double sigma = std::sqrt(var / static_cast<double>(count) + 1e-5);
+      double mean_c = 0, mean_cx = 0, dw = 0;
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < inner; ++j) {
+          const size_t k = at(i, ch, j);
+          const double xhat = (x[k] - mean) / sigma;
+          ASSERT_NEAR(got_y[k], xhat * w[static_cast<size_t>(ch)] + b[static_cast<size_t>(ch)], 1e-4) << "y " << k;
+          mean_c += c[k];
+          mean_cx += c[k] * xhat;
+          dw += c[k] * xhat;
+        }
+      ASSERT_NEAR(got_dw[static_cast<size_t>(ch)], dw, 1e-3) << "d weight " << ch;
+      ASSERT_NEAR(got_db[static_cast<size_t>(ch)], mean_c, 1e-3) << "d bias " << ch;
+      mean_c /= static_cast<double>(count);
+      mean_cx /= static_cast<double>(count);
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < inner; ++j) {
+          const size_t k = at(i, ch, j);
+          const double xhat = (x[k] - mean) / sigma;
+          const double want = w[static_cast<size_t>(ch)] / sigma * (c[k] - mean_c - xhat * mean_cx);
+          ASSERT_NEAR(got_dx[k], want, 1e-4) << "d x " << k;
+        }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mntest
