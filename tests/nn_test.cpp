@@ -2,6 +2,8 @@
 // through tests/reference.cpp on the same random parameters (odd sizes, batch dims).
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "meganeura/meganeura.hpp"
 #include "op_case.hpp"
 
@@ -57,6 +59,30 @@ TEST(NnLayers, SlidingWindowAndCrossAttention) {
   Tensor x = b.input("x", {2, 9, 16}), memory = b.input("memory", {2, 11, 16});
   b.output("y", mlp(cross.cross(local(x), memory)));
   run_layers(b);
+}
+
+TEST(NnLayers, ConvolutionsAndPooling) {
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  CaseBuilder b(rng);
+  nn::Conv stem(b.g, "stem", 3, 8, {3, 3}, {.stride = {2}, .padding = {1}});
+  nn::Conv depthwise(b.g, "dw", 8, 8, {3, 3}, {.padding = {1}, .groups = 8}, false);
+  nn::Conv pointwise(b.g, "pw", 8, 5, {1, 1});
+  Tensor x = b.input("x", {2, 3, 9, 11});
+  Tensor h = max_pool2d(relu(depthwise(stem(x))), {{2, 2}, {1, 1}});
+  b.output("y", adaptive_avg_pool2d(pointwise(h), {1, 1}));
+  run_layers(b);
+}
+
+TEST(NnLayers, ConvInitialisesAsPyTorch) {
+  Graph g;
+  nn::Conv c(g, "c", 6, 4, {3, 2}, {.groups = 2});
+  EXPECT_EQ(c.weight.shape(), (Shape{4, 3, 3, 2}));
+  EXPECT_EQ(c.bias.shape(), (Shape{4}));
+  EXPECT_EQ(c.weight.node().name, "c.weight");
+  EXPECT_FLOAT_EQ(c.weight.node().init.value, 1.0f / std::sqrt(18.0f));  // fan-in 3 · 3 · 2
+  EXPECT_FLOAT_EQ(c.bias.node().init.value, 1.0f / std::sqrt(18.0f));
+  EXPECT_THROW(nn::Conv(g, "bad", 5, 4, {3}, {.groups = 2}), ShapeError);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "meganeura/graph.hpp"
 #include "meganeura/ops.hpp"
@@ -48,6 +49,19 @@ class LayerNorm {
   Tensor operator()(Tensor x) const;
   Tensor weight, bias;
   float eps = 1e-5f;
+};
+
+// nn.Conv1d / Conv2d / Conv3d (as many as `kernel` has sizes): weight [out, in / groups, *kernel]
+// and bias [out], both U(±1/sqrt(in / groups · prod(kernel))) as PyTorch initialises them; the
+// stride, padding, dilation, groups and padding mode in `options` (ConvOptions, ops.hpp).
+class Conv {
+ public:
+  Conv() = default;
+  Conv(Graph& g, const std::string& name, int64_t in, int64_t out, const std::vector<int64_t>& kernel,
+       const ConvOptions& options = {}, bool bias = true);
+  Tensor operator()(Tensor x) const;  // x [N, in, *spatial] or [in, *spatial]
+  Tensor weight, bias;                // bias invalid without one
+  ConvOptions options;
 };
 
 // Rotary position embedding, Hugging Face's half-split form (rotate_half): x·cos + rot(x)·sin,

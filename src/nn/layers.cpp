@@ -23,6 +23,29 @@ Tensor Linear::operator()(Tensor x) const {
   return bias.valid() ? linear(x, weight, bias, transposed) : matmul(x, weight, transposed);
 }
 
+// nn.Conv*d's reset_parameters: the same bounds as Linear's, from the fan-in of one output.
+Conv::Conv(Graph& g, const std::string& name, int64_t in, int64_t out, const std::vector<int64_t>& kernel,
+           const ConvOptions& o, bool with_bias)
+    : options(o) {
+  if (o.groups < 1 || in % o.groups != 0)
+    throw ShapeError("nn::Conv \"" + name + "\": " + std::to_string(in) + " input channels in " +
+                     std::to_string(o.groups) + " groups");
+  Shape shape{out, in / o.groups};
+  int64_t fan_in = in / o.groups;
+  for (int64_t k : kernel) {
+    shape.push_back(k);
+    fan_in *= k;
+  }
+  const float bound = linear_bound(fan_in);
+  weight = g.parameter(name + ".weight", shape, f32, Init::uniform(bound));
+  if (with_bias) bias = g.parameter(name + ".bias", {out}, f32, Init::uniform(bound));
+}
+
+Tensor Conv::operator()(Tensor x) const {
+  check_call("nn::Conv", weight, ".weight", {{"x", x}});
+  return conv(x, weight, bias, options);
+}
+
 // nn.Embedding: N(0, 1).
 Embedding::Embedding(Graph& g, const std::string& name, int64_t count, int64_t dim)
     : weight(g.parameter(name + ".weight", {count, dim}, f32, Init::normal(1.0f))) {}
