@@ -237,6 +237,22 @@ std::vector<Case> make_cases(bool quick) {
                   [](auto& t) { return mn::attention(t[0], t[1], t[2], {.causal = true}); },
                   double(9 * s * 64 * 2 + 2 * 3 * s * 64) * f,
                   2.0 * 9 * s * s * 64});
+  // ResNet-50's stem and a 3x3 conv of its first stage, batch 4 (the benchmark's).
+  struct ConvShape {
+    int64_t n, c, hw, out, k, stride;
+  };
+  for (const ConvShape& v : {ConvShape{4, 3, 224, 64, 7, 2}, ConvShape{4, 64, 56, 64, 3, 1}}) {
+    const int64_t o = (v.hw + 2 * (v.k / 2) - v.k) / v.stride + 1;
+    cs.push_back({"conv2d/" + std::to_string(v.n) + "x" + std::to_string(v.c) + "x" + std::to_string(v.hw) + "x" +
+                      std::to_string(v.hw) + "_" + std::to_string(v.k) + "x" + std::to_string(v.k) + "s" +
+                      std::to_string(v.stride) + "x" + std::to_string(v.out),
+                  {{"x", {v.n, v.c, v.hw, v.hw}}, {"w", {v.out, v.c, v.k, v.k}}},
+                  [v](auto& t) {
+                    return mn::conv2d(t[0], t[1], {}, {.stride = {v.stride}, .padding = {v.k / 2}});
+                  },
+                  double(v.n * v.c * v.hw * v.hw + v.out * v.c * v.k * v.k + v.n * v.out * o * o) * f,
+                  2.0 * v.n * v.out * o * o * v.c * v.k * v.k});
+  }
   return cs;
 }
 

@@ -45,6 +45,9 @@ def cases(quick):
     for s in [128] if quick else [128, 1024, 4096]:
         sdpa = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
         yield f"attention_causal/9on3x{s}x64", sdpa, [r(1, 9, s, 64), r(1, 3, s, 64), r(1, 3, s, 64)]
+    for n, c, hw, out, k, stride in [(4, 3, 224, 64, 7, 2), (4, 64, 56, 64, 3, 1)]:
+        conv = lambda x, w, s=stride, p=k // 2: F.conv2d(x, w, stride=s, padding=p)
+        yield f"conv2d/{n}x{c}x{hw}x{hw}_{k}x{k}s{stride}x{out}", conv, [r(n, c, hw, hw), r(out, c, k, k)]
 
 
 def median_us(fn, args, warmup=10, reps=50):

@@ -91,7 +91,7 @@ Tensor max_pool2d(Tensor x, const MaxPool2d& o) {
   graph::graph_of("max_pool2d", {{"x", x}});
   check_input(x, "max_pool2d");
   const Shape s = x.shape();
-  std::vector<int64_t> kernel(2), stride(2), dilation(2), out(2), padded(2), pads;
+  std::vector<int64_t> kernel(2), stride(2), dilation(2), out(2), padded(2);
   for (size_t d = 0; d < 2; ++d) {
     const int64_t n = s[s.size() - 2 + d], k = o.kernel[d], p = o.padding[d], dil = o.dilation[d];
     stride[d] = o.stride[d] ? o.stride[d] : k;
@@ -110,10 +110,12 @@ Tensor max_pool2d(Tensor x, const MaxPool2d& o) {
     out[d] = max_pool_out(n, reach, stride[d], p, o.ceil_mode);
     padded[d] = std::max(n + 2 * p, (out[d] - 1) * stride[d] + reach);  // ceil_mode's last window may reach further
   }
-  for (size_t d = 2; d-- > 0;) pads.insert(pads.end(), {o.padding[d], padded[d] - s[s.size() - 2 + d] - o.padding[d]});
+  const int64_t h = s[s.size() - 2], w = s.back(), planes = numel(s) / (h * w), taps = kernel[0] * kernel[1];
+  // F.pad's order (the width's pair first); after: the padding, and what ceil_mode's windows reach.
+  const std::vector<int64_t> pads{o.padding[1], padded[1] - w - o.padding[1], o.padding[0],
+                                  padded[0] - h - o.padding[0]};
   Graph& owner = x.graph();
-  const int64_t planes = numel(s) / (s[s.size() - 2] * s.back()), taps = kernel[0] * kernel[1];
-  Tensor xp = pad(reshape(x, {planes, s[s.size() - 2], s.back()}), pads, PadMode::constant, -INFINITY);
+  Tensor xp = pad(reshape(x, {planes, h, w}), pads, PadMode::constant, -INFINITY);
   const std::vector<int32_t> map = graph::tap_map(kernel, stride, dilation, padded, out);
   const Tensor windows = gather(reshape(xp, {planes, padded[0] * padded[1]}),
                                 owner.constant(std::span<const int32_t>(map), {taps, out[0] * out[1]}), 1);
