@@ -96,7 +96,7 @@ std::unique_ptr<Prepared> prepare(const Case& c) {
     }
   }
   for (int i = 0; i < 3; ++i) session.step();  // warm-up: first-use costs, caches, clocks
-  if (c.composite) op_label.clear();  // every dispatch
+  if (c.composite) op_label.clear();           // every dispatch
   return std::make_unique<Prepared>(Prepared{c.name, std::move(graph), std::move(session), op_label});
 }
 
@@ -254,11 +254,10 @@ std::vector<Case> make_cases(bool quick) {
                       std::to_string(v.hw) + "_" + std::to_string(v.k) + "x" + std::to_string(v.k) + "s" +
                       std::to_string(v.stride) + "x" + std::to_string(v.out),
                   {{"x", {v.n, v.c, v.hw, v.hw}}, {"w", {v.out, v.c, v.k, v.k}}},
-                  [v](auto& t) {
-                    return mn::conv2d(t[0], t[1], {}, {.stride = {v.stride}, .padding = {v.k / 2}});
-                  },
+                  [v](auto& t) { return mn::conv2d(t[0], t[1], {}, {.stride = {v.stride}, .padding = {v.k / 2}}); },
                   double(v.n * v.c * v.hw * v.hw + v.out * v.c * v.k * v.k + v.n * v.out * o * o) * f,
-                  2.0 * v.n * v.out * o * o * v.c * v.k * v.k, true});
+                  2.0 * v.n * v.out * o * o * v.c * v.k * v.k,
+                  true});
   }
   return cs;
 }
