@@ -68,5 +68,33 @@ TEST(BatchNorm, TrainingMatchesTheReference) {
   }
 }
 
+// Running statistics held in buffers (Graph::buffer): an eval-mode batch norm inside a training
+// session trains its weight, never its running statistics, which start at their initialisers
+// (0 and 1, PyTorch's), are set and read by name, and survive save and load.
+TEST(BatchNorm, RunningStatisticsInBuffersAreNotTrained) {
+  Graph g;
+  const Tensor x = g.input("x", {4, 3, 5});
+  const Tensor mean = g.buffer("bn.running_mean", {3}, Init::constant(0.0f));
+  const Tensor var = g.buffer("bn.running_var", {3}, Init::constant(1.0f));
+  const Tensor y = batch_norm(x, mean, var, g.parameter("bn.weight", {3}, f32, Init::constant(1.0f)), {}, false);
+  g.output("y", y);
+  Session s = build_session(g, sum(y * y), {.optimizer = SGD{.lr = 0.1f}});
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  s.set_input("x", host_f32({4, 3, 5}, rng.floats(60, -2, 2)));
+  EXPECT_EQ(s.read_parameter("bn.running_var").to_f32(), std::vector<float>(3, 1.0f));
+  s.set_parameter("bn.running_mean", host_f32({3}, {0.5f, -0.25f, 0.125f}));
+  s.step();
+  EXPECT_EQ(s.read_parameter("bn.running_mean").to_f32(), (std::vector<float>{0.5f, -0.25f, 0.125f}));
+  EXPECT_EQ(s.read_parameter("bn.running_var").to_f32(), std::vector<float>(3, 1.0f));
+  EXPECT_EQ(s.read_grad("bn.running_mean").to_f32(), std::vector<float>(3, 0.0f));
+  EXPECT_NE(s.read_parameter("bn.weight").to_f32(), std::vector<float>(3, 1.0f));  // trained
+  const std::string path = ::testing::TempDir() + "buffers.safetensors";
+  s.save(path);
+  Session t = build_session(g, sum(y * y), {.optimizer = SGD{.lr = 0.1f}});
+  t.load(path);
+  EXPECT_EQ(t.read_parameter("bn.running_mean").to_f32(), (std::vector<float>{0.5f, -0.25f, 0.125f}));
+}
+
 }  // namespace
 }  // namespace mntest

@@ -96,6 +96,7 @@ struct Node {
   std::string name;                 // input/parameter name, else the scope it was built in
   std::vector<std::byte> constant;  // data of a Constant node, in dtype
   Init init{};                      // a Parameter's default initialiser (kind none: set it yourself)
+  bool trainable = true;            // a Parameter made by Graph::buffer: never trained
 };
 
 class Graph;
@@ -130,6 +131,10 @@ class Graph {
   // `init`: drawn from a seed on the session's first use unless the parameter is set or loaded
   // first (the nn layers pass PyTorch's defaults); an initialiser needs an f32 parameter.
   Tensor parameter(std::string name, Shape shape, DType dtype = f32, Init init = {});
+  // A parameter that is never trained (PyTorch's buffers: batch norm's running statistics): set,
+  // read, saved and loaded by name like a parameter, its initialiser drawn the same way, but no
+  // training session computes its gradient or updates it.
+  Tensor buffer(std::string name, Shape shape, Init init = {});
   // Persistent state (a KV cache): zeros when the session is built, kept between steps, changed
   // only in place by cache_write. Not a parameter: never trained, saved or loaded.
   Tensor state(std::string name, Shape shape, DType dtype = f32);

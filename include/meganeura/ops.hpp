@@ -123,7 +123,8 @@ Tensor group_norm(Tensor x, int64_t groups, Tensor weight = {}, Tensor bias = {}
 Tensor instance_norm(Tensor x, Tensor weight = {}, Tensor bias = {}, float eps = 1e-5f);
 // F.batch_norm on x [N, C, *]: training normalises by each channel's mean and biased variance
 // over N and the spatial dimensions (the running statistics are not read, and not updated yet:
-// pass {}); eval by running_mean and running_var [C] (any tensors: parameters, inputs). Then
+// pass {}); eval by running_mean and running_var [C] (any tensors; Graph::buffer keeps them
+// untrained, saved and loaded, as PyTorch's buffers). Then
 // weight and bias [C] per channel (optional: bias needs weight).
 Tensor batch_norm(Tensor x, Tensor running_mean, Tensor running_var, Tensor weight = {}, Tensor bias = {},
                   bool training = false, float eps = 1e-5f);

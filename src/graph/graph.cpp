@@ -116,6 +116,12 @@ Tensor Graph::parameter(std::string name, Shape shape, DType dtype, Init init) {
   return t;
 }
 
+Tensor Graph::buffer(std::string name, Shape shape, Init init) {
+  Tensor t = parameter(std::move(name), std::move(shape), f32, init);
+  nodes_.back().trainable = false;
+  return t;
+}
+
 Tensor Graph::state(std::string name, Shape shape, DType dtype) {
   return leaf(Op::State, std::move(name), std::move(shape), dtype, "state");
 }

@@ -35,7 +35,8 @@ std::unique_ptr<Graph> to_graph(const EGraph& eg, const Extraction& ex, const st
     if (n.op == Op::Input)
       leaves[id] = out->input(n.name, n.shape, n.dtype);
     else if (n.op == Op::Parameter)
-      leaves[id] = out->parameter(n.name, n.shape, n.dtype, n.init);
+      leaves[id] =
+          n.trainable ? out->parameter(n.name, n.shape, n.dtype, n.init) : out->buffer(n.name, n.shape, n.init);
     else if (n.op == Op::State)
       leaves[id] = out->state(n.name, n.shape, n.dtype);
   }

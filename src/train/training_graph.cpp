@@ -48,7 +48,7 @@ TrainingGraph build_training_graph(const Graph& user_graph, Tensor loss, const T
     const Node& n = g->node(id);
     if (n.op != Op::Parameter) continue;
     names.push_back(n.name);
-    if (!feeds_loss[static_cast<size_t>(id)]) continue;
+    if (!feeds_loss[static_cast<size_t>(id)] || !n.trainable) continue;
     if (std::find(config.frozen.begin(), config.frozen.end(), n.name) != config.frozen.end()) continue;
     if (n.dtype != f32)
       throw DTypeError("parameter \"" + n.name + "\" is " + std::string(dtype_name(n.dtype)) +
