@@ -34,11 +34,6 @@ Tensor apply(const nlohmann::json& c, Tensor x, Tensor w, Tensor b) {
                          .groups = c.at("groups").get<int64_t>()});
 }
 
-void expect_near_all(const std::vector<float>& got, const std::vector<double>& want, const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 2e-5) << what << " element " << i;
-}
-
 TEST(ConvAgainstTorch, OutputsAndGradients) {
   std::ifstream file(std::string(MEGANEURA_TEST_DATA) + "/conv/torch.json");
   ASSERT_TRUE(file) << "tests/data/conv/torch.json";
@@ -59,10 +54,10 @@ TEST(ConvAgainstTorch, OutputsAndGradients) {
     if (bias) s.set_parameter("b", host_f32({channels}, formula(channels, 31, 11, 5, 16.0f)));
     s.set_input("c", host_f32(out, fixture_weights(numel(out))));
     s.step();
-    expect_near_all(s.read_output("y").to_f32(), c.at("output").get<std::vector<double>>(), "y");
-    expect_near_all(s.read_grad("x").to_f32(), c.at("grad_x").get<std::vector<double>>(), "d x");
-    expect_near_all(s.read_grad("w").to_f32(), c.at("grad_w").get<std::vector<double>>(), "d weight");
-    if (bias) expect_near_all(s.read_grad("b").to_f32(), c.at("grad_b").get<std::vector<double>>(), "d bias");
+    expect_near_all(s.read_output("y").to_f32(), c.at("output").get<std::vector<double>>(), "y", 2e-5);
+    expect_near_all(s.read_grad("x").to_f32(), c.at("grad_x").get<std::vector<double>>(), "d x", 2e-5);
+    expect_near_all(s.read_grad("w").to_f32(), c.at("grad_w").get<std::vector<double>>(), "d weight", 2e-5);
+    if (bias) expect_near_all(s.read_grad("b").to_f32(), c.at("grad_b").get<std::vector<double>>(), "d bias", 2e-5);
     ++checked;
   }
   EXPECT_EQ(checked, 14);

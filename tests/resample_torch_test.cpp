@@ -49,12 +49,6 @@ std::function<Tensor(Tensor)> fixture_op(const nlohmann::json& c) {
   return [=](Tensor x) { return adaptive_avg_pool2d(x, size); };
 }
 
-void expect_near_all(const std::vector<float>& got, const std::vector<double>& want, const char* what,
-                     double tolerance = 2e-6) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], tolerance) << what << " element " << i;
-}
-
 nlohmann::json fixture_cases() {
   std::ifstream file(std::string(MEGANEURA_TEST_DATA) + "/resample/torch.json");
   if (!file) ADD_FAILURE() << "tests/data/resample/torch.json";
@@ -73,9 +67,9 @@ TEST(ResampleAgainstTorch, OutputsAndGradients) {
         c.value("tied", false) ? formula(numel(shape), 37, 5, 2, 2.0f) : fixture_input(numel(shape));
     const HostTensor y = run_on(op, shape, x);
     ASSERT_EQ(y.shape, out);
-    expect_near_all(y.to_f32(), c.at("output").get<std::vector<double>>(), "output");
+    expect_near_all(y.to_f32(), c.at("output").get<std::vector<double>>(), "output", 2e-6);
     expect_near_all(grad_of_weighted_sum(op, shape, x, out, fixture_weights(numel(out))),
-                    c.at("grad").get<std::vector<double>>(), "gradient");
+                    c.at("grad").get<std::vector<double>>(), "gradient", 2e-6);
     ++checked;
   }
   EXPECT_EQ(checked, 26);

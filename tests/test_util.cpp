@@ -118,6 +118,12 @@ std::vector<float> formula(int64_t n, int64_t a, int64_t m, int64_t offset, floa
   for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = base + static_cast<float>((a * i) % m - offset) / d;
   return v;
 }
+void expect_near_all(const std::vector<float>& got, const std::vector<double>& want, const std::string& what,
+                     double tolerance) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], tolerance) << what << " element " << i;
+}
+
 meganeura::PadMode pad_mode_named(const std::string& name) {
   if (name == "reflect") return meganeura::PadMode::reflect;
   if (name == "replicate") return meganeura::PadMode::replicate;

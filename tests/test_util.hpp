@@ -109,6 +109,10 @@ std::vector<float> grad_of_weighted_sum(const std::function<meganeura::Tensor(me
 // A vector as the PyTorch fixture generators (tools/fixtures) make one, exact in f32: element i
 // is base + ((a i) mod m - offset) / d.
 std::vector<float> formula(int64_t n, int64_t a, int64_t m, int64_t offset, float d, float base = 0.0f);
+// Every element of `got` within `tolerance` of `want` (same length), failures naming `what` and
+// the element.
+void expect_near_all(const std::vector<float>& got, const std::vector<double>& want, const std::string& what,
+                     double tolerance);
 // A PadMode by its name in PyTorch's F.pad (reflect, replicate, circular; else constant).
 meganeura::PadMode pad_mode_named(const std::string& name);
 // The fixtures' inputs, and the weights c of their losses sum(y * c).

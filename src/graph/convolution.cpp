@@ -47,8 +47,8 @@ struct Geometry {
   std::vector<int64_t> stride, dilation;
 };
 
-// x [N, C, *spatial] or [C, *spatial], weight [A, B, *kernel], bias [out_channels] or none: the
-// checks both directions share. `in_per_group` is what weight's dimension 1 must hold, from C.
+// x [N, C, *spatial] or [C, *spatial], weight [C_out, C / groups, *kernel] (transposed: [C,
+// C_out / groups, *kernel]), bias [C_out] or none: the checks both directions share.
 Geometry geometry(Tensor x, Tensor weight, Tensor bias, int64_t groups, const std::vector<int64_t>& stride,
                   const std::vector<int64_t>& dilation, bool transposed, const std::string& what) {
   const Shape xs = x.shape(), ws = weight.shape();
@@ -126,10 +126,8 @@ std::vector<std::pair<int64_t, int64_t>> conv_padding(const ConvOptions& o, cons
       const int64_t total = g.dilation[d] * (g.kernel[d] - 1);
       pairs[d] = {total / 2, total - total / 2};
     }
-  } else if (o.padding.size() == 2 * g.dims && g.dims > 1) {
+  } else if (o.padding.size() == 2 * g.dims) {  // (before, after) pairs: never 1 or dims values
     for (size_t d = 0; d < g.dims; ++d) pairs[d] = {o.padding[2 * d], o.padding[2 * d + 1]};
-  } else if (o.padding.size() == 2 && g.dims == 1) {
-    pairs[0] = {o.padding[0], o.padding[1]};
   } else {
     const std::vector<int64_t> p = per_dim(o.padding, g.dims, 0, what, "padding");
     for (size_t d = 0; d < g.dims; ++d) pairs[d] = {p[d], p[d]};

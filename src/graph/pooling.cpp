@@ -6,6 +6,7 @@
 // element with argmax, and keeps it with a where: its gradient goes to that element alone, as
 // PyTorch's does, ties included.
 #include <cmath>
+#include <numeric>
 #include <string>
 
 #include "graph/op_args.hpp"
@@ -22,12 +23,19 @@ struct Window {
   int64_t begin, end, divisor;
 };
 
-// F.avg_pool2d's windows along a dimension of n: out = floor or ceil((n + 2p - k) / s) + 1, the
-// last window starting inside the input or its left padding.
-std::vector<Window> pool_windows(int64_t n, int64_t k, int64_t s, int64_t p, bool ceil_mode, bool count_pad) {
-  const int64_t span = n + 2 * p - k;
+// A pooling's output size along a dimension of n (F.avg_pool2d's and F.max_pool2d's): windows
+// reaching `reach` inputs (max pooling's dilation: d (k - 1) + 1), floor or ceil((n + 2p - reach)
+// / s) + 1, the last starting inside the input or its left padding.
+int64_t pool_out(int64_t n, int64_t reach, int64_t s, int64_t p, bool ceil_mode) {
+  const int64_t span = n + 2 * p - reach;
   int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
   if (ceil_mode && (out - 1) * s >= n + p) --out;
+  return out;
+}
+
+// F.avg_pool2d's windows along a dimension of n.
+std::vector<Window> pool_windows(int64_t n, int64_t k, int64_t s, int64_t p, bool ceil_mode, bool count_pad) {
+  const int64_t out = pool_out(n, k, s, p, ceil_mode);
   std::vector<Window> w;
   for (int64_t o = 0; o < out; ++o) {
     const int64_t start = o * s - p, end = std::min(start + k, n + p);
@@ -76,15 +84,6 @@ void check_input(Tensor x, const std::string& what) {
   if (x.dtype() != f32) throw DTypeError(what + " of a " + std::string(dtype_name(x.dtype())) + " tensor: f32 only");
 }
 
-// F.max_pool2d's output size along a dimension of n: windows of reach d (k - 1) + 1, floor or
-// ceil, the last starting inside the input or its left padding.
-int64_t max_pool_out(int64_t n, int64_t reach, int64_t s, int64_t p, bool ceil_mode) {
-  const int64_t span = n + 2 * p - reach;
-  int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
-  if (ceil_mode && (out - 1) * s >= n + p) --out;
-  return out;
-}
-
 }  // namespace
 
 Tensor max_pool2d(Tensor x, const MaxPool2d& o) {
@@ -107,7 +106,7 @@ Tensor max_pool2d(Tensor x, const MaxPool2d& o) {
     if (n + 2 * p < reach) fail("the padded input is smaller than the kernel's reach");
     kernel[d] = k;
     dilation[d] = dil;
-    out[d] = max_pool_out(n, reach, stride[d], p, o.ceil_mode);
+    out[d] = pool_out(n, reach, stride[d], p, o.ceil_mode);
     padded[d] = std::max(n + 2 * p, (out[d] - 1) * stride[d] + reach);  // ceil_mode's last window may reach further
   }
   const int64_t h = s[s.size() - 2], w = s.back(), planes = numel(s) / (h * w), taps = kernel[0] * kernel[1];
@@ -120,7 +119,7 @@ Tensor max_pool2d(Tensor x, const MaxPool2d& o) {
   const Tensor windows = gather(reshape(xp, {planes, padded[0] * padded[1]}),
                                 owner.constant(std::span<const int32_t>(map), {taps, out[0] * out[1]}), 1);
   std::vector<int32_t> tap_ids(static_cast<size_t>(taps));
-  for (int64_t t = 0; t < taps; ++t) tap_ids[static_cast<size_t>(t)] = static_cast<int32_t>(t);
+  std::iota(tap_ids.begin(), tap_ids.end(), 0);
   const Tensor first_largest =
       eq(argmax(windows, 1, true), owner.constant(std::span<const int32_t>(tap_ids), {taps, 1}));
   Tensor y = sum(where(first_largest, windows, owner.scalar(0.0f)), {1});  // [planes, OH * OW]
