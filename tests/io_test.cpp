@@ -237,6 +237,28 @@ TEST(SafetensorsErrors, UnknownDtype) {
                           ", which meganeura does not read (supported: F32, F16, BF16, I32, U32)"));
 }
 
+// A torchvision state dict holds num_batches_tracked as I64: a Checkpoint lists it, checks its
+// size like any tensor's, reads the F32 tensors beside it and refuses to read it, naming it.
+TEST(Checkpoint, TensorsOfOtherDtypesAreListedNotRead) {
+  TempDir dir;
+  const std::string path = dir / "state.safetensors";
+  const std::string weight("\0\0\xc0\x3f", 4);  // 1.5f
+  write_bytes(path, safetensors_bytes(R"({"bn.num_batches_tracked":{"dtype":"I64","shape":[],"data_offsets":[0,8]},)"
+                                      R"("bn.weight":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+                                      std::string("\x07\0\0\0\0\0\0\0", 8) + weight));
+  const Checkpoint c = Checkpoint::open(path);
+  EXPECT_EQ(c.names(), (std::vector<std::string>{"bn.num_batches_tracked", "bn.weight"}));
+  EXPECT_TRUE(c.contains("bn.num_batches_tracked"));
+  EXPECT_EQ(c.read("bn.weight", f32).to_f32(), std::vector<float>{1.5f});
+  EXPECT_THAT(error_of([&] { (void)c.read("bn.num_batches_tracked", i32); }),
+              HasSubstr("tensor \"bn.num_batches_tracked\" is I64, which meganeura does not read"));
+  EXPECT_THAT(error_of([&] { (void)c.info("bn.num_batches_tracked"); }), HasSubstr("is I64"));
+  // Its size is checked all the same.
+  write_bytes(path,
+              safetensors_bytes(R"({"n":{"dtype":"I64","shape":[2],"data_offsets":[0,8]}})", std::string(8, '\0')));
+  EXPECT_THAT(error_of([&] { Checkpoint::open(path); }), HasSubstr("has shape [2] and dtype I64, which take 16 bytes"));
+}
+
 TEST(SafetensorsErrors, ShapeSizeMismatch) {
   TempDir dir;
   EXPECT_THAT(

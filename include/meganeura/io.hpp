@@ -31,6 +31,8 @@ void write_checkpoint(const std::string& dir, const TensorFile& file, uint64_t m
 // checkpoint (model.safetensors.index.json and the shards its "weight_map" names), or a
 // directory holding model.safetensors or that index. Every header is checked when opened (as
 // read_safetensors does); a name the checkpoint lacks is a NameError naming the checkpoint.
+// Tensors of the format's other dtypes (I64, F64, U8, BOOL, ...: PyTorch's num_batches_tracked)
+// are listed and checked but not read: info() and read() of one are a DTypeError naming it.
 class Checkpoint {
  public:
   static Checkpoint open(const std::string& path);

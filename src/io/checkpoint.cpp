@@ -45,7 +45,7 @@ struct Checkpoint::Impl {
 
   void add_file(const std::string& file_path) {
     File f{file_path, std::make_unique<io::MappedFile>(file_path), 0};
-    std::vector<io::SafetensorsEntry> entries = io::read_layout(file_path, *f.map, f.data_start);
+    std::vector<io::SafetensorsEntry> entries = io::read_layout(file_path, *f.map, f.data_start, nullptr, true);
     files.push_back(std::move(f));
     for (auto& e : entries) {
       auto [it, fresh] = tensors.emplace(e.name, Where{files.size() - 1, e});
@@ -95,9 +95,13 @@ struct Checkpoint::Impl {
     }
   }
 
+  // A tensor to read: present, of a dtype meganeura reads.
   const Where& find(std::string_view name) const {
     auto it = tensors.find(name);
     if (it == tensors.end()) throw NameError(path + ": has no tensor \"" + std::string(name) + "\"");
+    if (!it->second.entry.foreign.empty())
+      throw DTypeError(files[it->second.file].path + ": tensor \"" + std::string(name) + "\" is " +
+                       it->second.entry.foreign + ", which meganeura does not read (F32, F16, BF16, I32, U32)");
     return it->second;
   }
 };

@@ -41,6 +41,16 @@ std::optional<DType> parse_dtype(const std::string& s) {
   return std::nullopt;
 }
 
+// The other dtypes of the safetensors format, with their element sizes: checked like the rest,
+// never read (a Checkpoint keeps them so that the tensors beside them load).
+std::optional<uint64_t> foreign_size(const std::string& s) {
+  for (const auto& [tag, bytes] :
+       {std::pair{"F64", 8}, std::pair{"I64", 8}, std::pair{"U64", 8}, std::pair{"I16", 2}, std::pair{"U16", 2},
+        std::pair{"I8", 1}, std::pair{"U8", 1}, std::pair{"BOOL", 1}, std::pair{"F8_E4M3", 1}, std::pair{"F8_E5M2", 1}})
+    if (s == tag) return static_cast<uint64_t>(bytes);
+  return std::nullopt;
+}
+
 const char* dtype_tag(DType t) {
   switch (t) {
     case DType::f32: return "F32";
@@ -78,16 +88,17 @@ uint64_t as_u64(const json& v, const FileErrors& e, const std::string& name, con
   return v.get<uint64_t>();
 }
 
-Entry parse_entry(const std::string& name, const json& v, const FileErrors& e) {
+Entry parse_entry(const std::string& name, const json& v, const FileErrors& e, bool keep_foreign) {
   if (!v.is_object()) e.fail(name, "is not a JSON object in the header");
   for (const char* key : {"dtype", "shape", "data_offsets"})
     if (!v.contains(key)) e.fail(name, std::string("has no \"") + key + "\" in the header");
   const json& dt = v["dtype"];
   if (!dt.is_string()) e.fail(name, "has a dtype that is not a string: " + describe_json(dt));
-  auto dtype = parse_dtype(dt.get<std::string>());
-  if (!dtype)
-    e.fail(name, "has dtype " + clip(dt.get<std::string>()) +
-                     ", which meganeura does not read (supported: " + kSupported + ")");
+  const std::string& tag = dt.get_ref<const std::string&>();
+  auto dtype = parse_dtype(tag);
+  const bool foreign = !dtype && keep_foreign && foreign_size(tag);
+  if (!dtype && !foreign)
+    e.fail(name, "has dtype " + clip(tag) + ", which meganeura does not read (supported: " + kSupported + ")");
   const json& sh = v["shape"];
   if (!sh.is_array()) e.fail(name, "has a shape that is not an array: " + describe_json(sh));
   Shape shape;
@@ -103,18 +114,20 @@ Entry parse_entry(const std::string& name, const json& v, const FileErrors& e) {
   if (end < begin)
     e.fail(name,
            "has data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) + ") that end before they begin");
-  return {name, *dtype, std::move(shape), begin, end};
+  return {name, dtype.value_or(f32), std::move(shape), begin, end, foreign ? tag : ""};
 }
+
+std::string tag_of(const Entry& t) { return t.foreign.empty() ? dtype_tag(t.dtype) : t.foreign; }
 
 // Bytes the shape and dtype need, or nullopt on overflow.
 std::optional<uint64_t> expected_bytes(const Entry& t) {
-  uint64_t n = dtype_size(t.dtype);
+  uint64_t n = t.foreign.empty() ? dtype_size(t.dtype) : *foreign_size(t.foreign);
   for (int64_t d : t.shape)
     if (__builtin_mul_overflow(n, static_cast<uint64_t>(d), &n)) return std::nullopt;
   return n;
 }
 
-std::vector<Entry> parse_header(const json& header, TensorFile& out, const FileErrors& e) {
+std::vector<Entry> parse_header(const json& header, TensorFile& out, const FileErrors& e, bool keep_foreign) {
   if (!header.is_object()) e.fail("the safetensors header is not a JSON object");
   std::vector<Entry> entries;
   for (const auto& [name, v] : header.items()) {
@@ -126,7 +139,7 @@ std::vector<Entry> parse_header(const json& header, TensorFile& out, const FileE
       }
       continue;
     }
-    entries.push_back(parse_entry(name, v, e));
+    entries.push_back(parse_entry(name, v, e, keep_foreign));
   }
   return entries;
 }
@@ -141,7 +154,7 @@ void check_layout(std::vector<Entry>& entries, uint64_t data_start, uint64_t fil
                          " bytes long (truncated download?)");
     auto need = expected_bytes(t);
     if (!need || *need != t.end - t.begin)
-      e.fail(t.name, "has shape " + shape_str(t.shape) + " and dtype " + dtype_tag(t.dtype) + ", which take " +
+      e.fail(t.name, "has shape " + shape_str(t.shape) + " and dtype " + tag_of(t) + ", which take " +
                          (need ? std::to_string(*need) : std::string("more than 2^64")) +
                          " bytes, but its data_offsets [" + std::to_string(t.begin) + ", " + std::to_string(t.end) +
                          ") hold " + std::to_string(t.end - t.begin));
@@ -163,7 +176,7 @@ void check_layout(std::vector<Entry>& entries, uint64_t data_start, uint64_t fil
 namespace io {
 
 std::vector<SafetensorsEntry> read_layout(const std::string& path, const MappedFile& file, uint64_t& data_start,
-                                          std::map<std::string, std::string>* metadata) {
+                                          std::map<std::string, std::string>* metadata, bool keep_foreign) {
   const FileErrors e{path};
   const uint64_t size = file.size();
   if (size < 8)
@@ -177,7 +190,7 @@ std::vector<SafetensorsEntry> read_layout(const std::string& path, const MappedF
   TensorFile meta;
   std::vector<Entry> entries;
   try {
-    entries = parse_header(header, meta, e);
+    entries = parse_header(header, meta, e, keep_foreign);
   } catch (const json::exception& err) {  // none expected: every access is checked first
     e.fail(std::string("the safetensors header cannot be read: ") + err.what());
   }

@@ -16,11 +16,16 @@ struct SafetensorsEntry {
   DType dtype;
   Shape shape;
   uint64_t begin, end;  // relative to the data buffer
+  // A standard safetensors dtype meganeura does not read ("I64": PyTorch's num_batches_tracked),
+  // kept so that the rest of its file loads; empty for the dtypes it reads (then `dtype` holds it).
+  std::string foreign;
 };
 
 // Parses and checks the header of a mapped safetensors file (every malformed field is an Error
-// naming the file and the tensor); data_start gets the data buffer's file offset.
+// naming the file and the tensor); data_start gets the data buffer's file offset. A tensor of a
+// foreign dtype is an Error unless `keep_foreign`.
 std::vector<SafetensorsEntry> read_layout(const std::string& path, const MappedFile& file, uint64_t& data_start,
-                                          std::map<std::string, std::string>* metadata = nullptr);
+                                          std::map<std::string, std::string>* metadata = nullptr,
+                                          bool keep_foreign = false);
 
 }  // namespace meganeura::io
