@@ -254,29 +254,29 @@ TEST(Conv, OutputsAndGradientsMatchTheReference) {
 TEST(Conv, Errors) {
   Graph g;
   Tensor x = g.input("x", {2, 4, 8, 8}), w = g.parameter("w", {6, 2, 3, 3});
-  auto has = [](const std::string& message, const std::string& part) {
-    EXPECT_NE(message.find(part), std::string::npos) << message;
-  };
-  has(message_of<ShapeError>([&] { conv2d(x, w); }), "4 input channels in 1 groups do not match the weight");
-  has(message_of<ShapeError>([&] { conv2d(x, w, {}, {.groups = 3}); }), "must divide by the groups");
-  has(message_of<ShapeError>([&] { conv2d(x, w, g.parameter("b", {5}), {.groups = 2}); }), "needs [6]");
-  has(message_of<ShapeError>([&] {
-        conv2d(x, w, {}, {.padding = {1, 1, 1}, .groups = 2});
-      }),
-      "padding (1, 1, 1) needs one value, or one for each of the 2 spatial dimensions");
-  has(message_of<ShapeError>([&] { conv2d(x, w, {}, {.stride = {2}, .same = true, .groups = 2}); }),
-      "padding 'same' needs a stride of 1");
-  has(message_of<ShapeError>([&] { conv2d(x, w, {}, {.padding = {-1}, .groups = 2}); }), "must not be negative");
-  has(message_of<ShapeError>([&] { conv2d(x, w, {}, {.dilation = {5}, .groups = 2}); }),
-      "smaller than the kernel's reach of 11");
-  has(message_of<ShapeError>([&] { conv1d(x, w, {}, {.groups = 2}); }), "conv1d takes one of rank 3");
-  has(message_of<ShapeError>([&] { conv(g.input("v", {4, 8}), w, {}, {.groups = 2}); }), "[N, C, *spatial]");
-  has(message_of<DTypeError>([&] { conv2d(g.input("i", {2, 4, 8, 8}, i32), w, {}, {.groups = 2}); }), "f32 only");
+  expect_has(message_of<ShapeError>([&] { conv2d(x, w); }), "4 input channels in 1 groups do not match the weight");
+  expect_has(message_of<ShapeError>([&] { conv2d(x, w, {}, {.groups = 3}); }), "must divide by the groups");
+  expect_has(message_of<ShapeError>([&] { conv2d(x, w, g.parameter("b", {5}), {.groups = 2}); }), "needs [6]");
+  expect_has(message_of<ShapeError>([&] {
+               conv2d(x, w, {}, {.padding = {1, 1, 1}, .groups = 2});
+             }),
+             "padding (1, 1, 1) needs one value, or one for each of the 2 spatial dimensions");
+  expect_has(message_of<ShapeError>([&] { conv2d(x, w, {}, {.stride = {2}, .same = true, .groups = 2}); }),
+             "padding 'same' needs a stride of 1");
+  expect_has(message_of<ShapeError>([&] { conv2d(x, w, {}, {.padding = {-1}, .groups = 2}); }), "must not be negative");
+  expect_has(message_of<ShapeError>([&] { conv2d(x, w, {}, {.dilation = {5}, .groups = 2}); }),
+             "smaller than the kernel's reach of 11");
+  expect_has(message_of<ShapeError>([&] { conv1d(x, w, {}, {.groups = 2}); }), "conv1d takes one of rank 3");
+  expect_has(message_of<ShapeError>([&] { conv(g.input("v", {4, 8}), w, {}, {.groups = 2}); }), "[N, C, *spatial]");
+  expect_has(message_of<DTypeError>([&] {
+               conv2d(g.input("i", {2, 4, 8, 8}, i32), w, {}, {.groups = 2});
+             }),
+             "f32 only");
   Tensor wt = g.parameter("wt", {4, 3, 3, 3});
-  has(message_of<ShapeError>([&] { conv_transpose2d(x, wt, {}, {.stride = {2}, .output_padding = {2}}); }),
-      "output_padding 2 must be smaller than the stride or the dilation");
-  has(message_of<ShapeError>([&] { conv_transpose2d(x, wt, {}, {.padding = {6}}); }), "would be -2 long");
-  has(message_of<ShapeError>([&] { conv_transpose2d(x, w); }), "do not match the weight");
+  expect_has(message_of<ShapeError>([&] { conv_transpose2d(x, wt, {}, {.stride = {2}, .output_padding = {2}}); }),
+             "output_padding 2 must be smaller than the stride or the dilation");
+  expect_has(message_of<ShapeError>([&] { conv_transpose2d(x, wt, {}, {.padding = {6}}); }), "would be -2 long");
+  expect_has(message_of<ShapeError>([&] { conv_transpose2d(x, w); }), "do not match the weight");
 }
 
 }  // namespace

@@ -72,8 +72,8 @@ TEST(GradTable, HasGradientFalseExactlyForLeavesMasksIndicesAndBackwardOps) {
   for (int i = 0; i < op_count(); ++i) {
     const Op op = op_at(i);
     const bool none = op_kind(op) == OpKind::Leaf || op_kind(op) == OpKind::Train || op_kind(op) == OpKind::Compare ||
-                      op == Op::ArgMax || op == Op::OneHot || op == Op::CacheWrite ||
-                      is_backward_op(op);  // cache_write: inference state
+                      op == Op::ArgMax || op == Op::OneHot || op == Op::CacheWrite || op == Op::Assign ||
+                      is_backward_op(op);  // cache_write, assign: state written in place
     if (has_gradient(op) == none)
       wrong.push_back(std::string(op_name(op)) +
                       (none ? ": has_gradient true, expected false" : ": has_gradient false, expected true"));

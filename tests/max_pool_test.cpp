@@ -95,18 +95,19 @@ TEST(MaxPool2d, MatchesTheReferenceWithTiesGoingToTheFirst) {
 TEST(MaxPool2d, Errors) {
   Graph g;
   Tensor x = g.input("x", {2, 3, 5, 7});
-  auto has = [](const std::string& message, const std::string& part) {
-    EXPECT_NE(message.find(part), std::string::npos) << message;
-  };
-  has(message_of<ShapeError>([&] {
+  expect_has(
+      message_of<ShapeError>([&] {
         max_pool2d(x, {{3, 3}, {1, 1}, {2, 0}});
       }),
       "max_pool2d of [2,3,5,7] along the height (5): kernel 3, stride 1, padding 2, dilation 1: the padding may be "
       "at most half the kernel's reach");
-  has(message_of<ShapeError>([&] { max_pool2d(x, {{2, 8}}); }), "the padded input is smaller than the kernel's reach");
-  has(message_of<ShapeError>([&] { max_pool2d(x, {{0, 2}}); }), "must be positive");
-  has(message_of<ShapeError>([&] { max_pool2d(g.input("v", {7}), {{2, 2}}); }), "[N, C, H, W] or [C, H, W]");
-  has(message_of<DTypeError>([&] { max_pool2d(g.input("i", {1, 1, 4, 4}, i32), {{2, 2}}); }), "f32 only");
+  expect_has(message_of<ShapeError>([&] {
+               max_pool2d(x, {{2, 8}});
+             }),
+             "the padded input is smaller than the kernel's reach");
+  expect_has(message_of<ShapeError>([&] { max_pool2d(x, {{0, 2}}); }), "must be positive");
+  expect_has(message_of<ShapeError>([&] { max_pool2d(g.input("v", {7}), {{2, 2}}); }), "[N, C, H, W] or [C, H, W]");
+  expect_has(message_of<DTypeError>([&] { max_pool2d(g.input("i", {1, 1, 4, 4}, i32), {{2, 2}}); }), "f32 only");
 }
 
 }  // namespace

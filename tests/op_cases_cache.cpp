@@ -1,5 +1,5 @@
-// Forward cases for state and cache_write (a KV cache append at a position read on the device),
-// and the cache's life across steps: it persists, and a write past the end is an error.
+// Forward cases for state, cache_write (a KV cache append at a position read on the device) and
+// assign, and the cache's life across steps: it persists, and a write past the end is an error.
 #include "op_case.hpp"
 
 namespace mntest {
@@ -22,6 +22,17 @@ std::vector<OpCase> cache_cases() {
       write("rank2_one_row_at_0", {7, 5}, {1, 5}, 0),
       write("every_slot", {3, 6, 2}, {3, 6, 2}, 0),
   };
+  // assign into a state (zeros at build): the value alone, a fused chain, the target's own old value
+  cases.push_back({Op::Assign, "state_7_from_input",
+                   [](CaseBuilder& b) { b.output("s", assign(b.g.state("s", {7}), b.input("x", {7}))); }});
+  cases.push_back({Op::Assign, "rank4_from_a_chain", [](CaseBuilder& b) {
+                     const Shape s{2, 3, 5, 7};
+                     b.output("s", assign(b.g.state("s", s), exp(b.input("x", s, -2, 2)) * b.input("y", s) + 0.5f));
+                   }});
+  cases.push_back({Op::Assign, "old_value_plus_input", [](CaseBuilder& b) {
+                     const Tensor target = b.g.state("s", {13, 3});
+                     b.output("s", assign(target, target * 0.9f + b.input("x", {13, 3})));
+                   }});
   // state alone: zeros when the session is built
   for (const Shape& s : {Shape{3}, Shape{2, 5}, Shape{1, 2, 3, 4}})
     cases.push_back(

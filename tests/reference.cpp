@@ -211,7 +211,8 @@ RefTensor eval_node(const meganeura::Graph& g, const Node& n, const std::vector<
     case Op::ClipGradNorm:
     case Op::OptimizerUpdate:  // training sessions have their own host reference (train_util.hpp)
       throw ReferenceError("reference: " + std::string(op_name(n.op)) + " is a training op");
-    case Op::CacheWrite: {  // the state with rows [position, position + S) replaced
+    case Op::Assign: return in(1);  // the target's new value
+    case Op::CacheWrite: {          // the state with rows [position, position + S) replaced
       out = in(0);
       const auto& rows = in(1);
       const size_t r = rows.shape.size();

@@ -89,6 +89,11 @@ std::string message_of(F&& f) {
   return "";
 }
 
+// An error message that should name `part`.
+inline void expect_has(const std::string& message, const std::string& part) {
+  EXPECT_NE(message.find(part), std::string::npos) << message;
+}
+
 // "seed 1234 (rerun with MEGANEURA_TEST_SEED=1234)"
 std::string seed_note(uint64_t seed);
 

@@ -131,13 +131,13 @@ TEST(Upsample, GradientsAreTheTransposedWeights) {
 TEST(Upsample, Errors) {
   Graph g;
   Tensor x = g.input("x", {2, 3, 5, 7});
-  auto has = [](const std::string& message, const std::string& part) {
-    EXPECT_NE(message.find(part), std::string::npos) << message;
-  };
-  has(message_of<ShapeError>([&] { upsample(x, {1, 2, 3}); }), "one size per spatial dimension (1 to 2 here)");
-  has(message_of<ShapeError>([&] { upsample(x, {}); }), "one size per spatial dimension");
-  has(message_of<ShapeError>([&] { upsample(x, {0, 4}); }), "spatial dimension 0 would go from 5 to 0");
-  has(message_of<DTypeError>([&] { upsample(g.input("i", {1, 1, 4}, i32), {8}, UpsampleMode::linear); }), "f32 only");
+  expect_has(message_of<ShapeError>([&] { upsample(x, {1, 2, 3}); }), "one size per spatial dimension (1 to 2 here)");
+  expect_has(message_of<ShapeError>([&] { upsample(x, {}); }), "one size per spatial dimension");
+  expect_has(message_of<ShapeError>([&] { upsample(x, {0, 4}); }), "spatial dimension 0 would go from 5 to 0");
+  expect_has(message_of<DTypeError>([&] {
+               upsample(g.input("i", {1, 1, 4}, i32), {8}, UpsampleMode::linear);
+             }),
+             "f32 only");
   EXPECT_EQ(upsample(g.input("j", {1, 1, 4}, i32), {8}).shape(), (Shape{1, 1, 8}));
 }
 

@@ -168,6 +168,9 @@ class Graph {
   const std::vector<Node>& nodes() const { return nodes_; }
   int size() const { return static_cast<int>(nodes_.size()); }
   const std::vector<std::pair<std::string, int>>& outputs() const { return outputs_; }
+  // Nodes run for what they write, not for a value anyone reads (assign): every step runs them,
+  // after the rest of the step has read what they overwrite. Passes that rebuild a graph keep them.
+  const std::vector<int>& effects() const { return effects_; }
   // "%12" or "%12 blocks.3.attn": how errors refer to a node.
   std::string label(int id) const;
   std::string to_string() const;  // one line per node
@@ -178,6 +181,7 @@ class Graph {
   Tensor leaf(Op op, std::string name, Shape shape, DType dtype, std::string_view what);
   std::vector<Node> nodes_;
   std::vector<std::pair<std::string, int>> outputs_;
+  std::vector<int> effects_;
   std::vector<std::string> scopes_;
 };
 

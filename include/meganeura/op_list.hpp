@@ -84,6 +84,10 @@
   /* cache_write(state [..., N, D], rows [..., S, D], position i32 [1]) -> the state with rows */ \
   /* [position, position + S) replaced, written in place (a KV cache append) */ \
   X(CacheWrite,   "cache_write",   Index,     3, 3, infer_cache_write, grad_unsupported, Index) \
+  /* assign(target, value) -> the target with value written into its bytes, in place: a */ \
+  /* Graph::buffer (batch norm's running statistics) or a State. A side effect: every step runs */ \
+  /* it though nothing reads it (Graph::effects), after everything else reads the old value */ \
+  X(Assign,       "assign",        Binary,    2, 2, infer_assign, grad_none, Elementwise) \
   /* losses: mean over the batch, scalar out */                              \
   X(CrossEntropy, "cross_entropy", Loss,      2, 2, infer_cross_entropy, grad_cross_entropy, Index)     \
   X(MseLoss,      "mse_loss",      Loss,      2, 2, infer_pair_loss, grad_mse_loss, Reduce)         \

@@ -103,6 +103,11 @@ Tensor attention(Tensor q, Tensor k, Tensor v, Tensor position, AttentionOptions
 // slots [position, position + S): in place, so that it persists. A write past the last slot is
 // reported by the step (an index error naming the node).
 Tensor cache_write(Tensor state, Tensor rows, Tensor position);
+// target (a Graph::buffer or Graph::state) overwritten with value (same shape, f32), in place:
+// PyTorch's target.copy_(value) under no_grad. Every step runs it, though nothing reads the
+// result, after the rest of the step has read target's old value (Graph::effects); evaluate()
+// and SessionOptions::programs do not. Not differentiated.
+Tensor assign(Tensor target, Tensor value);
 
 // reductions; an empty axes list reduces over every axis
 Tensor sum(Tensor x, std::vector<int64_t> axes = {}, bool keepdim = false);
@@ -121,13 +126,15 @@ Tensor layer_norm(Tensor x, Tensor weight = {}, Tensor bias = {}, float eps = 1e
 // form, nn.InstanceNorm's default).
 Tensor group_norm(Tensor x, int64_t groups, Tensor weight = {}, Tensor bias = {}, float eps = 1e-5f);
 Tensor instance_norm(Tensor x, Tensor weight = {}, Tensor bias = {}, float eps = 1e-5f);
-// F.batch_norm on x [N, C, *]: training normalises by each channel's mean and biased variance
-// over N and the spatial dimensions (the running statistics are not read, and not updated yet:
-// pass {}); eval by running_mean and running_var [C] (any tensors; Graph::buffer keeps them
-// untrained, saved and loaded, as PyTorch's buffers). Then
-// weight and bias [C] per channel (optional: bias needs weight).
+// F.batch_norm on x [N, C, *] (PyTorch's argument order): training normalises by each channel's
+// mean and biased variance over N and the spatial dimensions, and, where running_mean and
+// running_var are given (Graph::buffer, as nn::BatchNorm makes them), updates them in place
+// each step as PyTorch does: running = (1 - momentum) · running + momentum · batch, with the
+// unbiased variance (momentum 0: left alone; PyTorch's momentum=None, a cumulative average, is
+// not offered). Eval normalises by running_mean and running_var [C] (any tensors). Then weight
+// and bias [C] per channel (optional: bias needs weight).
 Tensor batch_norm(Tensor x, Tensor running_mean, Tensor running_var, Tensor weight = {}, Tensor bias = {},
-                  bool training = false, float eps = 1e-5f);
+                  bool training = false, float momentum = 0.1f, float eps = 1e-5f);
 
 // data movement
 Tensor reshape(Tensor x, Shape shape);  // one dim may be -1

@@ -36,6 +36,13 @@ Tensor affine(Tensor y, Tensor weight, Tensor bias, size_t rank) {
   return y;
 }
 
+void check_running(Tensor running_mean, Tensor running_var, int64_t channels, const std::string& what) {
+  for (const auto& [t, name] : {std::pair{running_mean, "running_mean"}, std::pair{running_var, "running_var"}})
+    if (t.shape() != Shape{channels})
+      throw ShapeError(what + ": " + name + " has shape " + shape_str(t.shape()) + ", one value a channel needs [" +
+                       std::to_string(channels) + "]");
+}
+
 }  // namespace
 
 Tensor group_norm(Tensor x, int64_t groups, Tensor weight, Tensor bias, float eps) {
@@ -52,7 +59,7 @@ Tensor group_norm(Tensor x, int64_t groups, Tensor weight, Tensor bias, float ep
 }
 
 Tensor batch_norm(Tensor x, Tensor running_mean, Tensor running_var, Tensor weight, Tensor bias, bool training,
-                  float eps) {
+                  float momentum, float eps) {
   graph::graph_of("batch_norm", {{"x", x},
                                  graph::Arg::optional("running_mean", running_mean),
                                  graph::Arg::optional("running_var", running_var),
@@ -67,18 +74,28 @@ Tensor batch_norm(Tensor x, Tensor running_mean, Tensor running_var, Tensor weig
   if (training) {
     std::vector<int64_t> axes{0};
     for (int64_t d = 2; d < static_cast<int64_t>(shape.size()); ++d) axes.push_back(d);
-    if (numel(shape) / channels < 2)
-      throw ShapeError(what + ": training needs more than one value a channel (as PyTorch)");
-    const Tensor centred = x - mean(x, axes, true);
+    const int64_t count = numel(shape) / channels;
+    if (count < 2) throw ShapeError(what + ": training needs more than one value a channel (as PyTorch)");
+    if (running_mean.valid() != running_var.valid())
+      throw Error(what + ": pass both running statistics to update them, or neither");
+    if (!(momentum >= 0.0f && momentum <= 1.0f))
+      throw Error(what + ": momentum " + std::to_string(momentum) + " is outside [0, 1]");
+    const Tensor batch_mean = mean(x, axes, true);
+    const Tensor centred = x - batch_mean;
     const Tensor var = mean(centred * centred, axes, true);  // biased, as PyTorch normalises
+    if (running_mean.valid() && momentum > 0.0f) {
+      check_running(running_mean, running_var, channels, what);
+      const auto blend = [&](Tensor running, Tensor batch) {
+        return assign(running, running * (1.0f - momentum) + reshape(batch, {channels}) * momentum);
+      };
+      blend(running_mean, batch_mean);
+      blend(running_var, var * (static_cast<float>(count) / static_cast<float>(count - 1)));  // unbiased
+    }
     return affine(centred * rsqrt(var + eps), weight, bias, shape.size());
   }
   if (!running_mean.valid() || !running_var.valid())
     throw Error(what + ": eval mode normalises by the running mean and variance; pass both");
-  for (const auto& [t, name] : {std::pair{running_mean, "running_mean"}, std::pair{running_var, "running_var"}})
-    if (t.shape() != Shape{channels})
-      throw ShapeError(what + ": " + name + " has shape " + shape_str(t.shape()) + ", one value a channel needs [" +
-                       std::to_string(channels) + "]");
+  check_running(running_mean, running_var, channels, what);
   const Tensor centred = x - per_channel(running_mean, shape.size());
   return affine(centred * rsqrt(per_channel(running_var, shape.size()) + eps), weight, bias, shape.size());
 }

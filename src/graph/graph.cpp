@@ -151,6 +151,7 @@ std::unique_ptr<Graph> Graph::clone() const {
   auto copy = std::make_unique<Graph>();
   copy->nodes_ = nodes_;
   copy->outputs_ = outputs_;
+  copy->effects_ = effects_;
   return copy;
 }
 
@@ -204,7 +205,9 @@ Tensor Graph::add(Op op, std::vector<Tensor> inputs, Attrs attrs) {
   graph::OutType out = graph::infer(op, std::move(types), attrs, label);
   Node n{op, std::move(ids), std::move(attrs), std::move(out.shape), out.dtype, scopes_.empty() ? "" : scopes_.back(),
          {}};
-  return {this, push(std::move(n))};
+  const int id = push(std::move(n));
+  if (op == Op::Assign) effects_.push_back(id);
+  return {this, id};
 }
 
 }  // namespace meganeura

@@ -125,6 +125,17 @@ Tensor cache_write(Tensor state, Tensor rows, Tensor position) {
   return build(Op::CacheWrite, {{"state", state}, {"rows", rows}, {"position", position}});
 }
 
+Tensor assign(Tensor target, Tensor value) {
+  graph_of("assign", {{"target", target}, {"value", value, 2}});
+  const Node& t = target.node();
+  const bool writable = (t.op == Op::Parameter && !t.trainable) || t.op == Op::State;
+  if (!writable)
+    throw Error("assign: the target \"" + (t.name.empty() ? target.graph().label(target.id()) : t.name) + "\" is " +
+                (t.op == Op::Parameter ? "a trained parameter" : "not a leaf a session keeps") +
+                "; assign writes a Graph::buffer or a Graph::state");
+  return build(Op::Assign, {{"target", target}, {"value", value}});
+}
+
 // Reads q's shape for the default scale: called once the arguments are checked.
 static Attrs attention_attrs(Tensor q, const AttentionOptions& o) {
   Attrs at;

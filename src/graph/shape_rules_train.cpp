@@ -36,6 +36,15 @@ OutType infer_accumulate(InferContext& c) {
   return {c.shape(0), f32};
 }
 
+// assign(target, value): one shape, f32.
+OutType infer_assign(InferContext& c) {
+  c.require_dtype(0, {f32}, "target");
+  if (c.dtype(1) != c.dtype(0)) c.dtype_error("the value's dtype differs from the target's");
+  if (c.shape(1) != c.shape(0))
+    c.shape_error("value " + shape_str(c.shape(1)) + " differs from the target " + shape_str(c.shape(0)));
+  return {c.shape(0), c.dtype(0)};
+}
+
 OutType infer_clip_grad_norm(InferContext& c) {
   require_hyper(c, 0);
   for (size_t i = 1; i < c.inputs.size(); ++i) c.require_dtype(i, {f32}, "gradient");

@@ -12,7 +12,8 @@ const uint EW_COPY = 0u, EW_CONVERT = 1u, EW_NEG = 2u, EW_ABS = 3u, EW_EXP = 4u,
            EW_SIGMOID = 13u, EW_TANH = 14u, EW_SIN = 15u, EW_COS = 16u, EW_POW = 17u, EW_ADD = 18u, EW_SUB = 19u,
            EW_MUL = 20u, EW_DIV = 21u, EW_MAX = 22u, EW_MIN = 23u, EW_EQ = 24u, EW_NE = 25u, EW_LT = 26u,
            EW_LE = 27u, EW_GT = 28u, EW_GE = 29u, EW_WHERE = 30u, EW_GELU_GRAD = 31u, EW_GELU_TANH_GRAD = 32u,
-           EW_SILU_GRAD = 33u, EW_FILL = 34u, EW_SWIGLU = 35u, EW_ERF = 36u;
+           EW_SILU_GRAD = 33u, EW_FILL = 34u, EW_SWIGLU = 35u, EW_ERF = 36u,
+           EW_ASSIGN = 37u;
 
 float ew_unary(uint op, float x, float scalar) {
   precise float r = x;
@@ -53,6 +54,7 @@ float ew_binary(uint op, float a, float b) {
     case EW_SILU_GRAD: r = b * silu_grad_p(a); break;
     // a = g, b = u
     case EW_SWIGLU: r = silu_p(a) * b; break;
+    case EW_ASSIGN: r = b; break;  // a: the target's old value
   }
   return r;
 }

@@ -123,7 +123,8 @@ enum : uint32_t {
   EW_SILU_GRAD,
   EW_FILL,    // arity 1 (input bound, not read): writes `scalar` (as f32 bits) to every output element
   EW_SWIGLU,  // binary (a = g, b = u): silu(g) * u
-  EW_ERF      // unary (appended: the GLSL side numbers the ops)
+  EW_ERF,     // unary (appended: the GLSL side numbers the ops)
+  EW_ASSIGN   // binary: b (assign's value; a is the target it replaces)
 };
 // ---- Rotary -----------------------------------------------------------------------------------
 // spec 1: TRANSPOSED. Bindings 2: x of part 0, 3: x of part 1 (part 0's again when alone), 4: cos,

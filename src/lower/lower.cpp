@@ -17,6 +17,7 @@ namespace {
 std::vector<bool> live_nodes(const Graph& g, const std::vector<int>& keep) {
   std::vector<int> roots = keep;
   for (auto& [name, id] : g.outputs()) roots.push_back(id);
+  roots.insert(roots.end(), g.effects().begin(), g.effects().end());
   return reaching(g, roots);
 }
 
@@ -34,6 +35,7 @@ Role role_of(Op op) {
 void describe_tensors(const Graph& g, const std::vector<bool>& live, const std::vector<bool>& view, Lowered& out) {
   out.tensors.resize(static_cast<size_t>(g.size()));
   for (auto& [name, id] : g.outputs()) out.tensors[static_cast<size_t>(id)].output = true;
+  for (int id : g.effects()) out.tensors[static_cast<size_t>(id)].output = true;  // stored, never fused away
   for (int id = 0; id < g.size(); ++id) {
     const Node& n = g.node(id);
     TensorDesc& t = out.tensors[static_cast<size_t>(id)];
@@ -62,16 +64,19 @@ Lowered lower(const Graph& g, const std::vector<int>& keep, const LowerOptions& 
   PassContext context{g, live, uses, out, options};
   run_passes(context, groups);
 
+  // Effects (assign) last: whatever else the step reads of the bytes they overwrite comes first.
+  std::vector<int> order = groups.emission_order();
+  std::stable_partition(order.begin(), order.end(),
+                        [&](int index) { return g.node(groups.group(index).anchor).op != Op::Assign; });
   Emitter e(g, out, options, uses);
-  for (int index : groups.emission_order()) {
+  for (int index : order) {
     const DispatchGroup& grp = groups.group(index);
     if (numel(g.node(grp.anchor).shape) == 0) continue;  // nothing to compute
     emit_group(e, grp);
   }
   if (options.log) {
     std::fprintf(stderr, "meganeura: lower: %zu calls from these groups, in order:\n", out.calls.size());
-    for (int index : groups.emission_order())
-      std::fprintf(stderr, "meganeura: lower:   %s\n", groups.describe(g, index).c_str());
+    for (int index : order) std::fprintf(stderr, "meganeura: lower:   %s\n", groups.describe(g, index).c_str());
   }
   // A tensor that is an output keeps the bytes of everything it views alive to the end.
   for (auto& [name, id] : g.outputs()) out.tensors[static_cast<size_t>(out.root(id))].output = true;

@@ -16,7 +16,8 @@ bool is_view(const Graph& g, const Node& n) {
 }
 
 bool writes_in_place(Op op) {
-  return op == Op::CacheWrite || op == Op::Accumulate || op == Op::ClipGradNorm || op == Op::OptimizerUpdate;
+  return op == Op::CacheWrite || op == Op::Assign || op == Op::Accumulate || op == Op::ClipGradNorm ||
+         op == Op::OptimizerUpdate;
 }
 
 // Marks every node some output depends on.

@@ -13,7 +13,7 @@ namespace meganeura::lower {
 bool is_view(const Graph& g, const Node& n);
 
 // A node whose value is its first input's bytes, changed in place: cache_write (a KV cache),
-// and the training ops (a gradient sum, the hyper block, a parameter).
+// assign (a running statistic) and the training ops (a gradient sum, the hyper block, a parameter).
 bool writes_in_place(Op op);
 
 // Who reads each node: readers[n] holds a live node once per input slot it reads n through;

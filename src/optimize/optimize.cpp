@@ -26,6 +26,7 @@ std::unique_ptr<Graph> optimize(const Graph& g, Report* report, const std::vecto
   std::vector<ClassId> roots;
   for (auto& [name, id] : g.outputs()) roots.push_back(class_of[static_cast<size_t>(id)]);
   for (int id : keep) roots.push_back(class_of[static_cast<size_t>(id)]);
+  for (int id : g.effects()) roots.push_back(class_of[static_cast<size_t>(id)]);  // re-registered as built
   std::unordered_map<ClassId, std::string> scopes;  // first named source node of each class
   for (int id = 0; id < g.size(); ++id)
     if (const Node& n = g.node(id); !n.name.empty() && op_kind(n.op) != OpKind::Leaf)
@@ -34,7 +35,9 @@ std::unique_ptr<Graph> optimize(const Graph& g, Report* report, const std::vecto
   std::unique_ptr<Graph> out = to_graph(eg, ex, roots, ids, scopes);
   size_t i = 0;
   for (auto& [name, id] : g.outputs()) out->output(name, Tensor{out.get(), ids[i++]});
-  if (keep_out) keep_out->assign(ids.begin() + static_cast<int64_t>(g.outputs().size()), ids.end());
+  if (keep_out)
+    keep_out->assign(ids.begin() + static_cast<int64_t>(g.outputs().size()),
+                     ids.begin() + static_cast<int64_t>(g.outputs().size() + keep.size()));
 
   Report r;
   r.nodes_before = g.size();

@@ -43,6 +43,7 @@ uint32_t ew_op(Op op) {
     case Op::GeluBackward: return EW_GELU_GRAD;  // (x, dy): dy * f'(x)
     case Op::GeluTanhBackward: return EW_GELU_TANH_GRAD;
     case Op::SiluBackward: return EW_SILU_GRAD;
+    case Op::Assign: return EW_ASSIGN;
     default: throw Error("internal: " + std::string(op_name(op)) + " is not elementwise");
   }
 }
@@ -72,6 +73,12 @@ static void emit_cast(Emitter& e, int id) {
 void emit_elementwise(Emitter& e, int id) {
   const Node& n = e.node(id);
   if (n.op == Op::Cast) return emit_cast(e, id);
+  if (n.op == Op::Assign) {  // the output is the target's bytes (an alias): copy the value there
+    const Strides st = contiguous_strides(n.shape);
+    e.elementwise(id, EW_COPY, n.shape, {{n.inputs[1], 0, st}}, {id, 0, st}, {DT_F32, DT_F32, DT_F32}, 0,
+                  "assign " + e.node(n.inputs[0]).name);
+    return;
+  }
   std::vector<Operand> ins;
   for (int in : n.inputs) ins.push_back({in, 0, broadcast_strides(e.node(in).shape, n.shape)});
   std::vector<uint32_t> dtypes;
