@@ -158,8 +158,9 @@ TEST(BatchNorm, InferenceStepsUpdateTheRunningStatisticsToo) {
     const Tensor mean = g.buffer("rm", {1}, Init::constant(1.0f)), var = g.buffer("rv", {1}, Init::constant(1.0f));
     g.output("y", batch_norm(x, mean, var, {}, {}, true, momentum));
     Session s = build_inference_session(g);
-    if (momentum > 0)  // each statistic's blend and write: one generated kernel
+    if (momentum > 0) {  // each statistic's blend and write: one generated kernel
       EXPECT_EQ(count_lines(s.listing(), ",assign]"), 2) << s.listing();
+    }
     s.set_input("x", std::vector<float>{1, 2, 3, 6});  // mean 3, unbiased variance 14 / 3
     s.step();
     s.step();

@@ -125,6 +125,7 @@ const std::multimap<Op, Caller>& public_callers() {
     put(Op::CacheWrite, {"cache_write", {"1 (state)", "2 (rows)", "3 (position)"}, [](const Args& a) {
                            return cache_write(a[0], a[1], a[2]);
                          }});
+    put(Op::Assign, {"assign", {"1 (target)", "2 (value)"}, [](const Args& a) { return assign(a[0], a[1]); }});
     put(Op::CrossEntropy,
         {"cross_entropy", {"1 (logits)", "2 (labels)"}, [](const Args& a) { return cross_entropy(a[0], a[1]); }});
     put(Op::MseLoss,

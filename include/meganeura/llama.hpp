@@ -11,6 +11,7 @@
 
 #include "meganeura/graph.hpp"
 #include "meganeura/io.hpp"
+#include "meganeura/load_weights.hpp"
 #include "meganeura/nn.hpp"
 #include "meganeura/session.hpp"
 
@@ -133,10 +134,5 @@ struct GenerateStats {
 };
 GenerateStats generate(const std::string& model_dir, const std::string& prompt, const GenerateOptions& options,
                        const std::function<void(std::string_view)>& on_text);
-
-// Sets every parameter of g in the session from the checkpoint, converting f16/bf16 to the
-// parameter's dtype. A missing tensor or a shape that differs is an Error naming the
-// checkpoint, the tensor and both shapes; a tied lm_head has no tensor of its own.
-void load_weights(Session& session, const Graph& g, const Checkpoint& checkpoint);
 
 }  // namespace meganeura::models

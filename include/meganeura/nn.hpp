@@ -7,6 +7,7 @@
 // draws it on first use unless the parameter was set or loaded (init::defaults redraws them all
 // from a seed). A new layer passes an Init with every parameter it creates.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -62,6 +63,77 @@ class Conv {
   Tensor operator()(Tensor x) const;  // x [N, in, *spatial] or [in, *spatial]
   Tensor weight, bias;                // bias invalid without one
   ConvOptions options;
+};
+
+// nn.ConvTranspose1d / 2d: weight [in, out / groups, *kernel] and bias [out], both
+// U(±1/sqrt(out / groups · prod(kernel))) as PyTorch initialises them (its fan-in is the weight's
+// second dimension times the kernel).
+class ConvTranspose {
+ public:
+  ConvTranspose() = default;
+  ConvTranspose(Graph& g, const std::string& name, int64_t in, int64_t out, const std::vector<int64_t>& kernel,
+                const ConvTransposeOptions& options = {}, bool bias = true);
+  Tensor operator()(Tensor x) const;  // x [N, in, *spatial] or [in, *spatial]
+  Tensor weight, bias;
+  ConvTransposeOptions options;
+};
+
+// nn.BatchNorm1d / 2d / 3d: weight (1) and bias (0) [features] when affine; running_mean (0) and
+// running_var (1) as Graph::buffers when tracking running statistics (PyTorch's
+// num_batches_tracked is not kept: a state dict's copy is ignored on load). `training` is
+// PyTorch's module.train() / .eval() for the graph the next call builds: batch statistics (the
+// running ones updated each step with the momentum), or the running ones. Without running
+// statistics it always normalises by the batch's, as PyTorch does.
+struct BatchNormOptions {
+  float eps = 1e-5f;
+  float momentum = 0.1f;
+  bool affine = true;
+  bool track_running_stats = true;
+};
+class BatchNorm {
+ public:
+  BatchNorm() = default;
+  BatchNorm(Graph& g, const std::string& name, int64_t features, const BatchNormOptions& options = {});
+  Tensor operator()(Tensor x) const;               // x [N, features, *]
+  Tensor weight, bias, running_mean, running_var;  // each invalid when not kept
+  BatchNormOptions options;
+  bool training = true;
+};
+
+// nn.GroupNorm: weight (1) and bias (0) [channels] when affine.
+class GroupNorm {
+ public:
+  GroupNorm() = default;
+  GroupNorm(Graph& g, const std::string& name, int64_t groups, int64_t channels, float eps = 1e-5f, bool affine = true);
+  Tensor operator()(Tensor x) const;  // x [N, channels, *]
+  Tensor weight, bias;
+  int64_t groups = 1;
+  float eps = 1e-5f;
+};
+
+// The parameter-free layers, for models written as PyTorch writes them: each holds its options
+// (ops.hpp) and applies its function.
+struct MaxPool2d {
+  meganeura::MaxPool2d options;
+  Tensor operator()(Tensor x) const { return max_pool2d(x, options); }
+};
+struct AvgPool2d {
+  meganeura::AvgPool2d options;
+  Tensor operator()(Tensor x) const { return avg_pool2d(x, options); }
+};
+struct AdaptiveAvgPool2d {
+  std::array<int64_t, 2> size = {1, 1};
+  Tensor operator()(Tensor x) const { return adaptive_avg_pool2d(x, size); }
+};
+// nn.Upsample by an output size, or by a scale factor a spatial dimension (one for all, or one
+// each): the size is floor(in · scale), and the sampling follows the sizes (PyTorch's
+// recompute_scale_factor=True; the same as its default for integer factors).
+struct Upsample {
+  Shape size = {};
+  std::vector<double> scale_factor = {};
+  UpsampleMode mode = UpsampleMode::nearest;
+  bool align_corners = false;
+  Tensor operator()(Tensor x) const;
 };
 
 // Rotary position embedding, Hugging Face's half-split form (rotate_half): x·cos + rot(x)·sin,

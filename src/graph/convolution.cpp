@@ -1,7 +1,7 @@
 // conv and conv_transpose (meganeura/ops.hpp), 1 to 3 spatial dimensions, as products:
 //   conv: x padded, then one gather through a constant index map takes every kernel tap of every
-//   output position ([N, C, taps, positions], "im2col"), and a batched product with the weight
-//   viewed as [groups, Cout / groups, C / groups * taps] sums them;
+//   output position of every sample ([C, taps, N · positions], "im2col"), and a product with the
+//   weight viewed as [groups, Cout / groups, C / groups * taps] sums them;
 //   conv_transpose: the product of the weight's transpose with x gives every tap's contribution,
 //   and one scatter_add through the same kind of map adds them into the (padded) output, which
 //   is then cropped.
@@ -166,14 +166,22 @@ Tensor conv(Tensor x, Tensor weight, Tensor bias, const ConvOptions& o) {
   for (const auto& [before, after] : pads) any_pad = any_pad || before > 0 || after > 0;
   if (any_pad) xp = pad(xp, torch_pads(pads), o.padding_mode);
   const int64_t taps = graph::product(g.kernel), positions = graph::product(out), per_group = g.channels / g.groups;
-  const std::vector<int32_t> map = graph::tap_map(g.kernel, g.stride, g.dilation, padded, out);
-  Tensor cols = gather(reshape(xp, {g.n, g.channels, graph::product(padded)}),
-                       owner.constant(std::span<const int32_t>(map), {taps, positions}), 2);  // [N, C, taps, L]
-  cols = reshape(cols, {g.n, g.groups, per_group * taps, positions});
+  const int64_t sample = graph::product(padded);
+  // The batch folds into the product's columns: x as [C, N · P], the map offset by each sample,
+  // so one product covers every sample's positions, and the weight's gradient is one product
+  // summed over all of them (not a product a sample, then a sum over the batch).
+  const std::vector<int32_t> map =
+      graph::across_batch(graph::tap_map(g.kernel, g.stride, g.dilation, padded, out), taps, positions, g.n, sample);
+  const Tensor by_channel =
+      reshape(permute(reshape(xp, {g.n, g.channels, sample}), {1, 0, 2}), {g.channels, g.n * sample});
+  Tensor cols = gather(by_channel, owner.constant(std::span<const int32_t>(map), {taps, g.n * positions}),
+                       1);  // [C, taps, N · L]
+  cols = reshape(cols, {g.groups, per_group * taps, g.n * positions});
   const Tensor w = reshape(weight, {g.groups, g.out_channels / g.groups, per_group * taps});
+  const Tensor y = permute(reshape(matmul(w, cols), {g.out_channels, g.n, positions}), {1, 0, 2});  // [N, Cout, L]
   Shape result{g.n, g.out_channels};
   result.insert(result.end(), out.begin(), out.end());
-  return unbatch(add_bias(reshape(matmul(w, cols), result), bias, g.dims), g);  // [N, G, Cout / G, L]
+  return unbatch(add_bias(reshape(y, result), bias, g.dims), g);
 }
 
 Tensor conv_transpose(Tensor x, Tensor weight, Tensor bias, const ConvTransposeOptions& o) {
@@ -200,17 +208,22 @@ Tensor conv_transpose(Tensor x, Tensor weight, Tensor bias, const ConvTransposeO
   Graph& owner = x.graph();
   const int64_t taps = graph::product(g.kernel), positions = graph::product(g.in), per_group = g.channels / g.groups;
   const int64_t out_per_group = g.out_channels / g.groups;
-  // Every tap's contribution, [N, G, Cout / G * taps, L]: weight [C, Cout / G, *kernel] viewed as
-  // [G, C / G, Cout / G * taps], transposed, times x as [N, G, C / G, L].
+  // Every tap's contribution, [G, Cout / G * taps, N · L] (the batch folded into the columns, as
+  // conv folds it): weight [C, Cout / G, *kernel] viewed as [G, C / G, Cout / G * taps],
+  // transposed, times x as [G, C / G, N · L].
   const Tensor w = reshape(weight, {g.groups, per_group, out_per_group * taps});
-  const Tensor xs = reshape(x, {g.n, g.groups, per_group, positions});
-  const Tensor parts = reshape(matmul(w, xs, {.transpose_a = true}), {g.n, g.out_channels, taps, positions});
+  const Tensor xs =
+      reshape(permute(reshape(x, {g.n, g.channels, positions}), {1, 0, 2}), {g.groups, per_group, g.n * positions});
+  const Tensor parts = reshape(matmul(w, xs, {.transpose_a = true}), {g.out_channels, taps, g.n * positions});
   // Added into the full output (plus output_padding at the end, so that a crop can reach it).
   std::vector<int64_t> canvas(g.dims);
   for (size_t d = 0; d < g.dims; ++d) canvas[d] = std::max(full[d], out[d] + padding[d]);
-  const std::vector<int32_t> map = graph::tap_map(g.kernel, g.stride, g.dilation, canvas, g.in);
-  const Tensor base = broadcast_to(owner.scalar(0.0f), {g.n, g.out_channels, graph::product(canvas)});
-  Tensor y = scatter_add(base, owner.constant(std::span<const int32_t>(map), {taps, positions}), parts, 2);
+  const int64_t sample = graph::product(canvas);
+  const std::vector<int32_t> map =
+      graph::across_batch(graph::tap_map(g.kernel, g.stride, g.dilation, canvas, g.in), taps, positions, g.n, sample);
+  const Tensor base = broadcast_to(owner.scalar(0.0f), {g.out_channels, g.n * sample});
+  Tensor y = scatter_add(base, owner.constant(std::span<const int32_t>(map), {taps, g.n * positions}), parts, 1);
+  y = permute(reshape(y, {g.out_channels, g.n, sample}), {1, 0, 2});  // [N, Cout, canvas]
   Shape canvas_shape{g.n, g.out_channels};
   canvas_shape.insert(canvas_shape.end(), canvas.begin(), canvas.end());
   y = reshape(y, canvas_shape);

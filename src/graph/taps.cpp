@@ -2,6 +2,9 @@
 
 #include <functional>
 #include <numeric>
+#include <string>
+
+#include "meganeura/error.hpp"
 
 namespace meganeura::graph {
 
@@ -27,6 +30,20 @@ std::vector<int32_t> tap_map(const std::vector<int64_t>& kernel, const std::vect
       map[static_cast<size_t>(t * positions + o)] = static_cast<int32_t>(flat);
     }
   return map;
+}
+
+std::vector<int32_t> across_batch(const std::vector<int32_t>& map, int64_t taps, int64_t positions, int64_t batch,
+                                  int64_t sample) {
+  if (batch * sample > INT32_MAX)
+    throw ShapeError("a window map over " + std::to_string(batch) + " samples of " + std::to_string(sample) +
+                     " elements: past 2^31 indices (split the batch)");
+  std::vector<int32_t> out(static_cast<size_t>(taps * batch * positions));
+  for (int64_t t = 0; t < taps; ++t)
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t o = 0; o < positions; ++o)
+        out[static_cast<size_t>((t * batch + b) * positions + o)] =
+            map[static_cast<size_t>(t * positions + o)] + static_cast<int32_t>(b * sample);
+  return out;
 }
 
 }  // namespace meganeura::graph

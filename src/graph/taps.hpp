@@ -14,6 +14,12 @@ std::vector<int32_t> tap_map(const std::vector<int64_t>& kernel, const std::vect
                              const std::vector<int64_t>& dilation, const std::vector<int64_t>& sizes,
                              const std::vector<int64_t>& out);
 
+// A [taps, positions] map over one sample of `sample` elements, repeated for `batch` samples
+// laid end to end: [taps, batch * positions], sample b's columns offset by b * sample. Throws
+// ShapeError where an index would not fit 32 bits.
+std::vector<int32_t> across_batch(const std::vector<int32_t>& map, int64_t taps, int64_t positions, int64_t batch,
+                                  int64_t sample);
+
 int64_t product(const std::vector<int64_t>& v);
 
 }  // namespace meganeura::graph

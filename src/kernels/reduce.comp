@@ -2,12 +2,15 @@
 // Reduce: sum / max / argmax over a set of axes, of a map of one or two inputs. One workgroup per
 // output element; each invocation folds a strided share of the reduced elements (16 bytes at a
 // time where they are contiguous), then the workgroup combines the partials in shared memory.
+// With PER_INVOCATION (short reductions: a gradient summed over a batch of 2, a pooling window),
+// each invocation folds a whole output alone, in order, with no shared memory or barrier.
 #extension GL_GOOGLE_include_directive : require
 #define MN_WORKGROUP_REDUCE
 #include "common.glsl"
 
 layout(constant_id = 1) const uint RED_OP = 0u;
 layout(constant_id = 2) const uint MAP = 0u;
+layout(constant_id = 3) const bool PER_INVOCATION = false;
 const uint RED_SUM = 0u, RED_MAX = 1u, RED_ARGMAX = 2u;
 const uint MAP_NONE = 0u, MAP_SQDIFF = 1u, MAP_BCE = 2u, MAP_BCE_LOGITS = 3u, MAP_SQUARE = 4u, MAP_MUL = 5u, MAP_ABS = 6u;
 
@@ -62,7 +65,32 @@ bool argmax_better(float v, uint i, float bv, uint bi) {
   return v > bv;
 }
 
+// One output a whole invocation folds: element by element, in order (ties of argmax go to the
+// first index by argmax_better's rule all the same).
+void fold_alone() {
+  for (uint o = gl_GlobalInvocationID.x; o < p.n_out; o += gl_NumWorkGroups.x * WG) {
+    uint base;
+    STRIDED_OFFSET(base, o, p.kept_rank, p.kept_shape, p.kept_stride)
+    float s = 0.0f, c = 0.0f, best = -F_INF;
+    uint best_i = 0xffffffffu;
+    for (uint r = 0u; r < p.n_red; ++r) {
+      uint off;
+      STRIDED_OFFSET(off, r, p.red_rank, p.red_shape, p.red_stride)
+      float v = map_value(base + off);
+      if (RED_OP == RED_SUM) kahan_add(s, c, v);
+      else if (RED_OP == RED_MAX) best = max_nan(best, v);
+      else if (best_i == 0xffffffffu || argmax_better(v, r, best, best_i)) { best = v; best_i = r; }
+    }
+    out_data[p.out_offset + o] = RED_OP == RED_SUM ? floatBitsToUint(p.scale * (s - c))
+                                 : RED_OP == RED_MAX ? floatBitsToUint(best) : best_i;
+  }
+}
+
 void main() {
+  if (PER_INVOCATION) {
+    fold_alone();
+    return;
+  }
   uint t = gl_LocalInvocationID.x;
   for (uint o = gl_WorkGroupID.x; o < p.n_out; o += gl_NumWorkGroups.x) {
     uint base;

@@ -98,11 +98,4 @@ LlamaGraph llama_graph(const LlamaConfig& config, int64_t batch, int64_t seq, bo
   return out;
 }
 
-void load_weights(Session& session, const Graph& g, const Checkpoint& checkpoint) {
-  std::vector<std::string> names;
-  for (const Node& n : g.nodes())
-    if (n.op == Op::Parameter) names.push_back(n.name);
-  session.set_parameters(checkpoint, names);
-}
-
 }  // namespace meganeura::models

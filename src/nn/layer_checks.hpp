@@ -2,6 +2,7 @@
 // arguments are valid tensors of the layer's graph. Errors name the layer by its parameters'
 // prefix: nn::Linear "fc1".
 #pragma once
+#include <cmath>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -10,6 +11,10 @@
 #include "meganeura/error.hpp"
 
 namespace meganeura::nn {
+
+// PyTorch's reset_parameters for Linear and the convolutions: kaiming_uniform(a = sqrt(5)) for
+// the weight, which is U(±1/sqrt(fan_in)), and the same bound for the bias.
+inline float fan_in_bound(int64_t fan_in) { return fan_in > 0 ? 1.0f / std::sqrt(static_cast<float>(fan_in)) : 0.0f; }
 
 // The label of a layer whose `param` is named "<prefix><suffix>" (fc1 + .weight): nn::Linear "fc1".
 inline std::string layer_label(std::string_view kind, const Tensor& param, std::string_view suffix) {

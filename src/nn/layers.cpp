@@ -1,18 +1,12 @@
 // Linear, Embedding and the norms: parameters created once, each with PyTorch's default
 // initialiser recorded (drawn by the session unless set or loaded); ops added per call.
-#include <cmath>
-
 #include "meganeura/nn.hpp"
 #include "nn/layer_checks.hpp"
 
 namespace meganeura::nn {
 
-// nn.Linear's reset_parameters: kaiming_uniform(a = sqrt(5)) for the weight, which is
-// U(±1/sqrt(in)), and the same bound for the bias.
-static float linear_bound(int64_t in) { return in > 0 ? 1.0f / std::sqrt(static_cast<float>(in)) : 0.0f; }
-
 Linear::Linear(Graph& g, const std::string& name, int64_t in, int64_t out, bool with_bias) {
-  const float bound = linear_bound(in);
+  const float bound = fan_in_bound(in);
   weight = g.parameter(name + ".weight", {out, in}, f32, Init::uniform(bound, WeightLayout::out_in));
   if (with_bias) bias = g.parameter(name + ".bias", {out}, f32, Init::uniform(bound));
 }
@@ -21,29 +15,6 @@ Tensor Linear::operator()(Tensor x) const {
   check_call("nn::Linear", weight, ".weight", {{"x", x}});
   const MatMulOptions transposed{.transpose_b = true};  // PyTorch's [out, in]
   return bias.valid() ? linear(x, weight, bias, transposed) : matmul(x, weight, transposed);
-}
-
-// nn.Conv*d's reset_parameters: the same bounds as Linear's, from the fan-in of one output.
-Conv::Conv(Graph& g, const std::string& name, int64_t in, int64_t out, const std::vector<int64_t>& kernel,
-           const ConvOptions& o, bool with_bias)
-    : options(o) {
-  if (o.groups < 1 || in % o.groups != 0)
-    throw ShapeError("nn::Conv \"" + name + "\": " + std::to_string(in) + " input channels in " +
-                     std::to_string(o.groups) + " groups");
-  Shape shape{out, in / o.groups};
-  int64_t fan_in = in / o.groups;
-  for (int64_t k : kernel) {
-    shape.push_back(k);
-    fan_in *= k;
-  }
-  const float bound = linear_bound(fan_in);
-  weight = g.parameter(name + ".weight", shape, f32, Init::uniform(bound));
-  if (with_bias) bias = g.parameter(name + ".bias", {out}, f32, Init::uniform(bound));
-}
-
-Tensor Conv::operator()(Tensor x) const {
-  check_call("nn::Conv", weight, ".weight", {{"x", x}});
-  return conv(x, weight, bias, options);
 }
 
 // nn.Embedding: N(0, 1).

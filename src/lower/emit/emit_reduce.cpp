@@ -8,6 +8,8 @@ namespace meganeura::lower {
 
 using namespace kernels;
 
+constexpr uint32_t kReduceAloneMax = 64;
+
 // A reduction of `x` (and `b`, for two-input maps) over `axes` of `shape`.
 static void reduce_call(Emitter& e, int id, int x, int b, const Shape& shape, const std::vector<int64_t>& axes,
                         uint32_t op, uint32_t map, float scale) {
@@ -36,10 +38,14 @@ static void reduce_call(Emitter& e, int id, int x, int b, const Shape& shape, co
     p.red_shape[d] = u32(red[d], "dimension");
     p.red_stride[d] = u32(rs[0][d], "stride");
   }
-  KernelCall& c = e.call(Kernel::Reduce, id, "");
-  c.spec = {op, map};
+  // Up to 64 elements an output, one invocation folds each alone: a workgroup an output would
+  // spend its barriers on a handful of values (a weight's gradient summed over a batch of 2 was
+  // a million workgroups of two values each: 60 s a step on lavapipe).
+  const bool alone = p.n_red <= kReduceAloneMax;
+  KernelCall& c = e.call(Kernel::Reduce, id, alone ? "one invocation an output" : "");
+  c.spec = {op, map, alone ? 1u : 0u};
   c.tensors = {{x, false}, {b, false}, {id, true}};
-  c.groups = {std::min<uint32_t>(p.n_out, kMaxGroups), 1, 1};
+  c.groups = {std::min<uint32_t>(alone ? (p.n_out + kWorkgroupSize - 1) / kWorkgroupSize : p.n_out, kMaxGroups), 1, 1};
   Emitter::set_params(c, p);
 }
 
