@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_common.hpp"
 #include "meganeura/device.hpp"
 #include "meganeura/error.hpp"
 #include "meganeura/io.hpp"
@@ -34,6 +35,10 @@
 #include "meganeura/train.hpp"
 
 namespace mn = meganeura;
+using bench::Json;
+using bench::seconds_since;
+using bench::Stats;
+using bench::stats;
 using mn::HostTensor;
 using mn::Session;
 using mn::Tensor;
@@ -69,20 +74,6 @@ std::vector<int32_t> iota_from(int64_t start, int64_t n) {
 }
 
 HostTensor one_i32(int64_t v) { return HostTensor::i32s({1}, std::vector<int32_t>{static_cast<int32_t>(v)}); }
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-struct Stats {
-  double median = NAN, min = NAN;
-};
-Stats stats(std::vector<double> v) {
-  if (v.empty()) return {};
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return {n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2, v.front()};
-}
 
 // With --listing: `text` to <dir>/<file>.
 void write_listing_file(const Options& o, const std::string& file, const std::string& text) {
@@ -155,45 +146,6 @@ std::vector<double> gpu_ms(const Options& o, const Session& s, const std::functi
   if (o.breakdown > 0) print_breakdown(s.profile(), o.breakdown);
   return ms;
 }
-
-// One JSON object, its fields in insertion order; NaN and infinities print as null.
-class Json {
- public:
-  Json& num(const std::string& key, double v) { return raw(key, number(v)); }
-  Json& str(const std::string& key, const std::string& v) { return raw(key, quote(v)); }
-  Json& flag(const std::string& key, bool v) { return raw(key, v ? "true" : "false"); }
-  Json& nums(const std::string& key, const std::vector<float>& v) {
-    std::string s = "[";
-    for (size_t i = 0; i < v.size(); ++i) s.append(i ? "," : "").append(number(v[i]));
-    return raw(key, s + "]");
-  }
-  Json& times(const std::string& key, const Stats& s) {  // key_ms (median) and key_min_ms
-    return num(key + "_ms", s.median).num(key + "_min_ms", s.min);
-  }
-  std::string text() const { return "{" + body_ + "}"; }
-
- private:
-  static std::string number(double v) {
-    if (!std::isfinite(v)) return "null";
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.7g", v);
-    return buf;
-  }
-  static std::string quote(const std::string& s) {
-    std::string q = "\"";
-    for (char c : s) {
-      if (c == '"' || c == '\\') q += '\\';
-      if (static_cast<unsigned char>(c) < 0x20) c = ' ';
-      q += c;
-    }
-    return q + "\"";
-  }
-  Json& raw(const std::string& key, const std::string& value) {
-    body_.append(body_.empty() ? "" : ",").append(quote(key)).append(":").append(value);
-    return *this;
-  }
-  std::string body_;
-};
 
 std::vector<float> first(const std::vector<float>& v, size_t n) {
   return {v.begin(), v.begin() + std::min(n, v.size())};

@@ -6,12 +6,14 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <random>
+#include <span>
 
 #include "file_fixtures.hpp"
 #include "meganeura/init.hpp"
@@ -26,6 +28,57 @@ namespace {
 
 using namespace meganeura;
 using ::testing::HasSubstr;
+
+// ---- the Trainer's eval session -----------------------------------------------------------------
+
+// A model with a batch norm: the training graph, or the eval graph (running statistics).
+Tensor bn_model(Graph& g, bool training) {
+  const Tensor x = g.input("x", {8, 3});
+  const Tensor h = batch_norm(x, g.buffer("bn.running_mean", {3}, Init::constant(0.0f)),
+                              g.buffer("bn.running_var", {3}, Init::constant(1.0f)), {}, {}, training);
+  const Tensor logits = matmul(h, g.parameter("w", {3, 4}, f32, Init::uniform(0.5f)));
+  g.output("logits", logits);
+  return logits;
+}
+
+// With an eval session, the test set is scored by the eval graph with the trained weights and
+// running statistics copied in: the trainer's accuracy and loss are those of that graph.
+TEST(TrainerEvalSession, ScoresTheTestSetWithTheEvalGraph) {
+  Graph train_graph, eval_graph;
+  const Tensor logits = bn_model(train_graph, true);
+  bn_model(eval_graph, false);
+  Session s = build_session(train_graph, cross_entropy(logits, train_graph.input("y", {8}, i32)),
+                            {.optimizer = SGD{.lr = 0.1f}});
+  Session eval = build_inference_session(eval_graph);
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  data::Dataset set{host_f32({16, 3}, rng.floats(48, 1, 4)), HostTensor::i32s({16}, rng.ints(16, 0, 3))};
+  Trainer t(s, {.epochs = 2, .batch_size = 8, .progress = false, .eval_session = &eval});
+  const EpochStats last = t.fit(set, set).back();
+  // By hand: the same weights and statistics, the eval graph over both batches.
+  Session check = build_inference_session(eval_graph);
+  for (const std::string& name : check.parameter_names()) check.set_parameter(name, s.read_parameter(name));
+  EXPECT_NE(s.read_parameter("bn.running_mean").to_f32(), std::vector<float>(3, 0.0f)) << "trained statistics";
+  double loss = 0;
+  int correct = 0;
+  for (int b = 0; b < 2; ++b) {
+    const std::vector<float> all = set.features.to_f32();
+    check.set_input("x", std::vector<float>(all.begin() + b * 24, all.begin() + (b + 1) * 24));
+    check.step();
+    const std::vector<float> l = check.read_output("logits").to_f32();
+    for (int r = 0; r < 8; ++r) {
+      const int label = set.labels.data<int32_t>()[static_cast<size_t>(b * 8 + r)];
+      const auto row = std::span(l).subspan(static_cast<size_t>(r * 4), 4);
+      correct += std::max_element(row.begin(), row.end()) - row.begin() == label;
+      double top = *std::max_element(row.begin(), row.end()), sum = 0;
+      for (float v : row) sum += std::exp(v - top);
+      loss += top + std::log(sum) - row[static_cast<size_t>(label)];
+    }
+  }
+  EXPECT_NEAR(last.test_accuracy, correct / 16.0, 1e-12);
+  EXPECT_NEAR(last.test_loss, loss / 16, 1e-5);
+  EXPECT_THROW(Trainer(s, {.batch_size = 8, .eval_session = &s}), Error);  // a training session
+}
 
 // ---- 9: record once ---------------------------------------------------------------------------
 

@@ -16,6 +16,11 @@ struct TrainerOptions {
   std::string input = "x", labels = "y", logits = "logits";  // names in the session
   std::string curves;    // "out/fashion": writes out/fashion.csv and out/fashion.svg ("" = none)
   bool progress = true;  // a progress bar on stderr (step, loss, steps/s, ETA)
+  // PyTorch's model.eval() for the test set: an inference session of the graph built in eval
+  // mode (batch norms by running statistics), with the same parameter and buffer names. Before
+  // each evaluation the training session's values are copied into it, and it computes the
+  // logits (the loss from them on the host). Null: the training session's forward pass.
+  Session* eval_session = nullptr;
 };
 
 struct EpochStats {

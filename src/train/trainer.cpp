@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <span>
 
 #include "runtime/session_impl.hpp"
 #include "train/curves.hpp"
@@ -45,10 +47,30 @@ Trainer::Trainer(Session& session, TrainerOptions options) : session_(&session),
     }
   for (const std::string& name : {opts_.input, opts_.labels})
     check_batch_dimension(session.impl_->inputs, name, opts_.batch_size);
+  if (Session* eval = opts_.eval_session) {
+    if (eval->is_training()) throw Error("TrainerOptions::eval_session must be an inference session");
+    const std::vector<std::string> eval_inputs = eval->input_names();
+    if (std::find(eval_inputs.begin(), eval_inputs.end(), opts_.input) == eval_inputs.end())
+      throw NameError("Trainer: the eval session has no input \"" + opts_.input + "\"");
+    check_batch_dimension(eval->impl_->inputs, opts_.input, opts_.batch_size);
+  }
 }
 
 static double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// Cross-entropy of one row of logits at `label`, in double: log-sum-exp minus the label's logit.
+static double row_cross_entropy(std::span<const float> row, int32_t label) {
+  const double top = *std::max_element(row.begin(), row.end());
+  double sum = 0;
+  for (float v : row) sum += std::exp(static_cast<double>(v) - top);
+  return top + std::log(sum) - static_cast<double>(row[static_cast<size_t>(label)]);
+}
+
+// The training session's parameters and buffers into the eval session, by the eval session's names.
+static void copy_parameters(const Session& from, Session& to) {
+  for (const std::string& name : to.parameter_names()) to.set_parameter(name, from.read_parameter(name));
 }
 
 EpochStats Trainer::evaluate(const data::Dataset& test) {
@@ -57,11 +79,17 @@ EpochStats Trainer::evaluate(const data::Dataset& test) {
   data::Batch b;
   double loss_sum = 0;
   int64_t correct = 0, seen = 0;
+  Session* eval = opts_.eval_session;
+  if (eval) copy_parameters(*session_, *eval);
   while (loader.next(b)) {
-    session_->set_input(opts_.input, b.features);
-    session_->set_input(opts_.labels, b.labels);
-    session_->evaluate();
-    HostTensor logits = session_->read_output(opts_.logits);
+    (eval ? eval : session_)->set_input(opts_.input, b.features);
+    if (eval) {
+      eval->step();
+    } else {
+      session_->set_input(opts_.labels, b.labels);
+      session_->evaluate();
+    }
+    HostTensor logits = (eval ? eval : session_)->read_output(opts_.logits);
     auto l = logits.data<float>();
     const int64_t classes = logits.shape.back();
     auto labels = b.labels.data<int32_t>();
@@ -69,8 +97,10 @@ EpochStats Trainer::evaluate(const data::Dataset& test) {
       auto row = l.subspan(static_cast<size_t>(r * classes), static_cast<size_t>(classes));
       auto best = std::max_element(row.begin(), row.end()) - row.begin();
       correct += best == labels[static_cast<size_t>(r)];
+      if (eval) loss_sum += row_cross_entropy(row, labels[static_cast<size_t>(r)]);
     }
-    loss_sum += static_cast<double>(session_->read_loss()) * static_cast<double>(b.real);  // mean over real rows
+    if (!eval)
+      loss_sum += static_cast<double>(session_->read_loss()) * static_cast<double>(b.real);  // mean over real rows
     seen += b.real;
   }
   EpochStats s;

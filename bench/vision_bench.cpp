@@ -1,0 +1,208 @@
+// meganeura-bench-vision: torchvision's ResNet (resnet18/34/50/101/152) timed on the device, one
+// JSON line per mode on stdout, progress on stderr:
+//   inference  eval-mode logits of --batch images of --size² pixels
+//   train      one step: train-mode forward, cross-entropy, backward, SGD (lr 0: the weights
+//              stay, so that every run computes the same thing)
+// bench/vision_torch.py prints the same lines for PyTorch with the same weights and images
+// (bench/run_vision.sh runs both on the GPU machine).
+//
+//   meganeura-bench-vision [--model resnet50] [--batch 4] [--size 224] [--runs 30] [--warmup 5]
+//                          [--modes inference,train] [--breakdown N]
+//
+// Weights and images come from the hash of tests/resnet_test.cpp (u(k, i) uniform in [-1/2,
+// 1/2)); wall: Session::step(); gpu: the sum of the dispatch timestamps in a second, profiled
+// session; compile_s: building the first session.
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench_common.hpp"
+#include "meganeura/device.hpp"
+#include "meganeura/error.hpp"
+#include "meganeura/resnet.hpp"
+#include "meganeura/train.hpp"
+
+namespace mn = meganeura;
+using bench::Json;
+using mn::models::ResNetConfig;
+
+namespace {
+
+struct Options {
+  std::string model = "resnet50";
+  int64_t batch = 4, size = 224;
+  int runs = 30, warmup = 5, breakdown = 0;
+  std::vector<std::string> modes{"inference", "train"};
+};
+
+double uniform(int64_t k, int64_t i) {
+  const uint64_t h = (static_cast<uint64_t>(i) * 2654435761ULL + static_cast<uint64_t>(k) * 40503ULL) & 0xffffffffULL;
+  return static_cast<double>(h >> 8) / 16777216.0 - 0.5;
+}
+
+// The fixture's values (tools/fixtures/make_resnet_fixtures.py) for every parameter and buffer.
+void set_weights(mn::Session& s) {
+  std::vector<std::string> names = s.parameter_names();
+  std::sort(names.begin(), names.end());
+  for (size_t k = 0; k < names.size(); ++k) {
+    const std::string& name = names[k];
+    const mn::Shape shape = s.parameter_info(name).shape;
+    std::vector<float> v(static_cast<size_t>(mn::numel(shape)));
+    const double fan_in = static_cast<double>(mn::numel(shape) / shape[0]);
+    for (size_t i = 0; i < v.size(); ++i) {
+      const double u = uniform(static_cast<int64_t>(k), static_cast<int64_t>(i));
+      v[i] = static_cast<float>(name.ends_with("running_mean")  ? u / 4
+                                : name.ends_with("running_var") ? 1 + (u + 0.5) / 2
+                                : name.ends_with("bias")        ? u / 8
+                                : shape.size() == 1             ? 1 + u / 4
+                                                                : u * std::sqrt(6.0 / fan_in));
+    }
+    s.set_parameter(name, v);
+  }
+}
+
+void set_batch(mn::Session& s, const Options& o, bool labels) {
+  std::vector<float> pixels(static_cast<size_t>(o.batch * 3 * o.size * o.size));
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<float>(2 * uniform(1000, static_cast<int64_t>(i)));
+  s.set_input("images", pixels);
+  if (!labels) return;
+  std::vector<int32_t> l(static_cast<size_t>(o.batch));
+  for (int64_t i = 0; i < o.batch; ++i) l[static_cast<size_t>(i)] = static_cast<int32_t>(i % 1000);
+  s.set_input("labels", mn::HostTensor::i32s({o.batch}, l));
+}
+
+ResNetConfig config_named(const std::string& name) {
+  const std::map<std::string, ResNetConfig> known = {{"resnet18", ResNetConfig::resnet18()},
+                                                     {"resnet34", ResNetConfig::resnet34()},
+                                                     {"resnet50", ResNetConfig::resnet50()},
+                                                     {"resnet101", ResNetConfig::resnet101()},
+                                                     {"resnet152", ResNetConfig::resnet152()}};
+  auto it = known.find(name);
+  if (it == known.end()) throw mn::Error("--model " + name + ": resnet18, resnet34, resnet50, resnet101 or resnet152");
+  return it->second;
+}
+
+std::vector<double> timed(const Options& o, const std::function<void()>& f) {
+  for (int i = 0; i < o.warmup; ++i) f();
+  std::vector<double> ms;
+  for (int i = 0; i < o.runs; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    ms.push_back(bench::seconds_since(t0) * 1e3);
+  }
+  return ms;
+}
+
+mn::Session make(const mn::models::ResNetGraph& r, bool training, bool profile) {
+  if (training) return mn::build_session(*r.graph, r.loss, {.optimizer = mn::SGD{.lr = 0.0f}, .profile = profile});
+  return mn::build_inference_session(*r.graph, {.profile = profile});
+}
+
+Json run_mode(const Options& o, bool training) {
+  const mn::models::ResNetGraph r = mn::models::resnet_graph(config_named(o.model), o.batch, o.size, o.size, training);
+  Json j;
+  {
+    const auto t0 = std::chrono::steady_clock::now();
+    mn::Session s = make(r, training, false);
+    j.num("compile_s", bench::seconds_since(t0));
+    set_weights(s);
+    set_batch(s, o, training);
+    j.times("wall", bench::stats(timed(o, [&] { s.step(); })));
+    j.num("dispatches", s.stats().dispatches).num("barriers", s.stats().barriers);
+    double checksum = 0;
+    for (float v : s.read_output("logits").to_f32()) checksum += std::fabs(v);
+    j.num("checksum", checksum);
+  }
+  mn::Session p = make(r, training, true);
+  set_weights(p);
+  set_batch(p, o, training);
+  std::vector<double> gpu;
+  std::map<std::string, double> by_kind;
+  timed(o, [&] {
+    p.step();
+    double ns = 0;
+    for (const auto& [label, t] : p.profile()) ns += t;
+    gpu.push_back(ns / 1e6);
+  });
+  for (const auto& [label, t] : p.profile()) by_kind[label.substr(0, label.find(' '))] += t / 1e6;
+  std::vector<std::pair<double, std::string>> rows;
+  for (const auto& [kind, ms] : by_kind) rows.emplace_back(ms, kind);
+  std::sort(rows.rbegin(), rows.rend());
+  for (size_t i = 0; i < rows.size() && i < static_cast<size_t>(o.breakdown); ++i)
+    std::fprintf(stderr, "  %-28s %9.3f ms\n", rows[i].second.c_str(), rows[i].first);
+  j.times("gpu", bench::stats(std::vector<double>(gpu.end() - std::min<size_t>(gpu.size(), o.runs), gpu.end())));
+  return j;
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (i + 1 >= argc) throw mn::Error(a + " needs a value");
+    const std::string v = argv[++i];
+    if (a == "--model")
+      o.model = v;
+    else if (a == "--batch")
+      o.batch = std::stoll(v);
+    else if (a == "--size")
+      o.size = std::stoll(v);
+    else if (a == "--runs")
+      o.runs = std::stoi(v);
+    else if (a == "--warmup")
+      o.warmup = std::stoi(v);
+    else if (a == "--breakdown")
+      o.breakdown = std::stoi(v);
+    else if (a == "--modes") {
+      o.modes.clear();
+      for (size_t b = 0, e; b <= v.size(); b = e + 1) {
+        e = v.find(',', b);
+        if (e == std::string::npos) e = v.size();
+        o.modes.push_back(v.substr(b, e - b));
+      }
+    } else {
+      throw mn::Error("unknown option " + a);
+    }
+  }
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  try {
+    o = parse(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr,
+                 "meganeura-bench-vision: %s\nusage: meganeura-bench-vision [--model resnet50] [--batch 4] "
+                 "[--size 224] [--runs 30] [--warmup 5] [--modes inference,train] [--breakdown N]\n",
+                 e.what());
+    return 2;
+  }
+  int failures = 0;
+  const std::string device = mn::default_device_info().name;
+  for (const std::string& mode : o.modes) {
+    Json head;
+    head.str("impl", "meganeura").str("model", o.model).str("mode", mode).str("device", device);
+    head.num("batch", static_cast<double>(o.batch)).num("size", static_cast<double>(o.size));
+    std::string line = head.text();
+    try {
+      if (mode != "inference" && mode != "train") throw mn::Error("unknown mode '" + mode + "' (inference, train)");
+      std::fprintf(stderr, "meganeura-bench-vision: %s %s ...\n", o.model.c_str(), mode.c_str());
+      const std::string fields = run_mode(o, mode == "train").text();
+      line = line.substr(0, line.size() - 1) + "," + fields.substr(1);
+    } catch (const std::exception& e) {
+      ++failures;
+      Json err;
+      err.str("error", e.what());
+      line = line.substr(0, line.size() - 1) + "," + err.text().substr(1);
+    }
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+  }
+  return failures ? 1 : 0;
+}
