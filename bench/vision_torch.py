@@ -14,7 +14,7 @@ wall_ms around a call and a synchronize, gpu_ms from CUDA events, compile_s the 
 """
 import argparse
 import json
-import math
+import pathlib
 import statistics
 import sys
 import time
@@ -24,6 +24,9 @@ import torch
 import torch.nn.functional as F
 import torchvision
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tools" / "fixtures"))
+from make_resnet_fixtures import uniform, values  # noqa: E402  the test fixture's weights and images
+
 VARIANTS = {"eager": None, "compile": "default", "cudagraphs": "reduce-overhead"}
 
 
@@ -31,29 +34,12 @@ def log(*a):
     print("vision_torch:", *a, file=sys.stderr, flush=True)
 
 
-def uniform(k, n, device):
-    i = torch.arange(n, dtype=torch.int64, device=device)
-    return (((i * 2654435761 + k * 40503) % 2**32) >> 8).double() / 2**24 - 0.5
-
-
 def fill(model, device):
     state = model.state_dict()
     names = sorted(n for n in state if not n.endswith("num_batches_tracked"))
     with torch.no_grad():
         for k, name in enumerate(names):
-            t = state[name]
-            u = uniform(k, t.numel(), device)
-            if name.endswith("running_mean"):
-                v = u / 4
-            elif name.endswith("running_var"):
-                v = 1 + (u + 0.5) / 2
-            elif name.endswith("bias"):
-                v = u / 8
-            elif t.dim() == 1:
-                v = 1 + u / 4
-            else:
-                v = u * math.sqrt(6 / (t.numel() / t.shape[0]))
-            t.copy_(v.float().reshape(t.shape))
+            state[name].copy_(values(name, list(state[name].shape), k, device))
 
 
 def run(a, variant, mode):

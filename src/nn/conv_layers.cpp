@@ -10,21 +10,25 @@ namespace meganeura::nn {
 
 namespace {
 
-// [a, b, *kernel] and the fan-in PyTorch computes from it (b · prod(kernel)).
-Shape kernel_shape(int64_t a, int64_t b, const std::vector<int64_t>& kernel, int64_t& fan_in) {
-  Shape shape{a, b};
-  fan_in = b;
-  for (int64_t k : kernel) {
-    shape.push_back(k);
-    fan_in *= k;
-  }
-  return shape;
-}
-
 void check_groups(const char* kind, const std::string& name, int64_t in, int64_t out, int64_t groups) {
   if (groups < 1 || in % groups != 0 || out % groups != 0)
     throw ShapeError(std::string(kind) + " \"" + name + "\": " + std::to_string(in) + " input and " +
                      std::to_string(out) + " output channels in " + std::to_string(groups) + " groups");
+}
+
+// <name>.weight [a, b, *kernel] and, with a bias, <name>.bias [out]: both U(±1/sqrt(fan_in)) with
+// the fan-in PyTorch computes from the weight, b · prod(kernel).
+void kernel_parameters(Graph& g, const std::string& name, int64_t a, int64_t b, int64_t out,
+                       const std::vector<int64_t>& kernel, bool with_bias, Tensor& weight, Tensor& bias) {
+  Shape shape{a, b};
+  int64_t fan_in = b;
+  for (int64_t k : kernel) {
+    shape.push_back(k);
+    fan_in *= k;
+  }
+  const float bound = fan_in_bound(fan_in);
+  weight = g.parameter(name + ".weight", shape, f32, Init::uniform(bound));
+  if (with_bias) bias = g.parameter(name + ".bias", {out}, f32, Init::uniform(bound));
 }
 
 }  // namespace
@@ -33,11 +37,7 @@ Conv::Conv(Graph& g, const std::string& name, int64_t in, int64_t out, const std
            const ConvOptions& o, bool with_bias)
     : options(o) {
   check_groups("nn::Conv", name, in, out, o.groups);
-  int64_t fan_in = 0;
-  const Shape shape = kernel_shape(out, in / o.groups, kernel, fan_in);
-  const float bound = fan_in_bound(fan_in);
-  weight = g.parameter(name + ".weight", shape, f32, Init::uniform(bound));
-  if (with_bias) bias = g.parameter(name + ".bias", {out}, f32, Init::uniform(bound));
+  kernel_parameters(g, name, out, in / o.groups, out, kernel, with_bias, weight, bias);
 }
 
 Tensor Conv::operator()(Tensor x) const {
@@ -49,11 +49,7 @@ ConvTranspose::ConvTranspose(Graph& g, const std::string& name, int64_t in, int6
                              const std::vector<int64_t>& kernel, const ConvTransposeOptions& o, bool with_bias)
     : options(o) {
   check_groups("nn::ConvTranspose", name, in, out, o.groups);
-  int64_t fan_in = 0;
-  const Shape shape = kernel_shape(in, out / o.groups, kernel, fan_in);
-  const float bound = fan_in_bound(fan_in);
-  weight = g.parameter(name + ".weight", shape, f32, Init::uniform(bound));
-  if (with_bias) bias = g.parameter(name + ".bias", {out}, f32, Init::uniform(bound));
+  kernel_parameters(g, name, in, out / o.groups, out, kernel, with_bias, weight, bias);
 }
 
 Tensor ConvTranspose::operator()(Tensor x) const {
