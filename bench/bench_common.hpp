@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,18 @@ namespace bench {
 
 inline double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Runs f `warmup` times, then `runs` times; returns the wall-clock ms of each timed run.
+inline std::vector<double> wall_ms(int warmup, int runs, const std::function<void()>& f) {
+  for (int i = 0; i < warmup; ++i) f();
+  std::vector<double> ms;
+  for (int i = 0; i < runs; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    ms.push_back(seconds_since(t0) * 1e3);
+  }
+  return ms;
 }
 
 struct Stats {

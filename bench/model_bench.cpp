@@ -39,6 +39,7 @@ using bench::Json;
 using bench::seconds_since;
 using bench::Stats;
 using bench::stats;
+using bench::wall_ms;
 using mn::HostTensor;
 using mn::Session;
 using mn::Tensor;
@@ -100,18 +101,6 @@ void write_profile(const Options& o, const std::string& mode, const Session& s) 
     text += us + label + "\n";
   }
   write_listing_file(o, mode + "-profile.txt", text);
-}
-
-// Runs f warmup times, then runs times; returns the wall-clock ms of each timed run.
-std::vector<double> wall_ms(const Options& o, const std::function<void()>& f) {
-  for (int i = 0; i < o.warmup; ++i) f();
-  std::vector<double> ms;
-  for (int i = 0; i < o.runs; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    ms.push_back(seconds_since(t0) * 1e3);
-  }
-  return ms;
 }
 
 // Where a step's GPU time goes: dispatches grouped by their label's first word (the op or kernel,
@@ -201,7 +190,7 @@ Json inference(const Bench& b) {
     mn::models::load_weights(s, *g, b.weights);
     j.num("load_s", seconds_since(t0));
     set_tokens(s, b);
-    j.times("wall", stats(wall_ms(b.opt, [&] { s.step(); })));
+    j.times("wall", stats(wall_ms(b.opt.warmup, b.opt.runs, [&] { s.step(); })));
     j.num("dispatches", s.stats().dispatches).num("barriers", s.stats().barriers);
     write_listing(b.opt, "inference", s);
     j.nums("sample", first(s.read_output("last").to_f32(), 4));
@@ -251,13 +240,13 @@ Json decode(const Bench& b) {
   j.num("load_s", seconds_since(t0));
   std::vector<int32_t> prompt(static_cast<size_t>(seq));
   for (int64_t i = 0; i < seq; ++i) prompt[static_cast<size_t>(i)] = token(i, vocab);
-  const Stats prefill = stats(wall_ms(b.opt, [&] { gen.prefill(prompt); }));
+  const Stats prefill = stats(wall_ms(b.opt.warmup, b.opt.runs, [&] { gen.prefill(prompt); }));
   gen.prefill(prompt);
   std::vector<float> logits;
-  j.times("wall", stats(wall_ms(b.opt, [&] { logits = gen.decode(token(gen.position(), vocab)); })));
+  j.times("wall", stats(wall_ms(b.opt.warmup, b.opt.runs, [&] { logits = gen.decode(token(gen.position(), vocab)); })));
   const int64_t sampled_at = gen.position() - 1;  // the position `logits` predict from
   // The same step without the logits' trip to the host (what the PyTorch twin times).
-  j.times("run", stats(wall_ms(b.opt, [&] { gen.advance(token(gen.position(), vocab)); })));
+  j.times("run", stats(wall_ms(b.opt.warmup, b.opt.runs, [&] { gen.advance(token(gen.position(), vocab)); })));
 
   auto g = decode_graph(b.config, go.max_seq + go.prefill_chunk);
   Session p = mn::build_inference_session(*g, {.profile = true, .optimize = b.opt.optimize});
@@ -318,7 +307,7 @@ Json train(const Bench& b) {
     s.step();  // the first step sees the checkpoint's weights, as PyTorch's first step does
     first_loss = s.read_loss();
     grad = s.read_grad("model.norm.weight").to_f32();
-    j.times("wall", stats(wall_ms(b.opt, [&] { s.step(); })));
+    j.times("wall", stats(wall_ms(b.opt.warmup, b.opt.runs, [&] { s.step(); })));
     last_loss = s.read_loss();
     j.num("dispatches", s.stats().dispatches).num("barriers", s.stats().barriers);
     j.num("device_gib", static_cast<double>(s.memory().total_device) / (1 << 30));

@@ -86,17 +86,6 @@ ResNetConfig config_named(const std::string& name) {
   return it->second;
 }
 
-std::vector<double> timed(const Options& o, const std::function<void()>& f) {
-  for (int i = 0; i < o.warmup; ++i) f();
-  std::vector<double> ms;
-  for (int i = 0; i < o.runs; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    ms.push_back(bench::seconds_since(t0) * 1e3);
-  }
-  return ms;
-}
-
 mn::Session make(const mn::models::ResNetGraph& r, bool training, bool profile) {
   if (training) return mn::build_session(*r.graph, r.loss, {.optimizer = mn::SGD{.lr = 0.0f}, .profile = profile});
   return mn::build_inference_session(*r.graph, {.profile = profile});
@@ -111,7 +100,7 @@ Json run_mode(const Options& o, bool training) {
     j.num("compile_s", bench::seconds_since(t0));
     set_weights(s);
     set_batch(s, o, training);
-    j.times("wall", bench::stats(timed(o, [&] { s.step(); })));
+    j.times("wall", bench::stats(bench::wall_ms(o.warmup, o.runs, [&] { s.step(); })));
     j.num("dispatches", s.stats().dispatches).num("barriers", s.stats().barriers);
     double checksum = 0;
     for (float v : s.read_output("logits").to_f32()) checksum += std::fabs(v);
@@ -122,7 +111,7 @@ Json run_mode(const Options& o, bool training) {
   set_batch(p, o, training);
   std::vector<double> gpu;
   std::map<std::string, double> by_kind;
-  timed(o, [&] {
+  bench::wall_ms(o.warmup, o.runs, [&] {  // the GPU ms of every call, warm-ups first
     p.step();
     double ns = 0;
     for (const auto& [label, t] : p.profile()) ns += t;
@@ -134,7 +123,7 @@ Json run_mode(const Options& o, bool training) {
   std::sort(rows.rbegin(), rows.rend());
   for (size_t i = 0; i < rows.size() && i < static_cast<size_t>(o.breakdown); ++i)
     std::fprintf(stderr, "  %-28s %9.3f ms\n", rows[i].second.c_str(), rows[i].first);
-  j.times("gpu", bench::stats(std::vector<double>(gpu.end() - std::min<size_t>(gpu.size(), o.runs), gpu.end())));
+  j.times("gpu", bench::stats(std::vector<double>(gpu.begin() + o.warmup, gpu.end())));
   return j;
 }
 

@@ -101,7 +101,7 @@ struct Checkpoint::Impl {
     if (it == tensors.end()) throw NameError(path + ": has no tensor \"" + std::string(name) + "\"");
     if (!it->second.entry.foreign.empty())
       throw DTypeError(files[it->second.file].path + ": tensor \"" + std::string(name) + "\" is " +
-                       it->second.entry.foreign + ", which meganeura does not read (F32, F16, BF16, I32, U32)");
+                       it->second.entry.foreign + ", which meganeura does not read (" + io::kReadableDtypes + ")");
     return it->second;
   }
 };

@@ -25,8 +25,6 @@ namespace {
 using nlohmann::json;
 using Entry = io::SafetensorsEntry;
 
-constexpr const char* kSupported = "F32, F16, BF16, I32, U32";
-
 // A header needs 3 levels ({name: {shape: [..]}}); deeper nesting is refused before it is built.
 constexpr int kMaxHeaderDepth = 64;
 
@@ -98,7 +96,7 @@ Entry parse_entry(const std::string& name, const json& v, const FileErrors& e, b
   auto dtype = parse_dtype(tag);
   const bool foreign = !dtype && keep_foreign && foreign_size(tag);
   if (!dtype && !foreign)
-    e.fail(name, "has dtype " + clip(tag) + ", which meganeura does not read (supported: " + kSupported + ")");
+    e.fail(name, "has dtype " + clip(tag) + ", which meganeura does not read (supported: " + io::kReadableDtypes + ")");
   const json& sh = v["shape"];
   if (!sh.is_array()) e.fail(name, "has a shape that is not an array: " + describe_json(sh));
   Shape shape;

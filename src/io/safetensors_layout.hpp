@@ -11,6 +11,9 @@
 
 namespace meganeura::io {
 
+// The safetensors dtypes meganeura reads, for messages.
+inline constexpr const char* kReadableDtypes = "F32, F16, BF16, I32, U32";
+
 struct SafetensorsEntry {
   std::string name;
   DType dtype;

@@ -64,10 +64,13 @@ Lowered lower(const Graph& g, const std::vector<int>& keep, const LowerOptions& 
   PassContext context{g, live, uses, out, options};
   run_passes(context, groups);
 
-  // Effects (assign) last: whatever else the step reads of the bytes they overwrite comes first.
+  // Effects (Graph::effects: assign) last: whatever else the step reads of the bytes they
+  // overwrite comes first. An effect is stored (never a member of another group), so it anchors its own.
+  std::vector<bool> effect(static_cast<size_t>(g.size()), false);
+  for (int id : g.effects()) effect[static_cast<size_t>(id)] = true;
   std::vector<int> order = groups.emission_order();
   std::stable_partition(order.begin(), order.end(),
-                        [&](int index) { return g.node(groups.group(index).anchor).op != Op::Assign; });
+                        [&](int index) { return !effect[static_cast<size_t>(groups.group(index).anchor)]; });
   Emitter e(g, out, options, uses);
   for (int index : order) {
     const DispatchGroup& grp = groups.group(index);

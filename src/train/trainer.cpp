@@ -81,15 +81,16 @@ EpochStats Trainer::evaluate(const data::Dataset& test) {
   int64_t correct = 0, seen = 0;
   Session* eval = opts_.eval_session;
   if (eval) copy_parameters(*session_, *eval);
+  Session& scorer = eval ? *eval : *session_;  // whose logits score the test set
   while (loader.next(b)) {
-    (eval ? eval : session_)->set_input(opts_.input, b.features);
+    scorer.set_input(opts_.input, b.features);
     if (eval) {
       eval->step();
     } else {
       session_->set_input(opts_.labels, b.labels);
       session_->evaluate();
     }
-    HostTensor logits = (eval ? eval : session_)->read_output(opts_.logits);
+    HostTensor logits = scorer.read_output(opts_.logits);
     auto l = logits.data<float>();
     const int64_t classes = logits.shape.back();
     auto labels = b.labels.data<int32_t>();
