@@ -369,3 +369,27 @@ TEST(LowerPicks, SharedWeightsFoldTheBatchIntoRows) {
   EXPECT_EQ(products[1].M, 64u);
   EXPECT_EQ(products[1].batch, 8u);
 }
+
+// Short reductions fold one invocation an output (spec 2) where that fills the device — on a
+// GPU, 8 values or fewer, or many outputs; always on a CPU implementation. 64 values for each of
+// 1152 rows (attention's backward at SmolLM2-135M's shape) stay a workgroup an output on a GPU.
+TEST(LowerPicks, ShortReductionsFoldAloneWhereThatFillsTheDevice) {
+  auto alone = [](const mn::Shape& shape, bool cpu) {
+    mn::Graph g;
+    g.output("s", mn::sum(g.input("x", shape), {static_cast<int64_t>(shape.size()) - 1}));
+    mn::lower::LowerOptions o = mn::runtime::lower_options(h100(), true);
+    o.cpu_device = cpu;
+    const mn::lower::Lowered low = mn::lower::lower(g, {}, o);
+    EXPECT_EQ(count_kernel(low, mn::kernels::Kernel::Reduce), 1u);
+    for (const auto& c : low.calls)
+      if (c.kernel == mn::kernels::Kernel::Reduce) return c.spec.at(2) == 1u;
+    return false;
+  };
+  EXPECT_FALSE(alone({1152, 64}, false));
+  EXPECT_TRUE(alone({1152, 64}, true));
+  EXPECT_TRUE(alone({1152, 8}, false));
+  EXPECT_TRUE(alone({65536, 64}, false));
+  EXPECT_FALSE(alone({65535, 9}, false));
+  EXPECT_FALSE(alone({100000, 65}, false));
+  EXPECT_FALSE(alone({100000, 65}, true));
+}

@@ -90,6 +90,9 @@ struct LowerOptions {
   uint64_t update_pack_bytes = 0;
   // Which matmul kernels the device offers; the default is the exact f32 tiers.
   MatMulTiers matmul;
+  // A CPU implementation (lavapipe): a workgroup's barriers are switches between coroutines, so
+  // short reductions always fold one invocation an output there.
+  bool cpu_device = false;
 };
 
 // Lowers every node that an output or one of `keep` depends on (inputs and parameters always

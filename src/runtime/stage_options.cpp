@@ -94,6 +94,7 @@ lower::LowerOptions lower_options(const DeviceInfo& device, bool optimizing) {
   o.group_matmuls = env_on("MEGANEURA_HORIZONTAL_FUSION");
   o.log = util::log_topic("lower");
   o.matmul = matmul_tiers(device);
+  o.cpu_device = device.type == "CPU";
   return o;
 }
 

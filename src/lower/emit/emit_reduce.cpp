@@ -9,6 +9,17 @@ namespace meganeura::lower {
 using namespace kernels;
 
 constexpr uint32_t kReduceAloneMax = 64;
+// On a GPU, a reduction of 9..64 elements folds one invocation an output only where there are
+// enough outputs to fill the device that way: attention's backward sums 64 values for each of
+// 1152 (token, head) rows of SmolLM2-135M, and one invocation a row (5 workgroups, each
+// invocation reading its own strided row) cost 0.4 ms of the training step.
+constexpr uint32_t kReduceAloneMinOutputs = 65536, kReduceAloneAlwaysMax = 8;
+
+// Whether each output of a reduction is folded by one invocation alone, in order.
+static bool folds_alone(const LowerOptions& options, uint32_t n_red, uint32_t n_out) {
+  if (n_red > kReduceAloneMax) return false;
+  return options.cpu_device || n_red <= kReduceAloneAlwaysMax || n_out >= kReduceAloneMinOutputs;
+}
 
 // A reduction of `x` (and `b`, for two-input maps) over `axes` of `shape`.
 static void reduce_call(Emitter& e, int id, int x, int b, const Shape& shape, const std::vector<int64_t>& axes,
@@ -38,10 +49,10 @@ static void reduce_call(Emitter& e, int id, int x, int b, const Shape& shape, co
     p.red_shape[d] = u32(red[d], "dimension");
     p.red_stride[d] = u32(rs[0][d], "stride");
   }
-  // Up to 64 elements an output, one invocation folds each alone: a workgroup an output would
-  // spend its barriers on a handful of values (a weight's gradient summed over a batch of 2 was
-  // a million workgroups of two values each: 60 s a step on lavapipe).
-  const bool alone = p.n_red <= kReduceAloneMax;
+  // Short reductions, one invocation an output: a workgroup an output would spend its barriers
+  // on a handful of values (a weight's gradient summed over a batch of 2 was a million
+  // workgroups of two values each: 60 s a step on lavapipe).
+  const bool alone = folds_alone(e.options(), p.n_red, p.n_out);
   KernelCall& c = e.call(Kernel::Reduce, id, alone ? "one invocation an output" : "");
   c.spec = {op, map, alone ? 1u : 0u};
   c.tensors = {{x, false}, {b, false}, {id, true}};
