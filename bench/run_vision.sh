@@ -4,23 +4,25 @@
 # carrying .gl and a GPU build (MEGANEURA_BUILD_DIR, default build-gpu):
 #   bash bench/run_vision.sh [--model resnet50] [--batch 4] [--size 224] [--runs 30] [--warmup 5]
 #        [--modes inference,train] [--variants eager,compile,cudagraphs] [--skip-meganeura] [--skip-torch]
-# Writes $OUT/vision.jsonl and prints the table last: each row's median wall ms, GPU ms and
+# The diffusion UNet of the suite: --model sd_unet --batch 2 --size 32.
+# Writes $OUT/vision-MODEL.jsonl and prints the table last: each row's median wall ms, GPU ms and
 # compile seconds, and its ratio to the fastest PyTorch variant of the mode.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/gpu_env.sh
 
-variants=eager,compile,cudagraphs common=() ours=1 theirs=1
+variants=eager,compile,cudagraphs common=() ours=1 theirs=1 model=resnet50
 while (($#)); do
   case $1 in
     --variants) variants=$2; shift 2 ;;
-    --model | --batch | --size | --runs | --warmup | --modes) common+=("$1" "$2"); shift 2 ;;
+    --model) model=$2; common+=("$1" "$2"); shift 2 ;;
+    --batch | --size | --runs | --warmup | --modes) common+=("$1" "$2"); shift 2 ;;
     --skip-meganeura) ours=0; shift ;;
     --skip-torch) theirs=0; shift ;;
     *) echo "run_vision: unknown option '$1' (see the comment atop bench/run_vision.sh)" >&2; exit 2 ;;
   esac
 done
-jsonl=$out/vision.jsonl
+jsonl=$out/vision-$model.jsonl
 : >"$jsonl"
 status=0
 if ((ours)); then

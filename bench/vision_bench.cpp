@@ -1,17 +1,19 @@
-// meganeura-bench-vision: torchvision's ResNet (resnet18/34/50/101/152) timed on the device, one
-// JSON line per mode on stdout, progress on stderr:
-//   inference  eval-mode logits of --batch images of --size² pixels
-//   train      one step: train-mode forward, cross-entropy, backward, SGD (lr 0: the weights
-//              stay, so that every run computes the same thing)
+// meganeura-bench-vision: torchvision's ResNet (resnet18/34/50/101/152) or the benchmark's
+// diffusion UNet (sd_unet) timed on the device, one JSON line per mode on stdout, progress on
+// stderr:
+//   inference  eval-mode logits of --batch images of --size² pixels (sd_unet: the prediction
+//              for --batch latents of 4 × --size²)
+//   train      one step: train-mode forward, cross-entropy (sd_unet: MSE against a target),
+//              backward, SGD (lr 0: the weights stay, so that every run computes the same thing)
 // bench/vision_torch.py prints the same lines for PyTorch with the same weights and images
 // (bench/run_vision.sh runs both on the GPU machine).
 //
 //   meganeura-bench-vision [--model resnet50] [--batch 4] [--size 224] [--runs 30] [--warmup 5]
 //                          [--modes inference,train] [--breakdown N]
 //
-// Weights and images come from the hash of tests/resnet_test.cpp (u(k, i) uniform in [-1/2,
-// 1/2)); wall: Session::step(); gpu: the sum of the dispatch timestamps in a second, profiled
-// session; compile_s: building the first session.
+// Weights and images come from the hash of the model tests' fixtures (u(k, i) uniform in [-1/2,
+// 1/2); latents 2 u(1000, i), the UNet's target 2 u(1001, i)); wall: Session::step(); gpu: the sum of the dispatch
+// timestamps in a second, profiled session; compile_s: building the first session.
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -24,6 +26,7 @@
 #include "meganeura/device.hpp"
 #include "meganeura/error.hpp"
 #include "meganeura/resnet.hpp"
+#include "meganeura/sd_unet.hpp"
 #include "meganeura/train.hpp"
 
 namespace mn = meganeura;
@@ -65,11 +68,22 @@ void set_weights(mn::Session& s) {
   }
 }
 
-void set_batch(mn::Session& s, const Options& o, bool labels) {
-  std::vector<float> pixels(static_cast<size_t>(o.batch * 3 * o.size * o.size));
-  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<float>(2 * uniform(1000, static_cast<int64_t>(i)));
-  s.set_input("images", pixels);
-  if (!labels) return;
+std::vector<float> hashed(int64_t k, int64_t count) {
+  std::vector<float> v(static_cast<size_t>(count));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(2 * uniform(k, static_cast<int64_t>(i)));
+  return v;
+}
+
+bool is_unet(const Options& o) { return o.model == "sd_unet"; }
+
+void set_batch(mn::Session& s, const Options& o, bool training) {
+  const int64_t channels = is_unet(o) ? 4 : 3, count = o.batch * channels * o.size * o.size;
+  s.set_input(is_unet(o) ? "latents" : "images", hashed(1000, count));
+  if (!training) return;
+  if (is_unet(o)) {
+    s.set_input("target", hashed(1001, count));
+    return;
+  }
   std::vector<int32_t> l(static_cast<size_t>(o.batch));
   for (int64_t i = 0; i < o.batch; ++i) l[static_cast<size_t>(i)] = static_cast<int32_t>(i % 1000);
   s.set_input("labels", mn::HostTensor::i32s({o.batch}, l));
@@ -82,17 +96,34 @@ ResNetConfig config_named(const std::string& name) {
                                                      {"resnet101", ResNetConfig::resnet101()},
                                                      {"resnet152", ResNetConfig::resnet152()}};
   auto it = known.find(name);
-  if (it == known.end()) throw mn::Error("--model " + name + ": resnet18, resnet34, resnet50, resnet101 or resnet152");
+  if (it == known.end())
+    throw mn::Error("--model " + name + ": resnet18, resnet34, resnet50, resnet101, resnet152 or sd_unet");
   return it->second;
 }
 
-mn::Session make(const mn::models::ResNetGraph& r, bool training, bool profile) {
-  if (training) return mn::build_session(*r.graph, r.loss, {.optimizer = mn::SGD{.lr = 0.0f}, .profile = profile});
-  return mn::build_inference_session(*r.graph, {.profile = profile});
+// The model's graph, its loss (training) and the output the checksum reads.
+struct Model {
+  std::unique_ptr<mn::Graph> graph;
+  mn::Tensor loss;
+  std::string output;
+};
+
+Model model_of(const Options& o, bool training) {
+  if (is_unet(o)) {
+    mn::models::SdUnetGraph u = mn::models::sd_unet_graph({}, o.batch, o.size, o.size, training);
+    return {std::move(u.graph), u.loss, "prediction"};
+  }
+  mn::models::ResNetGraph r = mn::models::resnet_graph(config_named(o.model), o.batch, o.size, o.size, training);
+  return {std::move(r.graph), r.loss, "logits"};
+}
+
+mn::Session make(const Model& m, bool training, bool profile) {
+  if (training) return mn::build_session(*m.graph, m.loss, {.optimizer = mn::SGD{.lr = 0.0f}, .profile = profile});
+  return mn::build_inference_session(*m.graph, {.profile = profile});
 }
 
 Json run_mode(const Options& o, bool training) {
-  const mn::models::ResNetGraph r = mn::models::resnet_graph(config_named(o.model), o.batch, o.size, o.size, training);
+  const Model r = model_of(o, training);
   Json j;
   {
     const auto t0 = std::chrono::steady_clock::now();
@@ -103,7 +134,7 @@ Json run_mode(const Options& o, bool training) {
     j.times("wall", bench::stats(bench::wall_ms(o.warmup, o.runs, [&] { s.step(); })));
     j.num("dispatches", s.stats().dispatches).num("barriers", s.stats().barriers);
     double checksum = 0;
-    for (float v : s.read_output("logits").to_f32()) checksum += std::fabs(v);
+    for (float v : s.read_output(r.output).to_f32()) checksum += std::fabs(v);
     j.num("checksum", checksum);
   }
   mn::Session p = make(r, training, true);

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""PyTorch twin of meganeura-bench-vision: torchvision's ResNet with the same weights and images,
-one JSON line per variant and mode on stdout (progress on stderr).
+"""PyTorch twin of meganeura-bench-vision: torchvision's ResNet or the benchmark's diffusion UNet
+(--model sd_unet, the module of tools/fixtures/make_sd_unet_fixtures.py) with the same weights and
+inputs, one JSON line per variant and mode on stdout (progress on stderr).
 
     python3 bench/vision_torch.py [--model resnet50] [--batch 4] [--size 224] [--runs 30] [--warmup 5]
         [--modes inference,train] [--variants eager,compile,cudagraphs]
@@ -8,7 +9,7 @@ one JSON line per variant and mode on stdout (progress on stderr).
 Variants: eager; compile (torch.compile, default mode); cudagraphs (torch.compile
 mode="reduce-overhead"). f32 weights, channels-first, cuDNN with TF32 (PyTorch's default for
 convolutions) and TF32 matmuls. inference: model.eval() under no_grad; train: model.train(),
-cross-entropy, backward, SGD (lr 0, foreach) and zero_grad; the compile variants compile the
+cross-entropy (sd_unet: MSE against the target), backward, SGD (lr 0, foreach) and zero_grad; the compile variants compile the
 model, forward and backward. Timing as bench/model_torch.py:
 wall_ms around a call and a synchronize, gpu_ms from CUDA events, compile_s the warm-up's excess.
 """
@@ -26,6 +27,7 @@ import torchvision
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tools" / "fixtures"))
 from make_resnet_fixtures import uniform, values  # noqa: E402  the test fixture's weights and images
+from make_sd_unet_fixtures import SdUnet  # noqa: E402
 
 VARIANTS = {"eager": None, "compile": "default", "cudagraphs": "reduce-overhead"}
 
@@ -42,12 +44,25 @@ def fill(model, device):
             state[name].copy_(values(name, list(state[name].shape), k, device))
 
 
+def model_and_inputs(a, dev):
+    """The model with the fixture's weights, its input and its loss function."""
+    unet = a.model == "sd_unet"
+    model = (SdUnet() if unet else getattr(torchvision.models, a.model)()).to(dev)
+    fill(model, dev)
+    channels = 4 if unet else 3
+    n = a.batch * channels * a.size * a.size
+    shape = (a.batch, channels, a.size, a.size)
+    inputs = (2 * uniform(1000, n, dev)).float().reshape(shape)
+    if unet:
+        target = (2 * uniform(1001, n, dev)).float().reshape(shape)
+        return model, inputs, lambda out: F.mse_loss(out, target)
+    labels = torch.arange(a.batch, device=dev) % 1000
+    return model, inputs, lambda out: F.cross_entropy(out, labels)
+
+
 def run(a, variant, mode):
     dev = torch.device("cuda")
-    model = getattr(torchvision.models, a.model)().to(dev)
-    fill(model, dev)
-    images = (2 * uniform(1000, a.batch * 3 * a.size * a.size, dev)).float().reshape(a.batch, 3, a.size, a.size)
-    labels = torch.arange(a.batch, device=dev) % 1000
+    model, images, loss_of = model_and_inputs(a, dev)
     train = mode == "train"
     model.train(train)
     opt = torch.optim.SGD(model.parameters(), lr=0.0, foreach=True)
@@ -63,7 +78,7 @@ def run(a, variant, mode):
             with torch.no_grad():
                 return net(images).clone()
         logits = net(images)
-        F.cross_entropy(logits, labels).backward()
+        loss_of(logits).backward()
         opt.step()
         opt.zero_grad(set_to_none=True)  # cudagraph outputs must not be kept as .grad
         return logits.detach().clone()

@@ -15,6 +15,7 @@
 #include "meganeura/nn.hpp"
 #include "meganeura/ops.hpp"
 #include "meganeura/resnet.hpp"
+#include "meganeura/sd_unet.hpp"
 #include "meganeura/session.hpp"
 #include "meganeura/tokenizer.hpp"
 #include "meganeura/train.hpp"

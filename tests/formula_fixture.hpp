@@ -1,0 +1,90 @@
+// PyTorch fixtures of whole models (tools/fixtures/make_resnet_fixtures.py, make_sd_unet_fixtures.py):
+// the weights both sides compute from a hash, and the checks of values recorded exact (PyTorch in
+// f64) and as PyTorch's f32 run has them.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "meganeura/session.hpp"
+#include "test_util.hpp"
+
+namespace mntest {
+
+using meganeura::numel;
+using meganeura::Session;
+using meganeura::Shape;
+
+// u(k, i) of the fixture script: uniform in [-1/2, 1/2), exact in f32 on both sides.
+inline double uniform(int64_t k, int64_t i) {
+  const uint64_t h = (static_cast<uint64_t>(i) * 2654435761ULL + static_cast<uint64_t>(k) * 40503ULL) & 0xffffffffULL;
+  return static_cast<double>(h >> 8) / 16777216.0 - 0.5;
+}
+
+// Element i of tensor k (the k-th name in sorted order), as the fixture script computes it.
+inline float formula_value(const std::string& name, const Shape& shape, int64_t k, int64_t i) {
+  const double u = uniform(k, i);
+  if (name.ends_with("running_mean")) return static_cast<float>(u / 4);
+  if (name.ends_with("running_var")) return static_cast<float>(1 + (u + 0.5) / 2);
+  if (name.ends_with("bias")) return static_cast<float>(u / 8);
+  if (shape.size() == 1) return static_cast<float>(1 + u / 4);
+  return static_cast<float>(u * std::sqrt(6.0 / static_cast<double>(numel(shape) / shape[0])));
+}
+
+inline void set_formula_weights(Session& s, const std::vector<std::string>& names) {
+  for (size_t k = 0; k < names.size(); ++k) {
+    const Shape shape = s.parameter_info(names[k]).shape;
+    std::vector<float> v(static_cast<size_t>(numel(shape)));
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] = formula_value(names[k], shape, static_cast<int64_t>(k), static_cast<int64_t>(i));
+    s.set_parameter(names[k], host_f32(shape, v));
+  }
+}
+
+// Within `relative` of `scale` of the exact value, or within 4 times PyTorch's own f32 error
+// where that is larger (an ill-conditioned value: train-mode batch norms over few values).
+inline double tolerance(const nlohmann::json& pair, double relative, double scale) {
+  return std::max(relative * scale, 4 * std::fabs(pair.at(0).get<double>() - pair.at(1).get<double>())) + 1e-9;
+}
+
+// A tensor against the fixture's summary: its sum, its largest magnitude and 8 sampled values.
+inline void expect_summary(const std::vector<float>& got, const nlohmann::json& want, const std::string& what) {
+  double sum = 0, largest = 0;
+  for (float v : got) {
+    sum += v;
+    largest = std::max(largest, std::fabs(static_cast<double>(v)));
+  }
+  const double scale = want.at("max_abs").at(0).get<double>();
+  // An element: 1e-3 of the largest, or 4 times PyTorch's largest f32 error in the tensor.
+  const double element = std::max(1e-3 * scale, 4 * want.at("f32_error").get<double>()) + 1e-9;
+  // The sum: PyTorch's f32 errors as noise, which grows with the square root of the count.
+  const nlohmann::json& sums = want.at("sum");
+  const double noise = 4 * std::sqrt(static_cast<double>(got.size())) * want.at("f32_error").get<double>();
+  EXPECT_NEAR(sum, sums.at(0).get<double>(), std::max(tolerance(sums, 1e-3, want.at("abs_sum").get<double>()), noise))
+      << what << ": sum";
+  EXPECT_NEAR(largest, scale, element) << what << ": largest magnitude";
+  for (const auto& sample : want.at("samples")) {
+    const auto i = sample.at(0).get<size_t>();
+    ASSERT_LT(i, got.size()) << what;
+    EXPECT_NEAR(got[i], sample.at(1).get<double>(), element) << what << ": element " << i;
+  }
+}
+
+// Values (logits, a prediction) within 1e-4 of the largest, or 4 times PyTorch's largest f32 error among them.
+inline void expect_values(const std::vector<float>& got, const nlohmann::json& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  double scale = 1, f32_error = 0;
+  for (const auto& pair : want) {
+    scale = std::max(scale, std::fabs(pair.at(0).get<double>()));
+    f32_error = std::max(f32_error, std::fabs(pair.at(0).get<double>() - pair.at(1).get<double>()));
+  }
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i].at(0).get<double>(), std::max(1e-4 * scale, 4 * f32_error)) << what << " element " << i;
+}
+
+}  // namespace mntest
