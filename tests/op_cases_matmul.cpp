@@ -36,7 +36,8 @@ std::vector<OpCase> matmul_cases() {
       // GEMV's unrolled loads (4 a lane, 32 lanes a column) and the vec4s after them
       mm("aligned_transpose_b_m2_k1100_n37", {2, 1100}, {37, 1100}, false, true),
       mm("aligned_m65_k64_n132", {2, 65, 64}, {64, 132}),
-      // Few output tiles and a long K: split-K on its own (lower/matmul_tiers.cpp).
+      // Few output tiles and a long K: split-K on its own on a GPU (lower/matmul_tiers.cpp; never
+      // on lavapipe, where matmul_tiers_test forces it).
       mm("m5_k2100_n70_split_k", {5, 2100}, {2100, 70}),
       // Many tiles over a broadcast batch (a row tile past a multiple of 128).
       mm("batch26_m129_k33_n513_many_tiles", {26, 129, 33}, {33, 513}),

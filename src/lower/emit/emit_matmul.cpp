@@ -19,12 +19,19 @@ bool is_coop(Kernel k) {
          k == Kernel::MatMulCoopStagedNV || k == Kernel::MatMulCoopStagedTallNV;
 }
 
-// Spec 11, K_STEP, where it is not the default 32: spec 9 (GLU) and 10 (K_GROUPS) are filled in
-// with their defaults first (spec constants are positional).
-void coop_k_step(std::vector<uint32_t>& spec, const MatMulPlan& plan) {
-  if (plan.k_step == 32) return;
+// Spec 11 of the tiled products: the tensor cores' K_STEP where it is not the default 32, or the
+// exact kernel's CPU_TILE on a CPU implementation (lavapipe). Spec 9 (GLU) and 10 (K_GROUPS) are
+// filled in with their defaults first (spec constants are positional).
+void tile_spec(const LowerOptions& options, std::vector<uint32_t>& spec, const MatMulPlan& plan) {
+  uint32_t value = 0;
+  if (is_coop(plan.kernel) && plan.k_step != 32)
+    value = plan.k_step;
+  else if (plan.kernel == Kernel::MatMul && options.cpu_device)
+    value = 1;
+  else
+    return;
   spec.resize(10, 0u);
-  spec.push_back(plan.k_step);
+  spec.push_back(value);
 }
 
 void bind_coop_tail(Emitter& e, KernelCall& c, uint64_t batch, uint64_t row_jobs, uint64_t split_tiles) {
@@ -200,7 +207,7 @@ void stage_glu(Emitter& e, const Dispatch& d, KernelCall& c, int glu) {
   const int staged = stage_rows_for_products(e, glu, layout);
   if (staged < 0) return;
   c.tensors[8] = {staged, true};
-  if (c.spec.size() < 11) {  // spec 10 K_GROUPS and 11 K_STEP first, where coop_k_step left them out
+  if (c.spec.size() < 11) {  // spec 10 K_GROUPS and 11 K_STEP first, where tile_spec left them out
     c.spec.resize(10, 0u);
     c.spec.push_back(d.plan.k_step);
   }
@@ -231,7 +238,7 @@ void one_pass(Emitter& e, const Dispatch& d, const MatMulFusions& f) {
   } else if (d.glu_here) {
     c.spec.push_back(1u);  // GLU, spec 9
   }
-  if (is_coop(d.plan.kernel)) coop_k_step(c.spec, d.plan);
+  tile_spec(e.options(), c.spec, d.plan);
   if (!gemv) stage_glu(e, d, c, f.glu);
   c.groups = d.groups;
   Emitter::set_params(c, d.p);
@@ -249,7 +256,7 @@ void split_summed_in_kernel(Emitter& e, const Dispatch& d, KernelCall& part, int
   part.spec = d.epilogue;
   part.spec.push_back(SPLIT_FINISH);
   part.spec.insert(part.spec.end(), d.layout.begin(), d.layout.end());
-  if (is_coop(d.plan.kernel)) coop_k_step(part.spec, d.plan);
+  tile_spec(e.options(), part.spec, d.plan);
   part.groups = d.groups;
   Emitter::set_params(part, d.p);
   if (glu >= 0) emit_elementwise(e, glu);
@@ -317,7 +324,7 @@ void split_k(Emitter& e, Dispatch& d, const MatMulFusions& f) {
   bind_finish(e, d, part, -1, -1);
   part.spec = {0u, LIN_ACT_NONE, 0u, SPLIT_PARTIAL_PASS};
   part.spec.insert(part.spec.end(), d.layout.begin(), d.layout.end());
-  if (is_coop(d.plan.kernel)) coop_k_step(part.spec, d.plan);
+  tile_spec(e.options(), part.spec, d.plan);
   part.groups = d.groups;
   Emitter::set_params(part, d.p);
   if (f.norm >= 0 && f.rotary[0] < 0) return sum_pass_norm(e, d, partials, f.norm);

@@ -75,7 +75,7 @@ void emit_product_sum(Emitter& e, const DispatchGroup& grp) {
   // spec 1-3 the epilogue, 4 SPLIT_PARTIAL, 5 unused, 6 VEC4_A (the pack's rows are aligned),
   // 7 B_KCONTIG, 8 VEC4_B, 9 GLU (tensor cores), 10 K_GROUPS
   c.spec = {0u, LIN_ACT_NONE, has_res ? 1u : 0u, split ? SPLIT_FINISH : 0u, 0u, 1u, 0u, vec_b ? 1u : 0u, 0u, 1u};
-  if (is_coop(plan.kernel)) coop_k_step(c.spec, plan);
+  tile_spec(e.options(), c.spec, plan);
   c.groups = {std::min(p.tile0[1], kMaxGroups), u32(row_tiles * plan.splits, "matmul row jobs"), 1};
   Emitter::set_params(c, p);
 }

@@ -12,13 +12,15 @@ constexpr uint32_t kReduceAloneMax = 64;
 // On a GPU, a reduction of 9..64 elements folds one invocation an output only where there are
 // enough outputs to fill the device that way: attention's backward sums 64 values for each of
 // 1152 (token, head) rows of SmolLM2-135M, and one invocation a row (5 workgroups, each
-// invocation reading its own strided row) cost 0.4 ms of the training step.
-constexpr uint32_t kReduceAloneMinOutputs = 65536, kReduceAloneAlwaysMax = 8;
+// invocation reading its own strided row) cost 0.4 ms of the training step. On a CPU
+// implementation any reduction does, once its outputs fill two workgroups (a conv's weight
+// gradient summed over a batch of 128: 299 -> 9 ms on lavapipe).
+constexpr uint32_t kReduceAloneMinOutputs = 65536, kReduceAloneAlwaysMax = 8, kCpuAloneMinOutputs = 512;
 
 // Whether each output of a reduction is folded by one invocation alone, in order.
 static bool folds_alone(const LowerOptions& options, uint32_t n_red, uint32_t n_out) {
-  if (n_red > kReduceAloneMax) return false;
-  return options.cpu_device || n_red <= kReduceAloneAlwaysMax || n_out >= kReduceAloneMinOutputs;
+  if (options.cpu_device) return n_red <= kReduceAloneMax || n_out >= kCpuAloneMinOutputs;
+  return n_red <= kReduceAloneAlwaysMax || (n_red <= kReduceAloneMax && n_out >= kReduceAloneMinOutputs);
 }
 
 // A reduction of `x` (and `b`, for two-input maps) over `axes` of `shape`.

@@ -28,8 +28,8 @@ inline constexpr int64_t kMaxFusedNormDim = 4096;  // matmul_split_sum_norm.comp
 void emit_matmul(Emitter& e, const DispatchGroup& products);
 void emit_product_sum(Emitter& e, const DispatchGroup& sum);
 bool is_coop(kernels::Kernel k);  // a tensor-core matmul kernel
-// The tensor-core kernels' spec 11, K_STEP, where the plan's differs from the default.
-void coop_k_step(std::vector<uint32_t>& spec, const MatMulPlan& plan);
+// Spec 11 of the tiled products: the tensor cores' K_STEP, or the exact kernel's CPU_TILE on lavapipe.
+void tile_spec(const LowerOptions& options, std::vector<uint32_t>& spec, const MatMulPlan& plan);
 // The tensor-core kernels' bindings 10 (GLU_STAGED's copy: C again) and, where they stage in
 // the kernel, 11 (scale history: a word per row job and per column tile of each split, for each
 // of `batch` entries; matmul_coop.glsl), after the nine every tier binds.
