@@ -244,11 +244,22 @@ std::vector<Case> make_cases(bool quick) {
                   [](auto& t) { return mn::attention(t[0], t[1], t[2], {.causal = true}); },
                   double(9 * s * 64 * 2 + 2 * 3 * s * 64) * f,
                   2.0 * 9 * s * s * 64});
-  // ResNet-50's stem and a 3x3 conv of its first stage, batch 4 (the benchmark's).
+  // ResNet-50's convolutions at batch 4, 224² (the benchmark's): every distinct shape (channels
+  // in, map, channels out, kernel, stride), bench/ops_torch.py's list too. --quick: the stem and
+  // a 3x3 of the first stage.
   struct ConvShape {
     int64_t n, c, hw, out, k, stride;
   };
-  for (const ConvShape& v : {ConvShape{4, 3, 224, 64, 7, 2}, ConvShape{4, 64, 56, 64, 3, 1}}) {
+  std::vector<ConvShape> convs = {{4, 3, 224, 64, 7, 2}, {4, 64, 56, 64, 3, 1}};
+  if (!quick)
+    convs.insert(convs.end(), {{4, 64, 56, 64, 1, 1},     {4, 64, 56, 256, 1, 1},   {4, 256, 56, 64, 1, 1},
+                               {4, 256, 56, 128, 1, 1},   {4, 128, 56, 128, 3, 2},  {4, 128, 28, 512, 1, 1},
+                               {4, 256, 56, 512, 1, 2},   {4, 512, 28, 128, 1, 1},  {4, 128, 28, 128, 3, 1},
+                               {4, 512, 28, 256, 1, 1},   {4, 256, 28, 256, 3, 2},  {4, 256, 14, 1024, 1, 1},
+                               {4, 512, 28, 1024, 1, 2},  {4, 1024, 14, 256, 1, 1}, {4, 256, 14, 256, 3, 1},
+                               {4, 1024, 14, 512, 1, 1},  {4, 512, 14, 512, 3, 2},  {4, 512, 7, 2048, 1, 1},
+                               {4, 1024, 14, 2048, 1, 2}, {4, 2048, 7, 512, 1, 1},  {4, 512, 7, 512, 3, 1}});
+  for (const ConvShape& v : convs) {
     const int64_t o = (v.hw + 2 * (v.k / 2) - v.k) / v.stride + 1;
     cs.push_back({"conv2d/" + std::to_string(v.n) + "x" + std::to_string(v.c) + "x" + std::to_string(v.hw) + "x" +
                       std::to_string(v.hw) + "_" + std::to_string(v.k) + "x" + std::to_string(v.k) + "s" +

@@ -45,7 +45,15 @@ def cases(quick):
     for s in [128] if quick else [128, 1024, 4096]:
         sdpa = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
         yield f"attention_causal/9on3x{s}x64", sdpa, [r(1, 9, s, 64), r(1, 3, s, 64), r(1, 3, s, 64)]
-    for n, c, hw, out, k, stride in [(4, 3, 224, 64, 7, 2), (4, 64, 56, 64, 3, 1)]:
+    convs = [(4, 3, 224, 64, 7, 2), (4, 64, 56, 64, 3, 1)]  # ResNet-50's, as bench/ops_bench.cpp lists them
+    if not quick:
+        convs += [(4, 64, 56, 64, 1, 1), (4, 64, 56, 256, 1, 1), (4, 256, 56, 64, 1, 1), (4, 256, 56, 128, 1, 1),
+                  (4, 128, 56, 128, 3, 2), (4, 128, 28, 512, 1, 1), (4, 256, 56, 512, 1, 2), (4, 512, 28, 128, 1, 1),
+                  (4, 128, 28, 128, 3, 1), (4, 512, 28, 256, 1, 1), (4, 256, 28, 256, 3, 2), (4, 256, 14, 1024, 1, 1),
+                  (4, 512, 28, 1024, 1, 2), (4, 1024, 14, 256, 1, 1), (4, 256, 14, 256, 3, 1),
+                  (4, 1024, 14, 512, 1, 1), (4, 512, 14, 512, 3, 2), (4, 512, 7, 2048, 1, 1),
+                  (4, 1024, 14, 2048, 1, 2), (4, 2048, 7, 512, 1, 1), (4, 512, 7, 512, 3, 1)]
+    for n, c, hw, out, k, stride in convs:
         conv = lambda x, w, s=stride, p=k // 2: F.conv2d(x, w, stride=s, padding=p)
         yield f"conv2d/{n}x{c}x{hw}x{hw}_{k}x{k}s{stride}x{out}", conv, [r(n, c, hw, hw), r(out, c, k, k)]
 
