@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "bench_common.hpp"
+#include "fixtures/formula.hpp"
 #include "meganeura/device.hpp"
 #include "meganeura/error.hpp"
 #include "meganeura/resnet.hpp"
@@ -42,31 +43,8 @@ struct Options {
   std::vector<std::string> modes{"inference", "train"};
 };
 
-double uniform(int64_t k, int64_t i) {
-  const uint64_t h = (static_cast<uint64_t>(i) * 2654435761ULL + static_cast<uint64_t>(k) * 40503ULL) & 0xffffffffULL;
-  return static_cast<double>(h >> 8) / 16777216.0 - 0.5;
-}
-
-// The fixture's values (tools/fixtures/make_resnet_fixtures.py) for every parameter and buffer.
-void set_weights(mn::Session& s) {
-  std::vector<std::string> names = s.parameter_names();
-  std::sort(names.begin(), names.end());
-  for (size_t k = 0; k < names.size(); ++k) {
-    const std::string& name = names[k];
-    const mn::Shape shape = s.parameter_info(name).shape;
-    std::vector<float> v(static_cast<size_t>(mn::numel(shape)));
-    const double fan_in = static_cast<double>(mn::numel(shape) / shape[0]);
-    for (size_t i = 0; i < v.size(); ++i) {
-      const double u = uniform(static_cast<int64_t>(k), static_cast<int64_t>(i));
-      v[i] = static_cast<float>(name.ends_with("running_mean")  ? u / 4
-                                : name.ends_with("running_var") ? 1 + (u + 0.5) / 2
-                                : name.ends_with("bias")        ? u / 8
-                                : shape.size() == 1             ? 1 + u / 4
-                                                                : u * std::sqrt(6.0 / fan_in));
-    }
-    s.set_parameter(name, v);
-  }
-}
+using mn::fixtures::set_formula_weights;  // the fixture's values for every parameter and buffer
+using mn::fixtures::uniform;
 
 std::vector<float> hashed(int64_t k, int64_t count) {
   std::vector<float> v(static_cast<size_t>(count));
@@ -129,7 +107,7 @@ Json run_mode(const Options& o, bool training) {
     const auto t0 = std::chrono::steady_clock::now();
     mn::Session s = make(r, training, false);
     j.num("compile_s", bench::seconds_since(t0));
-    set_weights(s);
+    set_formula_weights(s);
     set_batch(s, o, training);
     j.times("wall", bench::stats(bench::wall_ms(o.warmup, o.runs, [&] { s.step(); })));
     j.num("dispatches", s.stats().dispatches).num("barriers", s.stats().barriers);
@@ -138,7 +116,7 @@ Json run_mode(const Options& o, bool training) {
     j.num("checksum", checksum);
   }
   mn::Session p = make(r, training, true);
-  set_weights(p);
+  set_formula_weights(p);
   set_batch(p, o, training);
   std::vector<double> gpu;
   std::map<std::string, double> by_kind;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "fixtures/formula.hpp"
 #include "meganeura/session.hpp"
 #include "test_util.hpp"
 
@@ -20,31 +21,9 @@ using meganeura::numel;
 using meganeura::Session;
 using meganeura::Shape;
 
-// u(k, i) of the fixture script: uniform in [-1/2, 1/2), exact in f32 on both sides.
-inline double uniform(int64_t k, int64_t i) {
-  const uint64_t h = (static_cast<uint64_t>(i) * 2654435761ULL + static_cast<uint64_t>(k) * 40503ULL) & 0xffffffffULL;
-  return static_cast<double>(h >> 8) / 16777216.0 - 0.5;
-}
-
-// Element i of tensor k (the k-th name in sorted order), as the fixture script computes it.
-inline float formula_value(const std::string& name, const Shape& shape, int64_t k, int64_t i) {
-  const double u = uniform(k, i);
-  if (name.ends_with("running_mean")) return static_cast<float>(u / 4);
-  if (name.ends_with("running_var")) return static_cast<float>(1 + (u + 0.5) / 2);
-  if (name.ends_with("bias")) return static_cast<float>(u / 8);
-  if (shape.size() == 1) return static_cast<float>(1 + u / 4);
-  return static_cast<float>(u * std::sqrt(6.0 / static_cast<double>(numel(shape) / shape[0])));
-}
-
-inline void set_formula_weights(Session& s, const std::vector<std::string>& names) {
-  for (size_t k = 0; k < names.size(); ++k) {
-    const Shape shape = s.parameter_info(names[k]).shape;
-    std::vector<float> v(static_cast<size_t>(numel(shape)));
-    for (size_t i = 0; i < v.size(); ++i)
-      v[i] = formula_value(names[k], shape, static_cast<int64_t>(k), static_cast<int64_t>(i));
-    s.set_parameter(names[k], host_f32(shape, v));
-  }
-}
+using meganeura::fixtures::formula_value;
+using meganeura::fixtures::set_formula_weights;
+using meganeura::fixtures::uniform;
 
 // Within `relative` of `scale` of the exact value, or within 4 times PyTorch's own f32 error
 // where that is larger (an ill-conditioned value: train-mode batch norms over few values).

@@ -61,7 +61,7 @@ TEST_P(ResNetAgainstTorch, TrainingStepAndEval) {
   std::vector<std::string> ours = s.parameter_names();
   std::sort(ours.begin(), ours.end());
   ASSERT_EQ(ours, names) << "torchvision's state dict names";
-  set_formula_weights(s, names);
+  set_formula_weights(s);
   s.set_input("images", images);
   s.set_input("labels", HostTensor::i32s({batch}, labels));
   s.step();
@@ -73,7 +73,7 @@ TEST_P(ResNetAgainstTorch, TrainingStepAndEval) {
 
   const models::ResNetGraph eval = models::resnet_graph(config_of(c), batch, height, width, false);
   Session e = build_inference_session(*eval.graph);
-  set_formula_weights(e, names);
+  set_formula_weights(e);
   e.set_input("images", images);
   e.step();
   expect_values(e.read_output("logits").to_f32(), c.at("eval_logits"), "eval logits");

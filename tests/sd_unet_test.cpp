@@ -49,7 +49,7 @@ TEST_P(SdUnetAgainstTorch, TrainingStep) {
   std::vector<std::string> names = s.parameter_names();
   std::sort(names.begin(), names.end());
   ASSERT_EQ(names, c.at("names").get<std::vector<std::string>>()) << "the PyTorch module's names";
-  set_formula_weights(s, names);
+  set_formula_weights(s);
   s.set_input("latents", host_f32(shape, latents));
   s.set_input("target", host_f32(shape, target));
   s.step();
