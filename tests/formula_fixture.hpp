@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -24,6 +25,14 @@ using meganeura::Shape;
 using meganeura::fixtures::formula_value;
 using meganeura::fixtures::set_formula_weights;
 using meganeura::fixtures::uniform;
+
+// The "cases" of a fixture file (tests/data/<model>/torch.json); a failure naming it if unreadable.
+inline std::vector<nlohmann::json> fixture_cases(const std::string& path) {
+  std::ifstream file(path);
+  EXPECT_TRUE(file) << path;
+  if (!file) return {};
+  return nlohmann::json::parse(file).at("cases").get<std::vector<nlohmann::json>>();
+}
 
 // Within `relative` of `scale` of the exact value, or within 4 times PyTorch's own f32 error
 // where that is larger (an ill-conditioned value: train-mode batch norms over few values).

@@ -28,12 +28,7 @@ namespace {
 using namespace meganeura;
 using models::ResNetConfig;
 
-std::vector<nlohmann::json> cases() {
-  std::ifstream file(std::string(MEGANEURA_TEST_DATA) + "/resnet/torch.json");
-  EXPECT_TRUE(file) << "tests/data/resnet/torch.json";
-  if (!file) return {};
-  return nlohmann::json::parse(file).at("cases").get<std::vector<nlohmann::json>>();
-}
+std::vector<nlohmann::json> cases() { return fixture_cases(std::string(MEGANEURA_TEST_DATA) + "/resnet/torch.json"); }
 
 ResNetConfig config_of(const nlohmann::json& c) {
   ResNetConfig config = c.at("model") == "resnet18" ? ResNetConfig::resnet18() : ResNetConfig::resnet50();

@@ -23,12 +23,7 @@ namespace {
 using namespace meganeura;
 using models::SdUnetConfig;
 
-std::vector<nlohmann::json> cases() {
-  std::ifstream file(std::string(MEGANEURA_TEST_DATA) + "/sd_unet/torch.json");
-  EXPECT_TRUE(file) << "tests/data/sd_unet/torch.json";
-  if (!file) return {};
-  return nlohmann::json::parse(file).at("cases").get<std::vector<nlohmann::json>>();
-}
+std::vector<nlohmann::json> cases() { return fixture_cases(std::string(MEGANEURA_TEST_DATA) + "/sd_unet/torch.json"); }
 
 class SdUnetAgainstTorch : public ::testing::TestWithParam<size_t> {};
 
