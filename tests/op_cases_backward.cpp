@@ -87,19 +87,23 @@ std::vector<OpCase> softmax_backward_cases() {
 std::vector<OpCase> norm_backward_cases() {
   std::vector<OpCase> cases;
   for (Op op : {Op::RmsNormBackward, Op::LayerNormBackward}) {
+    // rtol: rows of 5 random values include some that nearly agree, whose large 1/sigma multiplies
+    // f32's rounding (seed 17599287343239765705: one of 1285 layer-norm values 3.7e-5 off, 2.9x
+    // the default 1e-5 of the tensor's mean magnitude).
     const struct {
       const char* name;
       Shape s;
       bool weight;
-      double eps;
+      double eps, rtol;
     } rows[] = {
-        {"7x33_weight", {7, 33}, true, 1e-5},
-        {"rank4_2x3x5x67_no_weight", {2, 3, 5, 67}, false, 1e-6},
-        {"3x1001_weight", {3, 1001}, true, 1e-5},
-        {"257x5_weight", {257, 5}, true, 1e-6},
+        {"7x33_weight", {7, 33}, true, 1e-5, 1e-5},
+        {"rank4_2x3x5x67_no_weight", {2, 3, 5, 67}, false, 1e-6, 1e-5},
+        {"3x1001_weight", {3, 1001}, true, 1e-5, 1e-5},
+        {"257x5_weight", {257, 5}, true, 1e-6, 1e-4},
     };
     for (const auto& r : rows)
       cases.push_back({op, r.name, [op, r](CaseBuilder& b) {
+                         b.rtol = r.rtol;
                          std::vector<Tensor> in = {b.input("x", r.s, -3, 3), b.input("dy", r.s, -2, 2)};
                          if (r.weight) in.push_back(b.param("w", {r.s.back()}, 0.5, 1.5));
                          b.output("dx", add_op(op, in, with_eps(r.eps)));
