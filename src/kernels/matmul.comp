@@ -8,9 +8,9 @@
 // store: c = act(acc + bias[n]) + residual[b, m, n]. Up to 4 products sharing A run as one
 // dispatch (horizontal fusion): the column tiles are numbered across them.
 // CPU_TILE (spec 11; lavapipe): no shared memory and no barrier in the K loop. An invocation
-// takes one column of the tile and 16 of its rows, reading A and B where they are: on a CPU the
-// caches do what shared memory does on a GPU, and a SIMD group's invocations then share their A
-// addresses. 1.3-6.5x faster on lavapipe at a small CNN's shapes (docs/performance.md).
+// takes two columns of the tile (32 apart) and 8 of its rows, reading A and B where they are: on
+// a CPU the caches do what shared memory does on a GPU, and a SIMD group's invocations share
+// their A addresses. 1.9-2.4x faster on lavapipe at a small CNN's shapes (docs/performance.md).
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
@@ -28,13 +28,14 @@ const uint PAD = 4u;  // row padding: keeps float4-aligned rows, spreads banks o
 shared float As[TK][TM + PAD];  // As[k][m]
 shared float Bs[TK][TN + PAD];  // Bs[k][n]
 
-// CPU_TILE: column n0 + tid % 64 and rows m0 + 16 (tid / 64) ... + 15 of a 64 x 64 tile, straight
-// from A and B (the K groups of a sum of products start on TK boundaries, as in main's loop).
+// CPU_TILE: columns n0 + tid % 32 and that + 32, rows m0 + 8 (tid / 32) ... + 7 of a 64 x 64 tile,
+// straight from A and B (the K groups of a sum of products start on TK boundaries, as in main's
+// loop).
 void direct_tile(uint g, uint bt, uint m0, uint n0, uint N, uint k_begin, uint k_end, uint a_base, uint b_base,
                  uint split) {
-  uint tid = gl_LocalInvocationID.x, n = n0 + tid % 64u, rows = m0 + 16u * (tid / 64u);
+  uint tid = gl_LocalInvocationID.x, n = n0 + tid % 32u, rows = m0 + 8u * (tid / 32u);
   if (rows >= p.M) return;
-  uint gn = min(n, N - 1u), b_row = p.b_row_stride[g], b_col = p.b_col_stride[g];
+  uint gn0 = min(n, N - 1u), gn1 = min(n + 32u, N - 1u), b_row = p.b_row_stride[g], b_col = p.b_col_stride[g];
   float acc[16];
   for (int i = 0; i < 16; ++i) acc[i] = 0.0f;
   for (uint k0 = k_begin; k0 < k_end; k0 += TK) {
@@ -43,17 +44,22 @@ void direct_tile(uint g, uint bt, uint m0, uint n0, uint N, uint k_begin, uint k
     float step[16];  // a K step's sum apart, then added: blocked summation, as accurate as the tiles'
     for (int i = 0; i < 16; ++i) step[i] = 0.0f;
     for (uint k = k0; k < min(k0 + TK, k_end); ++k) {
-      float b = uintBitsToFloat(b_data[b_base + kb_shift + k * b_row + gn * b_col]);
-      for (int i = 0; i < 16; ++i) {
+      float b0 = uintBitsToFloat(b_data[b_base + kb_shift + k * b_row + gn0 * b_col]);
+      float b1 = uintBitsToFloat(b_data[b_base + kb_shift + k * b_row + gn1 * b_col]);
+      for (int i = 0; i < 8; ++i) {
         uint gm = min(rows + uint(i), p.M - 1u);
-        step[i] += uintBitsToFloat(a_data[a_base + ka_shift + gm * ka_row + k * p.a_col_stride]) * b;
+        float a = uintBitsToFloat(a_data[a_base + ka_shift + gm * ka_row + k * p.a_col_stride]);
+        step[i] += a * b0;
+        step[i + 8] += a * b1;
       }
     }
     for (int i = 0; i < 16; ++i) acc[i] += step[i];
   }
-  if (n >= N) return;
-  for (int i = 0; i < 16; ++i)
-    if (rows + uint(i) < p.M) store_c(g, bt, rows + uint(i), n, acc[i], split);
+  for (int i = 0; i < 8; ++i) {
+    if (rows + uint(i) >= p.M) break;
+    if (n < N) store_c(g, bt, rows + uint(i), n, acc[i], split);
+    if (n + 32u < N) store_c(g, bt, rows + uint(i), n + 32u, acc[i + 8], split);
+  }
 }
 
 void main() {
