@@ -395,3 +395,32 @@ TEST(LowerPicks, ShortReductionsFoldAloneWhereThatFillsTheDevice) {
   EXPECT_TRUE(alone({512, 4096}, true));
   EXPECT_FALSE(alone({511, 65}, true));
 }
+
+// On a CPU implementation (lavapipe) the exact product runs CPU_TILE (spec 11 = 1) and never
+// splits K on its own; on a GPU it does neither (a product of few tiles and a long K splits).
+TEST(LowerPicks, ExactProductsTakeTheCpuTileOnACpu) {
+  mn::Graph g;
+  g.output("c", mn::matmul(g.input("a", {5, 2100}), g.input("b", {2100, 70})));
+  auto calls = [&](const std::string& type) {
+    mn::DeviceInfo d;
+    d.name = "a " + type + " (described, not opened)";
+    d.type = type;
+    const mn::lower::LowerOptions o = mn::runtime::lower_options(d, true);
+    EXPECT_EQ(o.cpu_device, type == "CPU");
+    return mn::lower::lower(g, {}, o).calls;
+  };
+  for (const auto& c : calls("CPU")) {
+    ASSERT_EQ(c.kernel, mn::kernels::Kernel::MatMul) << c.label;
+    ASSERT_EQ(c.spec.size(), 11u) << c.label;
+    EXPECT_EQ(c.spec[10], 1u) << c.label;
+    EXPECT_EQ(c.label.find("split-K"), std::string::npos) << c.label;
+  }
+  bool split = false;
+  for (const auto& c : calls("discrete GPU")) {
+    if (c.kernel == mn::kernels::Kernel::MatMul) {
+      EXPECT_LT(c.spec.size(), 11u) << c.label;
+    }
+    split = split || c.label.find("split-K") != std::string::npos;
+  }
+  EXPECT_TRUE(split);
+}
