@@ -1,12 +1,18 @@
-// What the benchmark programs share: medians of timed runs and their JSON lines.
+// What the benchmark programs share: medians of timed runs, GPU time by dispatch kind, option
+// lists and JSON lines.
 #pragma once
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <map>
+#include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "meganeura/session.hpp"
 
 namespace bench {
 
@@ -24,6 +30,48 @@ inline std::vector<double> wall_ms(int warmup, int runs, const std::function<voi
     ms.push_back(seconds_since(t0) * 1e3);
   }
   return ms;
+}
+
+// Runs f `warmup` times, then `runs` times; returns the GPU ms of each timed run: the sum of the
+// profiled session's dispatch times after it.
+inline std::vector<double> gpu_ms(int warmup, int runs, const meganeura::Session& s, const std::function<void()>& f) {
+  for (int i = 0; i < warmup; ++i) f();
+  std::vector<double> ms;
+  for (int i = 0; i < runs; ++i) {
+    f();
+    double ns = 0;
+    for (const auto& [label, t] : s.profile()) ns += t;
+    ms.push_back(ns / 1e6);
+  }
+  return ms;
+}
+
+// Where a step's GPU time goes: dispatches grouped by their label's first word (the op or kernel,
+// "matmul", "attention", "fused"), the `top` largest groups, on stderr.
+inline void print_breakdown(const std::vector<std::pair<std::string, double>>& profile, int top) {
+  std::map<std::string, std::pair<int, double>> by_kind;
+  double total = 0;
+  for (const auto& [label, ns] : profile) {
+    auto& [count, sum] = by_kind[label.substr(0, label.find(' '))];
+    ++count;
+    sum += ns;
+    total += ns;
+  }
+  std::vector<std::pair<std::string, std::pair<int, double>>> rows(by_kind.begin(), by_kind.end());
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.second > b.second.second; });
+  std::fprintf(stderr, "  %-28s %6s %10s %6s\n", "dispatch kind", "count", "GPU ms", "share");
+  for (size_t i = 0; i < rows.size() && i < static_cast<size_t>(top); ++i)
+    std::fprintf(stderr, "  %-28s %6d %10.3f %5.1f%%\n", rows[i].first.c_str(), rows[i].second.first,
+                 rows[i].second.second / 1e6, 100 * rows[i].second.second / total);
+}
+
+// The comma-separated items of an option's value ("inference,train"), empty ones dropped.
+inline std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
 }
 
 struct Stats {

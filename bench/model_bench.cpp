@@ -20,9 +20,7 @@
 #include <cstdio>
 #include <exception>
 #include <functional>
-#include <map>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -103,36 +101,10 @@ void write_profile(const Options& o, const std::string& mode, const Session& s) 
   write_listing_file(o, mode + "-profile.txt", text);
 }
 
-// Where a step's GPU time goes: dispatches grouped by their label's first word (the op or kernel,
-// "matmul", "attention", "fused"), the `top` largest groups.
-void print_breakdown(const std::vector<std::pair<std::string, double>>& profile, int top) {
-  std::map<std::string, std::pair<int, double>> by_kind;
-  double total = 0;
-  for (const auto& [label, ns] : profile) {
-    auto& [count, sum] = by_kind[label.substr(0, label.find(' '))];
-    ++count;
-    sum += ns;
-    total += ns;
-  }
-  std::vector<std::pair<std::string, std::pair<int, double>>> rows(by_kind.begin(), by_kind.end());
-  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.second > b.second.second; });
-  std::fprintf(stderr, "  %-28s %6s %10s %6s\n", "dispatch kind", "count", "GPU ms", "share");
-  for (size_t i = 0; i < rows.size() && i < static_cast<size_t>(top); ++i)
-    std::fprintf(stderr, "  %-28s %6d %10.3f %5.1f%%\n", rows[i].first.c_str(), rows[i].second.first,
-                 rows[i].second.second / 1e6, 100 * rows[i].second.second / total);
-}
-
-// Likewise, the GPU ms of each timed run: the sum of the profiled session's dispatch times.
+// The GPU ms of each timed run (bench::gpu_ms), and where the last one's time went.
 std::vector<double> gpu_ms(const Options& o, const Session& s, const std::function<void()>& f) {
-  for (int i = 0; i < o.warmup; ++i) f();
-  std::vector<double> ms;
-  for (int i = 0; i < o.runs; ++i) {
-    f();
-    double ns = 0;
-    for (const auto& [label, t] : s.profile()) ns += t;
-    ms.push_back(ns / 1e6);
-  }
-  if (o.breakdown > 0) print_breakdown(s.profile(), o.breakdown);
+  std::vector<double> ms = bench::gpu_ms(o.warmup, o.runs, s, f);
+  if (o.breakdown > 0) bench::print_breakdown(s.profile(), o.breakdown);
   return ms;
 }
 
@@ -329,14 +301,6 @@ Json train(const Bench& b) {
   return j;
 }
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
 Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
@@ -358,7 +322,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--warmup")
       o.warmup = std::stoi(value());
     else if (a == "--modes")
-      o.modes = split(value());
+      o.modes = bench::split_list(value());
     else if (a == "--optimize")
       o.optimize = value() != "off";
     else if (a == "--lr")

@@ -118,21 +118,9 @@ Json run_mode(const Options& o, bool training) {
   mn::Session p = make(r, training, true);
   set_formula_weights(p);
   set_batch(p, o, training);
-  std::vector<double> gpu;
-  std::map<std::string, double> by_kind;
-  bench::wall_ms(o.warmup, o.runs, [&] {  // the GPU ms of every call, warm-ups first
-    p.step();
-    double ns = 0;
-    for (const auto& [label, t] : p.profile()) ns += t;
-    gpu.push_back(ns / 1e6);
-  });
-  for (const auto& [label, t] : p.profile()) by_kind[label.substr(0, label.find(' '))] += t / 1e6;
-  std::vector<std::pair<double, std::string>> rows;
-  for (const auto& [kind, ms] : by_kind) rows.emplace_back(ms, kind);
-  std::sort(rows.rbegin(), rows.rend());
-  for (size_t i = 0; i < rows.size() && i < static_cast<size_t>(o.breakdown); ++i)
-    std::fprintf(stderr, "  %-28s %9.3f ms\n", rows[i].second.c_str(), rows[i].first);
-  j.times("gpu", bench::stats(std::vector<double>(gpu.begin() + o.warmup, gpu.end())));
+  const std::vector<double> gpu = bench::gpu_ms(o.warmup, o.runs, p, [&] { p.step(); });
+  if (o.breakdown > 0) bench::print_breakdown(p.profile(), o.breakdown);
+  j.times("gpu", bench::stats(gpu));
   return j;
 }
 
@@ -155,12 +143,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--breakdown")
       o.breakdown = std::stoi(v);
     else if (a == "--modes") {
-      o.modes.clear();
-      for (size_t b = 0, e; b <= v.size(); b = e + 1) {
-        e = v.find(',', b);
-        if (e == std::string::npos) e = v.size();
-        o.modes.push_back(v.substr(b, e - b));
-      }
+      o.modes = bench::split_list(v);
     } else {
       throw mn::Error("unknown option " + a);
     }
