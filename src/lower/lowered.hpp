@@ -90,8 +90,10 @@ struct LowerOptions {
   uint64_t update_pack_bytes = 0;
   // Which matmul kernels the device offers; the default is the exact f32 tiers.
   MatMulTiers matmul;
-  // A CPU implementation (lavapipe): a workgroup's barriers are switches between coroutines, so
-  // short reductions always fold one invocation an output there.
+  // A CPU implementation (lavapipe): a workgroup's barriers are switches between coroutines and
+  // shared memory is plain memory, so reductions fold one invocation an output wherever they
+  // have the outputs for it, and the exact product takes its CPU tile (emit_reduce.cpp,
+  // tile_spec in emit_matmul.cpp; split-K is off there, stage_options.cpp).
   bool cpu_device = false;
 };
 
