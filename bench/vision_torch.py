@@ -26,7 +26,7 @@ import torch.nn.functional as F
 import torchvision
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tools" / "fixtures"))
-from make_resnet_fixtures import uniform, values  # noqa: E402  the test fixture's weights and images
+from make_resnet_fixtures import fill, uniform  # noqa: E402  the test fixture's weights and images
 from make_sd_unet_fixtures import SdUnet  # noqa: E402
 
 VARIANTS = {"eager": None, "compile": "default", "cudagraphs": "reduce-overhead"}
@@ -34,14 +34,6 @@ VARIANTS = {"eager": None, "compile": "default", "cudagraphs": "reduce-overhead"
 
 def log(*a):
     print("vision_torch:", *a, file=sys.stderr, flush=True)
-
-
-def fill(model, device):
-    state = model.state_dict()
-    names = sorted(n for n in state if not n.endswith("num_batches_tracked"))
-    with torch.no_grad():
-        for k, name in enumerate(names):
-            state[name].copy_(values(name, list(state[name].shape), k, device))
 
 
 def model_and_inputs(a, dev):
