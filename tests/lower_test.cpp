@@ -297,8 +297,9 @@ TEST(LowerPicks, ProducersStageTheRowsOfTheNextProduct) {
       writer[c.tensors[4].tensor] = c.label;
     }
     if (is_staged_product(c.kernel) && c.label.find("swiglu") != std::string::npos) {
-      ASSERT_EQ(c.spec.size(), 12u) << c.label;
+      ASSERT_EQ(c.spec.size(), 13u) << c.label;
       EXPECT_EQ(c.spec[11], 1u) << c.label;  // GLU_STAGED
+      EXPECT_EQ(c.spec[12], 1u) << c.label;  // ONE_EXPONENT: the norm's rows and weights staged once
       writer[c.tensors[8].tensor] = c.label;
     }
   }
@@ -307,10 +308,14 @@ TEST(LowerPicks, ProducersStageTheRowsOfTheNextProduct) {
   for (const auto& c : low.calls) {
     if (c.kernel == mn::kernels::Kernel::StageF16) {
       EXPECT_TRUE(c.derived) << "A staged by a call of its own: " << c.label;
+      EXPECT_EQ(c.spec, std::vector<uint32_t>{1u}) << "weights at one exponent along K (WHOLE_ROWS): " << c.label;
     }
     if (!is_staged_product(c.kernel)) continue;
     ++products;
     EXPECT_TRUE(writer.count(c.tensors[0].tensor)) << c.label << " reads A staged by the kernel that wrote it";
+    if (c.label.find("swiglu") == std::string::npos) {  // down: A from the swiglu, an exponent a block
+      EXPECT_TRUE(c.spec.size() < 13 || c.spec[12] == 0u) << c.label;
+    }
   }
   EXPECT_EQ(products, 2u);  // gate/up, down
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -595,7 +596,9 @@ void expect_last_product_near(Session& s, const Graph& g, const std::map<std::st
 // needs no StageF16 of its own. Both producers: the norm's own kernel, and split-K's summing pass
 // of the product before it (norm_after_matmul). Rows and dimension off the 64 grid (padding
 // rows and words), rms_norm and layer_norm with a bias, weights at 1, 1e-25 and 1e25 (outputs
-// far outside f16's range), against a double reference.
+// far outside f16's range), against a double reference. The product's weights, staged once at
+// an exponent for each 16 rows along all of K (WHOLE_ROWS; the K loop then holds none), have
+// their blocks of 16 rows at 1, 1e8 and 1e-8 (the outputs stay within f32).
 TEST(MatMulTierSwitches, NormsStageTheRowsTheirProductReads) {
   ScopedEnv force("MEGANEURA_MATMUL", "coopmat"), precision("MEGANEURA_MATMUL_PRECISION", "high"),
       splits("MEGANEURA_SPLIT_K", "3"), auto_staging("MEGANEURA_COOP_STAGED", std::nullopt);
@@ -622,8 +625,11 @@ TEST(MatMulTierSwitches, NormsStageTheRowsTheirProductReads) {
     EXPECT_NE(listing.find(after_product ? "split-K sum" : "staged for the product"), std::string::npos) << listing;
     EXPECT_EQ(listing.find("stage A"), std::string::npos) << listing;
     std::map<std::string, HostTensor> inputs{{"x", host_f32({M, K}, rng.floats(M * K, -2, 2))}};
+    std::vector<float> w1_values = rng.floats(N * K, -1, 1);
+    for (int64_t i = 0; i < N * K; ++i)
+      w1_values[static_cast<size_t>(i)] *= std::array{1.0f, 1e8f, 1e-8f}[(i / K / 16) % 3];
     std::map<std::string, HostTensor> params{{"nw", host_f32({K}, scaled(rng.floats(K, -1, 1), w_scale))},
-                                             {"w1", host_f32({N, K}, rng.floats(N * K, -1, 1))}};
+                                             {"w1", host_f32({N, K}, w1_values)}};
     if (after_product) {
       inputs.emplace("h", host_f32({M, H}, rng.floats(M * H, -1, 1)));
       params.emplace("w0", host_f32({H, K}, rng.floats(H * K, -1, 1)));

@@ -239,8 +239,11 @@ struct MatMulParams {
 // padded_rows (a multiple of 64) rows of row_words words (a multiple of 32), two f16 values a word
 // (k even in the low half), zero past rows and K; then a signed exponent a word for each block of
 // 16 rows x 32 k, row blocks major: the block's values are x * 2^e rounded to f16, e from its
-// largest finite magnitude (stage_scale.glsl). Workgroups of 256 (8 subgroups of 32, a block
-// each). MatMulCoopStagedNV reads it (matmul_coop_staged.glsl).
+// largest finite magnitude (stage_scale.glsl); with spec 1 WHOLE_ROWS (weights staged once), from
+// the largest of its 16 rows over all of K, so that every block of those rows shares it.
+// Workgroups of 256 (8 subgroups of 32, a block each; WHOLE_ROWS: a block of rows each).
+// MatMulCoopStagedNV reads it (matmul_coop_staged.glsl; spec 13 ONE_EXPONENT where A's blocks
+// also share one exponent along K).
 // A staged A's rows are padded to 128, the rows of MatMulCoopStagedTallNV's tile (128 x 64;
 // MatMulCoopStagedNV's is 64 x 64), so that either reads the same layout.
 inline constexpr uint32_t kStagedRowTile = 128;

@@ -4,8 +4,12 @@
 // store, nothing converted, no maxima and no barrier of their own. Each accumulator follows its
 // own blocks' exponents (its subgroup's 16 rows of A and 16 columns of B), capped as the in-kernel
 // staging caps them (STAGE_GROWTH above the smallest so far in this sum), a capped fragment
-// scaled down where it is loaded. Included by matmul_coop.glsl after its shared memory and
-// element macros.
+// scaled down where it is loaded. ONE_EXPONENT (spec 13): every block of each 16 rows of A and
+// of B is at one exponent along K (a norm's staged rows, weights staged WHOLE_ROWS), read once;
+// the K loop then only copies and multiplies. Included by matmul_coop.glsl after its shared
+// memory and element macros.
+
+layout(constant_id = 13) const uint ONE_EXPONENT = 0u;
 
 const uint K_BLOCKS = BK / 32u;       // exponent blocks in a K step
 const uint A_CHUNKS = BM * BK / 2048u, B_CHUNKS = BN * BK / 2048u;  // 16-byte chunks an invocation copies a step
@@ -42,7 +46,7 @@ void staged_products(inout FRAG_C acc[FRAG_M * FRAG_N], out int frag_exp[FRAG_M 
     staged_column(r, g, n0, brow, bbase);                                                               \
     qb[q] = floatBitsToUint(b4[(bbase + brow * b_words + kw) / 4u]);                                    \
   }                                                                                                     \
-  for (uint kb = 0u; kb < K_BLOCKS; ++kb) {                                                             \
+  for (uint kb = 0u; kb < (ONE_EXPONENT != 0u ? 0u : K_BLOCKS); ++kb) {                                \
     for (uint i = 0u; i < FRAG_M; ++i)                                                                  \
       xa[i * K_BLOCKS + kb] = int(a_data[staged_exp_at(p.a_offset, a_rows, a_words,                     \
                                                        (m0 + (wm * FRAG_M + i) * 16u) / 16u, (k0) + 32u * kb)]); \
@@ -53,22 +57,53 @@ void staged_products(inout FRAG_C acc[FRAG_M * FRAG_N], out int frag_exp[FRAG_M 
     }                                                                                                   \
   }
 
+  // The step's chunks from registers into shared memory.
+#define STAGED_STORE()                                                  \
+  for (uint q = 0u; q < A_CHUNKS; ++q) {                                \
+    uint c = tid + 256u * q, r = c / (BK / 8u), k = 8u * (c % (BK / 8u)); \
+    As[(r * A_STRIDE + k) / 4u] = qa[q].xy;                             \
+    As[(r * A_STRIDE + k) / 4u + 1u] = qa[q].zw;                        \
+  }                                                                     \
+  for (uint q = 0u; q < B_CHUNKS; ++q) {                                \
+    uint c = tid + 256u * q, r = c / (BK / 8u), k = 8u * (c % (BK / 8u)); \
+    Bs[(r * B_STRIDE + k) / 4u] = qb[q].xy;                             \
+    Bs[(r * B_STRIDE + k) / 4u + 1u] = qb[q].zw;                        \
+  }
+
   STAGED_LOAD(k_begin)
+  if (ONE_EXPONENT != 0u) {  // every block of a fragment's rows and columns at one exponent
+    for (uint i = 0u; i < FRAG_M; ++i)
+      for (uint j = 0u; j < FRAG_N; ++j) {
+        uint brow, bbase;
+        staged_column((wn * FRAG_N + j) * 16u, g, n0, brow, bbase);
+        frag_exp[i * FRAG_N + j] =
+            int(a_data[staged_exp_at(p.a_offset, a_rows, a_words, (m0 + (wm * FRAG_M + i) * 16u) / 16u, 0u)]) +
+            int(b_data[staged_exp_at(bbase, b_rows, b_words, brow / 16u, 0u)]);
+      }
+    for (uint k0 = k_begin; k0 < k_end; k0 += BK) {
+      STAGED_STORE()
+      barrier();
+      if (k0 + BK < k_end) { STAGED_LOAD(k0 + BK) }
+      for (uint kk = 0u; kk < BK; kk += 16u) {
+        FRAG_A fa[FRAG_M];
+        FRAG_B fb[FRAG_N];
+        for (uint i = 0u; i < FRAG_M; ++i)
+          FRAG_LOAD(fa[i], As, (((wm * FRAG_M + i) * 16u) * A_STRIDE + kk) / 4u, A_STRIDE / 4u);
+        for (uint j = 0u; j < FRAG_N; ++j)
+          FRAG_LOAD_COLUMNS(fb[j], Bs, (((wn * FRAG_N + j) * 16u) * B_STRIDE + kk) / 4u, B_STRIDE / 4u);
+        for (uint i = 0u; i < FRAG_M; ++i)
+          for (uint j = 0u; j < FRAG_N; ++j) acc[i * FRAG_N + j] = FRAG_MMA(fa[i], fb[j], acc[i * FRAG_N + j]);
+      }
+      barrier();
+    }
+    return;
+  }
   int min_a[FRAG_M], min_b[FRAG_N];
   for (uint i = 0u; i < FRAG_M; ++i) min_a[i] = STAGE_EXP_LIMIT;
   for (uint j = 0u; j < FRAG_N; ++j) min_b[j] = STAGE_EXP_LIMIT;
   for (uint f = 0u; f < FRAG_M * FRAG_N; ++f) frag_exp[f] = 0;
   for (uint k0 = k_begin; k0 < k_end; k0 += BK) {
-    for (uint q = 0u; q < A_CHUNKS; ++q) {
-      uint c = tid + 256u * q, r = c / (BK / 8u), k = 8u * (c % (BK / 8u));
-      As[(r * A_STRIDE + k) / 4u] = qa[q].xy;
-      As[(r * A_STRIDE + k) / 4u + 1u] = qa[q].zw;
-    }
-    for (uint q = 0u; q < B_CHUNKS; ++q) {
-      uint c = tid + 256u * q, r = c / (BK / 8u), k = 8u * (c % (BK / 8u));
-      Bs[(r * B_STRIDE + k) / 4u] = qb[q].xy;
-      Bs[(r * B_STRIDE + k) / 4u + 1u] = qb[q].zw;
-    }
+    STAGED_STORE()
     int ra[FRAG_M * K_BLOCKS], rb[FRAG_N * K_BLOCKS];
     for (uint x = 0u; x < FRAG_M * K_BLOCKS; ++x) ra[x] = xa[x];
     for (uint x = 0u; x < FRAG_N * K_BLOCKS; ++x) rb[x] = xb[x];
@@ -111,4 +146,5 @@ void staged_products(inout FRAG_C acc[FRAG_M * FRAG_N], out int frag_exp[FRAG_M 
     barrier();
   }
 #undef STAGED_LOAD
+#undef STAGED_STORE
 }

@@ -54,6 +54,7 @@ struct MatMulPlan {
   uint32_t team = 32;                // gemv with k_contiguous: invocations a column (spec 11), 32..128
   uint32_t unroll = 1;               // gemv: vec4 loads of B in flight an invocation (spec 12)
   uint32_t k_step = 32;              // tensor cores: K a step (spec 11), 32 or 64
+  bool one_exponent = false;         // staged operands at one exponent along K (spec 13)
 };
 // N: the columns of every product of the dispatch together. k_align: a K step must not cross a
 // multiple of it (a sum of products' K groups); 0: any.

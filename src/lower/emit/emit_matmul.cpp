@@ -19,19 +19,17 @@ bool is_coop(Kernel k) {
          k == Kernel::MatMulCoopStagedNV || k == Kernel::MatMulCoopStagedTallNV;
 }
 
-// Spec 11 of the tiled products: the tensor cores' K_STEP where it is not the default 32, or the
-// exact kernel's CPU_TILE on a CPU implementation (lavapipe). Spec 9 (GLU) and 10 (K_GROUPS) are
-// filled in with their defaults first (spec constants are positional).
+void set_matmul_spec(std::vector<uint32_t>& spec, uint32_t id, uint32_t value, const MatMulPlan& plan) {
+  while (spec.size() < id) spec.push_back(spec.size() == 10 && is_coop(plan.kernel) ? plan.k_step : 0u);
+  spec[id - 1] = value;
+}
+
 void tile_spec(const LowerOptions& options, std::vector<uint32_t>& spec, const MatMulPlan& plan) {
-  uint32_t value = 0;
   if (is_coop(plan.kernel) && plan.k_step != 32)
-    value = plan.k_step;
+    set_matmul_spec(spec, 11, plan.k_step, plan);
   else if (plan.kernel == Kernel::MatMul && options.cpu_device)
-    value = 1;
-  else
-    return;
-  spec.resize(10, 0u);
-  spec.push_back(value);
+    set_matmul_spec(spec, 11, 1, plan);
+  if (plan.one_exponent) set_matmul_spec(spec, 13, 1, plan);
 }
 
 void bind_coop_tail(Emitter& e, KernelCall& c, uint64_t batch, uint64_t row_jobs, uint64_t split_tiles) {
@@ -204,14 +202,11 @@ void bind_finish(Emitter& e, const Dispatch& d, KernelCall& c, int partials, int
 void stage_glu(Emitter& e, const Dispatch& d, KernelCall& c, int glu) {
   if (!d.glu_here || !is_coop(d.plan.kernel) || d.p.batch != 1 || d.p.N[0] % 64 != 0) return;
   StagedRowsParams layout{};
-  const int staged = stage_rows_for_products(e, glu, layout);
+  // Each 16 x 32 block at its own exponent: the tiles that write a row do not see its maximum.
+  const int staged = stage_rows_for_products(e, glu, layout, false);
   if (staged < 0) return;
   c.tensors[8] = {staged, true};
-  if (c.spec.size() < 11) {  // spec 10 K_GROUPS and 11 K_STEP first, where tile_spec left them out
-    c.spec.resize(10, 0u);
-    c.spec.push_back(d.plan.k_step);
-  }
-  c.spec.push_back(1u);                                            // GLU_STAGED, spec 12
+  set_matmul_spec(c.spec, 12, 1, d.plan);                          // GLU_STAGED
   c.label.insert(c.label.size() - 1, ", staged for the product");  // the label ends in d.what's "]"
 }
 
@@ -294,7 +289,7 @@ void sum_pass_norm(Emitter& e, const Dispatch& d, int partials, int norm) {
                  {has_b ? nn.inputs[2] : partials, false},
                  {norm, true}};
   MatMulNormParams np{d.p, {}};
-  const int staged = stage_rows_for_products(e, norm, np.staged);
+  const int staged = stage_rows_for_products(e, norm, np.staged, true);
   sum.tensors.push_back({staged >= 0 ? staged : norm, staged >= 0});
   sum.spec = d.epilogue;
   const auto eps_bits = std::bit_cast<uint32_t>(static_cast<float>(nn.attrs.scalar));

@@ -36,7 +36,7 @@ void emit_row(Emitter& e, int id) {
     return;
   }
   NormCallParams p{norm_params(n.shape, n.attrs.scalar), {}};
-  const int staged = stage_rows_for_products(e, id, p.staged);  // before the call: it may add a scratch
+  const int staged = stage_rows_for_products(e, id, p.staged, true);  // before the call: it may add a scratch
   int x = n.inputs[0];
   bool has_w = n.inputs.size() > 1, has_b = n.inputs.size() > 2;
   KernelCall& c = e.call(Kernel::Norm, id, staged >= 0 ? "staged for the product" : "");

@@ -37,7 +37,14 @@ uint64_t stage_operand(Emitter& e, const Dispatch& d, const std::string& what, i
   KernelCall& c = e.call(Kernel::StageF16, d.id, label);
   c.derived = derived;
   c.tensors = {{tensor, false}, {staged, true}};
-  const uint64_t blocks = uint64_t{sp.padded_rows} / 16 * (sp.row_words / 16);  // a subgroup each, 8 a workgroup
+  // A subgroup a block, 8 a workgroup. Constant weights: a subgroup a block of 16 rows, staged at
+  // one exponent for all of K (stage_f16.comp's WHOLE_ROWS), so that their products with a
+  // norm's staged rows never rescale (SmolLM2-135M inference on an H200: performance.md).
+  uint64_t blocks = uint64_t{sp.padded_rows} / 16;
+  if (derived)
+    c.spec = {1u};
+  else
+    blocks *= sp.row_words / 16;
   c.groups = {static_cast<uint32_t>(std::min<uint64_t>((blocks + 7) / 8, kMaxGroups)), 1, 1};
   Emitter::set_params(c, sp);
   return staged_words(sp.padded_rows, sp.row_words);
@@ -115,6 +122,9 @@ void stage_operands(Emitter& e, Dispatch& d) {
   d.a_tensor = staged_a;
   d.weights = staged_b;
   d.layout = {0u, 0u, 1u, 0u};  // B_KCONTIG: staged B is [n][k]
+  // Weights staged once take one exponent a block of rows along K (WHOLE_ROWS): with A staged
+  // the same way, the K loop holds no exponents at all.
+  d.plan.one_exponent = constant_b && by_producer && by_producer->one_exponent;
   // 128-row tiles where each workgroup runs many K steps and there are still workgroups for every
   // SM (B read by half as many of them: the 1.7B shape's prefill 11.4 -> 8.8 ms on an H200); 64
   // where steps are few (weight gradients over 128 tokens: 45 -> 50 ms a training step with 128
@@ -146,7 +156,7 @@ bool stage_before(const Emitter& e, const Dispatch& d) {
   return M * N >= 512 * (M + N);
 }
 
-int stage_rows_for_products(Emitter& e, int id, StagedRowsParams& layout) {
+int stage_rows_for_products(Emitter& e, int id, StagedRowsParams& layout, bool one_exponent) {
   const MatMulTiers& t = e.options().matmul;
   const Shape& shape = e.node(id).shape;
   if (t.bf16 || t.staged == MatMulTiers::Staged::Never || shape.empty() || shape.back() == 0) return -1;
@@ -154,7 +164,7 @@ int stage_rows_for_products(Emitter& e, int id, StagedRowsParams& layout) {
   if (std::none_of(readers.begin(), readers.end(), [&](int r) { return reads_rows_staged(e, r, id); })) return -1;
   layout = staged_layout(static_cast<uint64_t>(numel(shape) / shape.back()), static_cast<uint64_t>(shape.back()));
   const int copy = e.scratch(staged_words(layout.padded_rows, layout.row_words) * 4);
-  e.set_staged_rows(id, {copy, layout});
+  e.set_staged_rows(id, {copy, layout, one_exponent});
   return copy;
 }
 

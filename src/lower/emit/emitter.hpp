@@ -56,6 +56,7 @@ class Emitter {
   struct StagedCopy {
     int tensor;
     kernels::StagedRowsParams layout;
+    bool one_exponent;  // every block at one exponent (a norm's), not each at its own (a GLU's)
   };
   const StagedCopy* staged_rows(int id) const {
     auto it = staged_rows_.find(id);

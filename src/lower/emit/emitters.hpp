@@ -28,8 +28,13 @@ inline constexpr int64_t kMaxFusedNormDim = 4096;  // matmul_split_sum_norm.comp
 void emit_matmul(Emitter& e, const DispatchGroup& products);
 void emit_product_sum(Emitter& e, const DispatchGroup& sum);
 bool is_coop(kernels::Kernel k);  // a tensor-core matmul kernel
-// Spec 11 of the tiled products: the tensor cores' K_STEP, or the exact kernel's CPU_TILE on lavapipe.
+// Spec 11 of the tiled products (the tensor cores' K_STEP, or the exact kernel's CPU_TILE on
+// lavapipe) and 13 (ONE_EXPONENT), where they are not the defaults.
 void tile_spec(const LowerOptions& options, std::vector<uint32_t>& spec, const MatMulPlan& plan);
+// Spec constant `id` (numbered as the shaders number them) of a tiled product set to `value`, those
+// before it that are not set yet at their defaults (spec constants are positional): 0, and the
+// plan's K step for the tensor cores' spec 11.
+void set_matmul_spec(std::vector<uint32_t>& spec, uint32_t id, uint32_t value, const MatMulPlan& plan);
 // The tensor-core kernels' bindings 10 (GLU_STAGED's copy: C again) and, where they stage in
 // the kernel, 11 (scale history: a word per row job and per column tile of each split, for each
 // of `batch` entries; matmul_coop.glsl), after the nine every tier binds.
@@ -59,6 +64,7 @@ kernels::NormParams norm_params(const Shape& x, double eps);          // rows x 
 // Where the kernel that writes node `id` (a norm, a workgroup a row) should also stage its rows
 // for a tensor-core product that reads them next with weights staged once (emit_staging.cpp):
 // the scratch it writes them to, registered with the Emitter; -1 where no product would read it.
-int stage_rows_for_products(Emitter& e, int id, kernels::StagedRowsParams& layout);
+// one_exponent: the writer stages every block at one exponent (a norm's bound, stage_rows.glsl).
+int stage_rows_for_products(Emitter& e, int id, kernels::StagedRowsParams& layout, bool one_exponent);
 
 }  // namespace meganeura::lower
