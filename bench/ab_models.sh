@@ -5,30 +5,39 @@
 # per-round median wall ms. Kernel changes are measured this way against the binary before them.
 #   bash bench/ab_models.sh [--rounds 3] [--modes inference,train] [--runs 30] BIN...
 # Binaries are paths relative to the repo root (carried with the device call, with .gl). Writes
-# $OUT/ab.jsonl (every JSON line, with "binary" added).
+# $OUT/ab.jsonl (every JSON line, with "binary" added). The vision models (meganeura-bench-vision
+# binaries) with --vision and that bench's own arguments instead of a model folder:
+#   bash bench/ab_models.sh --vision "--model resnet50 --batch 4 --size 224" BIN...
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/gpu_env.sh
 
-rounds=3 modes=inference,train runs=30 model=/tmp/smol bins=()
+rounds=3 modes=inference,train runs=30 model=/tmp/smol vision="" bins=()
 while (($#)); do
   case $1 in
     --rounds) rounds=$2; shift 2 ;;
     --modes) modes=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --model) model=$2; shift 2 ;;
+    --vision) vision=$2; shift 2 ;;
     -*) echo "ab_models: unknown option '$1' (see the comment atop bench/ab_models.sh)" >&2; exit 2 ;;
     *) bins+=("$1"); shift ;;
   esac
 done
 ((${#bins[@]})) || { echo "ab_models: name the binaries to compare" >&2; exit 2; }
-[[ -f $model/config.json ]] || python3 bench/make_random_smollm2.py --out "$model" >&2 || exit 1
+# What each binary is given besides --modes and --runs: the SmolLM2 folder, or --vision's words.
+if [[ -n $vision ]]; then
+  read -r -a target <<<"$vision"
+else
+  [[ -f $model/config.json ]] || python3 bench/make_random_smollm2.py --out "$model" >&2 || exit 1
+  target=(--model "$model")
+fi
 
 jsonl=$out/ab.jsonl
 : >"$jsonl"
 for ((r = 0; r < rounds; ++r)); do
   for bin in "${bins[@]}"; do
-    "$bin" --model "$model" --modes "$modes" --runs "$runs" 2>/dev/null | grep '^{' |
+    "$bin" "${target[@]}" --modes "$modes" --runs "$runs" 2>/dev/null | grep '^{' |
       python3 -c 'import json,sys
 for line in sys.stdin:
     j = json.loads(line); j["binary"] = sys.argv[1]; print(json.dumps(j))' "$bin" >>"$jsonl"
