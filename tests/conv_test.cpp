@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -248,6 +249,34 @@ TEST(Conv, OutputsAndGradientsMatchTheReference) {
     expect_near_all(s.read_grad("x").to_f32(), dx, "d x", 1e-4);
     expect_near_all(s.read_grad("w").to_f32(), dw, "d weight", 1e-4);
     if (c.bias) expect_near_all(s.read_grad("b").to_f32(), db, "d bias", 1e-4);
+  }
+}
+
+// Zero padding lives in the window map (a tap in the padding reads 0, Attrs::window_padding): the
+// graph reads x as it is, with no pad of x before the gather; conv_transpose's taps in the
+// cropped padding add nothing, with no crop after the scatter. Other modes still pad x first.
+TEST(Conv, ZeroPaddingIsInTheWindowMap) {
+  auto ops_of = [](const ConvCase& c) {
+    Graph g;
+    Tensor w = g.parameter("w", c.w);
+    g.output("y", apply(c, g.input("x", c.x), w, {}));
+    std::multiset<Op> ops;
+    bool window = false;
+    for (const Node& n : g.nodes()) {
+      ops.insert(n.op);
+      if (n.op == Op::Gather || n.op == Op::ScatterAdd) window = window || n.attrs.window_padding;
+    }
+    return std::pair{ops, window};
+  };
+  for (const ConvCase& c : cases()) {
+    SCOPED_TRACE(c.name);
+    const auto [ops, window] = ops_of(c);
+    EXPECT_TRUE(window);
+    if (c.transposed || c.conv.padding_mode == PadMode::constant) {
+      EXPECT_EQ(ops.count(Op::Concat) + ops.count(Op::Slice), 0u) << "a pad or crop of the data";
+    } else {
+      EXPECT_GE(ops.count(Op::Gather) + ops.count(Op::Concat), 2u) << "x padded before the window's gather";
+    }
   }
 }
 

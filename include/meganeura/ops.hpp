@@ -177,9 +177,10 @@ Tensor adaptive_avg_pool2d(Tensor x, std::array<int64_t, 2> size);
 // one value, one a spatial dimension (both sides), or (before, after) pairs a dimension in order
 // (asymmetric: {top, bottom, left, right} for conv2d); `same` keeps the size at stride 1 (the odd
 // padding after, as PyTorch). padding_mode as F.pad's (PyTorch's "zeros" is constant). groups
-// divide both channel counts (depthwise: groups = C). The input padded, one gather of every
-// kernel tap at every output position, and one batched product with the weight: gradients of x,
-// the weight and the bias follow those ops'.
+// divide both channel counts (depthwise: groups = C). One gather of every kernel tap at every
+// output position (zero padding in its index map: a tap in the padding reads 0; other modes pad
+// the input first), and one batched product with the weight: gradients of x, the weight and the
+// bias follow those ops'.
 struct ConvOptions {
   std::vector<int64_t> stride = {};
   std::vector<int64_t> padding = {};
@@ -195,7 +196,8 @@ Tensor conv3d(Tensor x, Tensor weight, Tensor bias = {}, const ConvOptions& o = 
 // F.conv_transpose1d / 2d (the gradient of a conv with respect to its input): weight [C,
 // C_out / groups, *kernel]; the output is (in - 1) * stride - 2 * padding + dilation * (k - 1) +
 // output_padding + 1 long, output_padding smaller than the stride or the dilation. The product of
-// the weight's transpose with x, then one scatter_add of every tap into the output.
+// the weight's transpose with x, then one scatter_add of every tap into the output (a tap in the
+// cropped padding adds nothing).
 struct ConvTransposeOptions {
   std::vector<int64_t> stride = {};
   std::vector<int64_t> padding = {};  // symmetric: one value, or one a spatial dimension

@@ -29,14 +29,16 @@ void grad_concat(GradContext& c) {
 
 void grad_broadcast_to(GradContext& c) { c.add(0, c.dy()); }  // add() sums the broadcast axes
 
+// Each other's gradient, with the same attributes (the axis, and a window map's padding taps,
+// which read 0 and add nothing either way).
 void grad_gather(GradContext& c) {
   Tensor x = c.in(0);
-  c.add(0, scatter_add(c.zeros(x.shape()), c.in(1), c.dy(), c.attrs().axis));
+  c.add(0, c.graph().add(Op::ScatterAdd, {c.zeros(x.shape()), c.in(1), c.dy()}, c.attrs()));
 }
 
 void grad_scatter_add(GradContext& c) {
   if (c.needs(0)) c.add(0, c.dy());
-  if (c.needs(2)) c.add(2, gather(c.dy(), c.in(1), c.attrs().axis));
+  if (c.needs(2)) c.add(2, c.graph().add(Op::Gather, {c.dy(), c.in(1)}, c.attrs()));
 }
 
 }  // namespace meganeura::autodiff

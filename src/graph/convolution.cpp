@@ -1,10 +1,12 @@
 // conv and conv_transpose (meganeura/ops.hpp), 1 to 3 spatial dimensions, as products:
-//   conv: x padded, then one gather through a constant index map takes every kernel tap of every
-//   output position of every sample ([C, taps, N · positions], "im2col"), and a product with the
-//   weight viewed as [groups, Cout / groups, C / groups * taps] sums them;
+//   conv: one gather through a constant index map takes every kernel tap of every output position
+//   of every sample ([C, taps, N · positions], "im2col"), and a product with the weight viewed as
+//   [groups, Cout / groups, C / groups * taps] sums them. Zero padding is in the map: a tap in
+//   the padding reads 0 (window_gather), so x is read as it is; reflect, replicate and circular
+//   padding pad x first;
 //   conv_transpose: the product of the weight's transpose with x gives every tap's contribution,
-//   and one scatter_add through the same kind of map adds them into the (padded) output, which
-//   is then cropped.
+//   and one scatter_add through the same kind of map adds them into the output, the taps that
+//   land in the cropped padding adding nothing (window_scatter_add).
 // Autodiff, the optimizer and the lowering see gather, scatter_add, pad and matmul (the gather's
 // gradient is the scatter and the other way round), so gradients of x, the weight and the bias
 // follow theirs, and the product runs on the tensor cores where there are some.
@@ -174,10 +176,17 @@ Tensor conv(Tensor x, Tensor weight, Tensor bias, const ConvOptions& o) {
   Tensor xp = reshape(x, batched);
   bool any_pad = false;
   for (const auto& [before, after] : pads) any_pad = any_pad || before > 0 || after > 0;
-  if (any_pad) xp = pad(xp, torch_pads(pads), o.padding_mode);
+  // Zeros: in the map (a tap in the padding reads 0). Other modes: x padded first.
+  const bool pad_in_map = o.padding_mode == PadMode::constant;
+  std::vector<int64_t> before;
+  if (any_pad && pad_in_map)
+    for (const auto& p : pads) before.push_back(p.first);
+  else if (any_pad)
+    xp = pad(xp, torch_pads(pads), o.padding_mode);
+  const std::vector<int64_t>& read = any_pad && pad_in_map ? g.in : padded;  // what the map indexes
   const int64_t taps = graph::product(g.kernel), positions = graph::product(out), per_group = g.channels / g.groups;
-  const int64_t sample = graph::product(padded);
-  const std::vector<int32_t> map = graph::tap_map(g.kernel, g.stride, g.dilation, padded, out);
+  const int64_t sample = graph::product(read);
+  const std::vector<int32_t> map = graph::tap_map(g.kernel, g.stride, g.dilation, read, out, before);
   const Tensor w = reshape(weight, {g.groups, g.out_channels / g.groups, per_group * taps});
   Shape result{g.n, g.out_channels};
   result.insert(result.end(), out.begin(), out.end());
@@ -189,15 +198,16 @@ Tensor conv(Tensor x, Tensor weight, Tensor bias, const ConvOptions& o) {
     const std::vector<int32_t> folded = graph::across_batch(map, taps, positions, g.n, sample);
     const Tensor by_channel =
         reshape(permute(reshape(xp, {g.n, g.channels, sample}), {1, 0, 2}), {g.channels, g.n * sample});
-    Tensor cols = gather(by_channel, owner.constant(std::span<const int32_t>(folded), {taps, g.n * positions}),
-                         1);  // [C, taps, N · L]
+    Tensor cols = graph::window_gather(
+        by_channel, owner.constant(std::span<const int32_t>(folded), {taps, g.n * positions}), 1);  // [C, taps, N · L]
     cols = reshape(cols, {g.groups, per_group * taps, g.n * positions});
     y = permute(reshape(matmul(w, cols), {g.out_channels, g.n, positions}), {1, 0, 2});  // [N, Cout, L]
   } else {
     // A product a sample, broadcasting the weight: no permutes, the result already [N, Cout, L].
-    Tensor cols = gather(reshape(xp, {g.n, g.channels, sample}),
-                         owner.constant(std::span<const int32_t>(map), {taps, positions}), 2);  // [N, C, taps, L]
-    y = matmul(w, reshape(cols, {g.n, g.groups, per_group * taps, positions}));                 // [N, G, Cout / G, L]
+    Tensor cols = graph::window_gather(reshape(xp, {g.n, g.channels, sample}),
+                                       owner.constant(std::span<const int32_t>(map), {taps, positions}),
+                                       2);                                       // [N, C, taps, L]
+    y = matmul(w, reshape(cols, {g.n, g.groups, per_group * taps, positions}));  // [N, G, Cout / G, L]
   }
   return unbatch(add_bias(reshape(y, result), bias, g.dims), g);
 }
@@ -233,26 +243,19 @@ Tensor conv_transpose(Tensor x, Tensor weight, Tensor bias, const ConvTransposeO
   const Tensor xs =
       reshape(permute(reshape(x, {g.n, g.channels, positions}), {1, 0, 2}), {g.groups, per_group, g.n * positions});
   const Tensor parts = reshape(matmul(w, xs, {.transpose_a = true}), {g.out_channels, taps, g.n * positions});
-  // Added into the full output (plus output_padding at the end, so that a crop can reach it).
-  std::vector<int64_t> canvas(g.dims);
-  for (size_t d = 0; d < g.dims; ++d) canvas[d] = std::max(full[d], out[d] + padding[d]);
-  const int64_t sample = graph::product(canvas);
-  const std::vector<int32_t> map =
-      graph::across_batch(graph::tap_map(g.kernel, g.stride, g.dilation, canvas, g.in), taps, positions, g.n, sample);
+  // Added straight into the output: a tap lands at in * stride + t * dilation - padding, and one
+  // in the cropped padding adds nothing (window_scatter_add); output_padding's positions at the
+  // end are those no tap reaches.
+  const int64_t sample = graph::product(out);
+  const std::vector<int32_t> map = graph::across_batch(
+      graph::tap_map(g.kernel, g.stride, g.dilation, out, g.in, padding), taps, positions, g.n, sample);
   const Tensor base = broadcast_to(owner.scalar(0.0f), {g.out_channels, g.n * sample});
-  Tensor y = scatter_add(base, owner.constant(std::span<const int32_t>(map), {taps, g.n * positions}), parts, 1);
-  y = permute(reshape(y, {g.out_channels, g.n, sample}), {1, 0, 2});  // [N, Cout, canvas]
-  Shape canvas_shape{g.n, g.out_channels};
-  canvas_shape.insert(canvas_shape.end(), canvas.begin(), canvas.end());
-  y = reshape(y, canvas_shape);
-  std::vector<std::pair<int64_t, int64_t>> crop(g.dims);
-  bool any_crop = false;
-  for (size_t d = 0; d < g.dims; ++d) {
-    crop[d] = {-padding[d], out[d] + padding[d] - canvas[d]};
-    any_crop = any_crop || crop[d].first != 0 || crop[d].second != 0;
-  }
-  if (any_crop) y = pad(y, torch_pads(crop));  // negative: crops
-  return unbatch(add_bias(y, bias, g.dims), g);
+  Tensor y =
+      graph::window_scatter_add(base, owner.constant(std::span<const int32_t>(map), {taps, g.n * positions}), parts, 1);
+  y = permute(reshape(y, {g.out_channels, g.n, sample}), {1, 0, 2});  // [N, Cout, out]
+  Shape result{g.n, g.out_channels};
+  result.insert(result.end(), out.begin(), out.end());
+  return unbatch(add_bias(reshape(y, result), bias, g.dims), g);
 }
 
 namespace {

@@ -35,6 +35,7 @@ static std::string attrs_str(const Node& n) {
   if (a.transpose_a) sep() << "transpose_a";
   if (a.transpose_b) sep() << "transpose_b";
   if (a.seq_major) sep() << "seq_major";
+  if (a.window_padding) sep() << "window_padding";
   if (n.op == Op::Cast) sep() << "to=" << dtype_name(a.dtype);
   std::string s = o.str();
   return s.empty() ? "" : " {" + s + "}";

@@ -4,6 +4,7 @@
 #include <numeric>
 #include <string>
 
+#include "graph/op_args.hpp"
 #include "meganeura/error.hpp"
 
 namespace meganeura::graph {
@@ -14,8 +15,8 @@ int64_t product(const std::vector<int64_t>& v) {
 
 std::vector<int32_t> tap_map(const std::vector<int64_t>& kernel, const std::vector<int64_t>& stride,
                              const std::vector<int64_t>& dilation, const std::vector<int64_t>& sizes,
-                             const std::vector<int64_t>& out) {
-  const int64_t taps = product(kernel), positions = product(out);
+                             const std::vector<int64_t>& out, const std::vector<int64_t>& before) {
+  const int64_t taps = product(kernel), positions = product(out), padding = product(sizes);
   std::vector<int32_t> map(static_cast<size_t>(taps * positions));
   for (int64_t t = 0; t < taps; ++t)
     for (int64_t o = 0; o < positions; ++o) {
@@ -24,7 +25,12 @@ std::vector<int32_t> tap_map(const std::vector<int64_t>& kernel, const std::vect
         const int64_t td = t_rest % kernel[d], od = o_rest % out[d];
         t_rest /= kernel[d];
         o_rest /= out[d];
-        flat += (od * stride[d] + td * dilation[d]) * step;
+        const int64_t at = od * stride[d] + td * dilation[d] - (before.empty() ? 0 : before[d]);
+        if (at < 0 || at >= sizes[d]) {
+          flat = padding;
+          break;
+        }
+        flat += at * step;
         step *= sizes[d];
       }
       map[static_cast<size_t>(t * positions + o)] = static_cast<int32_t>(flat);
@@ -34,16 +40,32 @@ std::vector<int32_t> tap_map(const std::vector<int64_t>& kernel, const std::vect
 
 std::vector<int32_t> across_batch(const std::vector<int32_t>& map, int64_t taps, int64_t positions, int64_t batch,
                                   int64_t sample) {
-  if (batch * sample > INT32_MAX)
+  if (batch * sample >= INT32_MAX)
     throw ShapeError("a window map over " + std::to_string(batch) + " samples of " + std::to_string(sample) +
                      " elements: past 2^31 indices (split the batch)");
   std::vector<int32_t> out(static_cast<size_t>(taps * batch * positions));
   for (int64_t t = 0; t < taps; ++t)
     for (int64_t b = 0; b < batch; ++b)
-      for (int64_t o = 0; o < positions; ++o)
+      for (int64_t o = 0; o < positions; ++o) {
+        const int32_t at = map[static_cast<size_t>(t * positions + o)];
         out[static_cast<size_t>((t * batch + b) * positions + o)] =
-            map[static_cast<size_t>(t * positions + o)] + static_cast<int32_t>(b * sample);
+            at == sample ? static_cast<int32_t>(batch * sample) : at + static_cast<int32_t>(b * sample);
+      }
   return out;
+}
+
+Tensor window_gather(Tensor x, Tensor map, int64_t axis) {
+  Attrs a;
+  a.axis = axis;
+  a.window_padding = true;
+  return build(Op::Gather, {{"x", x}, {"indices", map}}, std::move(a));
+}
+
+Tensor window_scatter_add(Tensor base, Tensor map, Tensor updates, int64_t axis) {
+  Attrs a;
+  a.axis = axis;
+  a.window_padding = true;
+  return build(Op::ScatterAdd, {{"base", base}, {"indices", map}, {"updates", updates}}, std::move(a));
 }
 
 }  // namespace meganeura::graph

@@ -1,10 +1,12 @@
 #version 450
 // Gather: out[(o*n_idx + j)*inner + i] = x[(o*len + idx[j])*inner + i], a bit copy (any 32-bit
-// dtype). Out-of-range indices report to the status block and write 0.
+// dtype). Out-of-range indices report to the status block and write 0. WINDOW_PADDING (spec 2,
+// a convolution's window map): an index equal to len is a padding tap and reads 0, unreported.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
 layout(constant_id = 1) const uint IDX_DTYPE = 1u;
+layout(constant_id = 2) const uint WINDOW_PADDING = 0u;
 
 struct IndexParams { uint outer, len, inner, n_idx, node, pad[3]; };
 PARAMS_BLOCK { IndexParams p; };
@@ -18,7 +20,9 @@ void main() {
     uint i = e % p.inner, oj = e / p.inner;
     uint j = oj % p.n_idx, o = oj / p.n_idx;
     uint v = checked_index(idx[j], IDX_DTYPE, p.len);
-    if (v == BAD_INDEX) {
+    if (WINDOW_PADDING != 0u && idx[j] == p.len) {
+      out_data[e] = 0u;
+    } else if (v == BAD_INDEX) {
       if (o == 0u && i == 0u) report(STATUS_INDEX_OUT_OF_RANGE, p.node, int(idx[j]), p.len);
       out_data[e] = 0u;
     } else {

@@ -34,7 +34,7 @@ struct AttrsHash {
     double s = a.scalar == 0 ? 0.0 : a.scalar;
     h = hash_mix(h, std::bit_cast<uint64_t>(s));
     h = hash_mix(h, (uint64_t(a.keepdim) << 0) | (uint64_t(a.transpose_a) << 1) | (uint64_t(a.transpose_b) << 2) |
-                        (uint64_t(a.seq_major) << 3) | (uint64_t(a.dtype) << 8));
+                        (uint64_t(a.seq_major) << 3) | (uint64_t(a.window_padding) << 4) | (uint64_t(a.dtype) << 8));
     return static_cast<size_t>(h);
   }
 };

@@ -26,7 +26,7 @@ void emit_index(Emitter& e, int id) {
       p.inner = u32(prod(x, ax + 1, x.size()), "gather inner");
       p.n_idx = u32(numel(e.node(n.inputs[1]).shape), "index count");
       KernelCall& c = e.call(Kernel::Gather, id, "");
-      c.spec = {dtype_code(e.node(n.inputs[1]).dtype)};
+      c.spec = {dtype_code(e.node(n.inputs[1]).dtype), n.attrs.window_padding ? 1u : 0u};
       c.tensors = {{n.inputs[0], false}, {n.inputs[1], false}, {id, true}};
       c.groups = {groups_for(numel(n.shape)), 1, 1};
       Emitter::set_params(c, p);
@@ -55,7 +55,7 @@ void emit_index(Emitter& e, int id) {
       p.n_idx = u32(numel(e.node(n.inputs[1]).shape), "index count");
       if (p.n_idx == 0) return;
       KernelCall& c = e.call(Kernel::ScatterAdd, id, "add updates");
-      c.spec = {dtype_code(e.node(n.inputs[1]).dtype)};
+      c.spec = {dtype_code(e.node(n.inputs[1]).dtype), n.attrs.window_padding ? 1u : 0u};
       c.tensors = {{n.inputs[2], false}, {n.inputs[1], false}, {id, true}};
       c.groups = {groups_for(numel(e.node(n.inputs[2]).shape)), 1, 1};
       Emitter::set_params(c, p);
