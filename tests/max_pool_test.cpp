@@ -4,6 +4,7 @@
 // [C, H, W]; and its errors.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,22 @@ TEST(MaxPool2d, MatchesTheReferenceWithTiesGoingToTheFirst) {
       for (size_t o = 0; o < best.size(); ++o) want[static_cast<size_t>(best[o])] += weights[o];
       for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(grad[i], want[i], 1e-5) << "gradient element " << i;
     }
+}
+
+// The padding, and ceil_mode's windows past the input, are in the window map (taps there read
+// -infinity): the graph has no pad of the input, and its one gather reads x as it is.
+TEST(MaxPool2d, ReadsTheInputUnpadded) {
+  Graph g;
+  g.output("y", max_pool2d(g.input("x", {2, 3, 7, 9}), {{3, 2}, {2, 2}, {1, 1}, {1, 1}, true}));
+  int gathers = 0;
+  for (const Node& n : g.nodes()) {
+    EXPECT_NE(n.op, Op::Concat) << "a pad of the input";
+    if (n.op != Op::Gather) continue;
+    ++gathers;
+    EXPECT_TRUE(n.attrs.window_padding);
+    EXPECT_EQ(n.attrs.scalar, -INFINITY);
+  }
+  EXPECT_EQ(gathers, 1);
 }
 
 TEST(MaxPool2d, Errors) {

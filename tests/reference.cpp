@@ -508,7 +508,10 @@ RefTensor eval_node(const meganeura::Graph& g, const Node& n, const std::vector<
       const int64_t ni = static_cast<int64_t>(idx.v.size());
       for (int64_t o = 0; o < outer; ++o)
         for (int64_t j = 0; j < ni; ++j) {
-          if (A.window_padding && idx.v[j] == static_cast<double>(dim)) continue;  // a padding tap: 0
+          if (A.window_padding && idx.v[j] == static_cast<double>(dim)) {  // a padding tap: the fill
+            for (int64_t i = 0; i < inner; ++i) out.v[(o * ni + j) * inner + i] = A.scalar;
+            continue;
+          }
           const int64_t src = wrap_index(idx.v[j], dim, "gather");
           for (int64_t i = 0; i < inner; ++i) out.v[(o * ni + j) * inner + i] = x.v[(o * dim + src) * inner + i];
         }

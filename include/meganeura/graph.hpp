@@ -61,8 +61,9 @@ struct Attrs {
   bool keepdim = false;                           // reduce
   bool transpose_a = false, transpose_b = false;  // matmul
   bool seq_major = false;                         // attention: q, k, v, out are [..., S, H, D] (else [..., H, S, D])
-  bool window_padding = false;  // gather, scatter_add (a window map's, from conv): an index equal to the
-                                // axis's length is a padding tap, which reads 0 and adds nothing
+  bool window_padding = false;  // gather, scatter_add (a window map's: conv, max_pool2d): an index equal to
+                                // the axis's length is a padding tap, which reads `scalar` (0 for conv,
+                                // -inf for max pooling) and adds nothing
   int64_t window = 0;           // attention: sliding window (a query sees the last `window` keys; 0: all)
   DType dtype = DType::f32;     // cast: target
   std::vector<double> values;   // training ops: their hyperparameters (src/train/update_graph.hpp)

@@ -29,16 +29,24 @@ void grad_concat(GradContext& c) {
 
 void grad_broadcast_to(GradContext& c) { c.add(0, c.dy()); }  // add() sums the broadcast axes
 
-// Each other's gradient, with the same attributes (the axis, and a window map's padding taps,
-// which read 0 and add nothing either way).
+// Each other's gradient, with the same axis and window map (padding taps add nothing, and as a
+// gradient read 0 whatever the forward's fill).
+namespace {
+Attrs index_gradient_attrs(const GradContext& c) {
+  Attrs a = c.attrs();
+  a.scalar = 0;
+  return a;
+}
+}  // namespace
+
 void grad_gather(GradContext& c) {
   Tensor x = c.in(0);
-  c.add(0, c.graph().add(Op::ScatterAdd, {c.zeros(x.shape()), c.in(1), c.dy()}, c.attrs()));
+  c.add(0, c.graph().add(Op::ScatterAdd, {c.zeros(x.shape()), c.in(1), c.dy()}, index_gradient_attrs(c)));
 }
 
 void grad_scatter_add(GradContext& c) {
   if (c.needs(0)) c.add(0, c.dy());
-  if (c.needs(2)) c.add(2, c.graph().add(Op::Gather, {c.dy(), c.in(1)}, c.attrs()));
+  if (c.needs(2)) c.add(2, c.graph().add(Op::Gather, {c.dy(), c.in(1)}, index_gradient_attrs(c)));
 }
 
 }  // namespace meganeura::autodiff

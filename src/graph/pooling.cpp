@@ -2,7 +2,8 @@
 // is an average over its rows of averages over its columns, and PyTorch's divisor is a product
 // of one count per dimension in every mode, so each pooling is two products with constant
 // [out, in] averaging matrices: autodiff, the lowering and the tensor cores see plain matmuls.
-// max_pool2d gathers every window (padding at -infinity), finds each window's first largest
+// max_pool2d gathers every window (padding taps, and ceil_mode's reach past the input, read
+// -infinity: the input is never padded), finds each window's first largest
 // element with argmax, and keeps it with a where: its gradient goes to that element alone, as
 // PyTorch's does, ties included.
 #include <cmath>
@@ -90,7 +91,7 @@ Tensor max_pool2d(Tensor x, const MaxPool2d& o) {
   graph::graph_of("max_pool2d", {{"x", x}});
   check_input(x, "max_pool2d");
   const Shape s = x.shape();
-  std::vector<int64_t> kernel(2), stride(2), dilation(2), out(2), padded(2);
+  std::vector<int64_t> kernel(2), stride(2), dilation(2), out(2);
   for (size_t d = 0; d < 2; ++d) {
     const int64_t n = s[s.size() - 2 + d], k = o.kernel[d], p = o.padding[d], dil = o.dilation[d];
     stride[d] = o.stride[d] ? o.stride[d] : k;
@@ -107,17 +108,13 @@ Tensor max_pool2d(Tensor x, const MaxPool2d& o) {
     kernel[d] = k;
     dilation[d] = dil;
     out[d] = pool_out(n, reach, stride[d], p, o.ceil_mode);
-    padded[d] = std::max(n + 2 * p, (out[d] - 1) * stride[d] + reach);  // ceil_mode's last window may reach further
   }
   const int64_t h = s[s.size() - 2], w = s.back(), planes = numel(s) / (h * w), taps = kernel[0] * kernel[1];
-  // F.pad's order (the width's pair first); after: the padding, and what ceil_mode's windows reach.
-  const std::vector<int64_t> pads{o.padding[1], padded[1] - w - o.padding[1], o.padding[0],
-                                  padded[0] - h - o.padding[0]};
   Graph& owner = x.graph();
-  Tensor xp = pad(reshape(x, {planes, h, w}), pads, PadMode::constant, -INFINITY);
-  const std::vector<int32_t> map = graph::tap_map(kernel, stride, dilation, padded, out);
-  const Tensor windows = gather(reshape(xp, {planes, padded[0] * padded[1]}),
-                                owner.constant(std::span<const int32_t>(map), {taps, out[0] * out[1]}), 1);
+  const std::vector<int32_t> map = graph::tap_map(kernel, stride, dilation, {h, w}, out, {o.padding[0], o.padding[1]});
+  const Tensor windows =
+      graph::window_gather(reshape(x, {planes, h * w}),
+                           owner.constant(std::span<const int32_t>(map), {taps, out[0] * out[1]}), 1, -INFINITY);
   std::vector<int32_t> tap_ids(static_cast<size_t>(taps));
   std::iota(tap_ids.begin(), tap_ids.end(), 0);
   const Tensor first_largest =

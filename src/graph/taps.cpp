@@ -54,10 +54,11 @@ std::vector<int32_t> across_batch(const std::vector<int32_t>& map, int64_t taps,
   return out;
 }
 
-Tensor window_gather(Tensor x, Tensor map, int64_t axis) {
+Tensor window_gather(Tensor x, Tensor map, int64_t axis, float fill) {
   Attrs a;
   a.axis = axis;
   a.window_padding = true;
+  a.scalar = fill;
   return build(Op::Gather, {{"x", x}, {"indices", map}}, std::move(a));
 }
 

@@ -26,9 +26,10 @@ std::vector<int32_t> across_batch(const std::vector<int32_t>& map, int64_t taps,
                                   int64_t sample);
 
 // gather and scatter_add through a window map whose padding taps (the index equal to the axis's
-// length, as tap_map writes them) read 0 and add nothing (Attrs::window_padding): a convolution
-// reads its input unpadded, with no pad (a copy of the input) before it.
-Tensor window_gather(Tensor x, Tensor map, int64_t axis);
+// length, as tap_map writes them) read `fill` and add nothing (Attrs::window_padding): a
+// convolution (fill 0) or a max pooling (-infinity) reads its input unpadded, with no pad (a
+// copy of the input) before it.
+Tensor window_gather(Tensor x, Tensor map, int64_t axis, float fill = 0.0f);
 Tensor window_scatter_add(Tensor base, Tensor map, Tensor updates, int64_t axis);
 
 int64_t product(const std::vector<int64_t>& v);

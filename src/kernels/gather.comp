@@ -1,12 +1,14 @@
 #version 450
 // Gather: out[(o*n_idx + j)*inner + i] = x[(o*len + idx[j])*inner + i], a bit copy (any 32-bit
 // dtype). Out-of-range indices report to the status block and write 0. WINDOW_PADDING (spec 2,
-// a convolution's window map): an index equal to len is a padding tap and reads 0, unreported.
+// a convolution's or pooling's window map): an index equal to len is a padding tap and reads
+// FILL (spec 3, its bits: 0 for conv, -infinity for max pooling), unreported.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
 layout(constant_id = 1) const uint IDX_DTYPE = 1u;
 layout(constant_id = 2) const uint WINDOW_PADDING = 0u;
+layout(constant_id = 3) const uint FILL = 0u;
 
 struct IndexParams { uint outer, len, inner, n_idx, node, pad[3]; };
 PARAMS_BLOCK { IndexParams p; };
@@ -21,7 +23,7 @@ void main() {
     uint j = oj % p.n_idx, o = oj / p.n_idx;
     uint v = checked_index(idx[j], IDX_DTYPE, p.len);
     if (WINDOW_PADDING != 0u && idx[j] == p.len) {
-      out_data[e] = 0u;
+      out_data[e] = FILL;
     } else if (v == BAD_INDEX) {
       if (o == 0u && i == 0u) report(STATUS_INDEX_OUT_OF_RANGE, p.node, int(idx[j]), p.len);
       out_data[e] = 0u;

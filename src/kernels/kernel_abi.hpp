@@ -392,8 +392,8 @@ struct CrossEntropyParams {
 // spec 1: dtype of the indices (DT_I32 or DT_U32). An index v is valid in [-len, len) (negative
 // wraps once); otherwise status INDEX_OUT_OF_RANGE (node, value = v, limit = len) and the
 // element is skipped (Gather/OneHot write 0). Gather and ScatterAdd spec 2 WINDOW_PADDING
-// (Attrs::window_padding): an index equal to len is a padding tap, skipped (Gather writes 0)
-// without a report.
+// (Attrs::window_padding): an index equal to len is a padding tap, skipped without a report
+// (Gather writes the f32 whose bits are its spec 3, Attrs::scalar).
 // Gather: bindings 2: x, 3: idx, 4: out. out[(o*n_idx + j)*inner + i] = x[(o*len + idx[j])*inner + i]
 //   (bit copy, any 32-bit dtype), for o < outer, j < n_idx, i < inner.
 // ScatterAdd: bindings 2: updates, 3: idx, 4: out (already holding base; f32):

@@ -1,5 +1,7 @@
 // Index ops (gather, scatter_add, one_hot) and the fused cross-entropy. Kernels that read
 // indices check them and report the first bad one through the status block.
+#include <bit>
+
 #include "lower/emit/emitters.hpp"
 #include "meganeura/error.hpp"
 
@@ -26,7 +28,8 @@ void emit_index(Emitter& e, int id) {
       p.inner = u32(prod(x, ax + 1, x.size()), "gather inner");
       p.n_idx = u32(numel(e.node(n.inputs[1]).shape), "index count");
       KernelCall& c = e.call(Kernel::Gather, id, "");
-      c.spec = {dtype_code(e.node(n.inputs[1]).dtype), n.attrs.window_padding ? 1u : 0u};
+      c.spec = {dtype_code(e.node(n.inputs[1]).dtype), n.attrs.window_padding ? 1u : 0u,
+                std::bit_cast<uint32_t>(static_cast<float>(n.attrs.scalar))};
       c.tensors = {{n.inputs[0], false}, {n.inputs[1], false}, {id, true}};
       c.groups = {groups_for(numel(n.shape)), 1, 1};
       Emitter::set_params(c, p);
