@@ -508,7 +508,7 @@ RefTensor eval_node(const meganeura::Graph& g, const Node& n, const std::vector<
       const int64_t ni = static_cast<int64_t>(idx.v.size());
       for (int64_t o = 0; o < outer; ++o)
         for (int64_t j = 0; j < ni; ++j) {
-          if (A.window_padding && idx.v[j] == static_cast<double>(dim)) {  // a padding tap: the fill
+          if (padding_tap(A, idx.v[j], dim)) {
             for (int64_t i = 0; i < inner; ++i) out.v[(o * ni + j) * inner + i] = A.scalar;
             continue;
           }
@@ -529,7 +529,7 @@ RefTensor eval_node(const meganeura::Graph& g, const Node& n, const std::vector<
         throw ReferenceError("reference: scatter_add updates size mismatch");
       for (int64_t o = 0; o < outer; ++o)
         for (int64_t j = 0; j < ni; ++j) {
-          if (A.window_padding && idx.v[j] == static_cast<double>(dim)) continue;  // a padding tap
+          if (padding_tap(A, idx.v[j], dim)) continue;
           const int64_t dst = wrap_index(idx.v[j], dim, "scatter_add");
           for (int64_t i = 0; i < inner; ++i) out.v[(o * dim + dst) * inner + i] += upd.v[(o * ni + j) * inner + i];
         }

@@ -31,6 +31,13 @@ float f16_bits_to_f32(uint16_t h);
 uint16_t f32_to_bf16_bits(float f);
 float bf16_bits_to_f32(uint16_t h);
 
+// Whether index `raw` of a gather or scatter_add along an axis of `dim` is a window map's padding
+// tap (Attrs::window_padding: the index one past the axis), which reads the fill (Attrs::scalar)
+// and adds nothing.
+inline bool padding_tap(const meganeura::Attrs& a, double raw, int64_t dim) {
+  return a.window_padding && raw == static_cast<double>(dim);
+}
+
 // Decodes host bytes (any dtype) to a RefTensor.
 RefTensor from_host(const meganeura::HostTensor& t);
 

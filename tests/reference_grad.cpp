@@ -474,7 +474,7 @@ std::vector<std::optional<RefTensor>> reference_vjp(const Node& n, const std::ve
       RefTensor d = zeros(x.shape);
       for (int64_t o = 0; o < outer; ++o)
         for (int64_t j = 0; j < ni; ++j) {
-          if (A.window_padding && idx.v[j] == static_cast<double>(dim)) continue;  // a padding tap
+          if (padding_tap(A, idx.v[j], dim)) continue;
           const int64_t src = wrap_index(idx.v[j], dim);
           for (int64_t i = 0; i < inner; ++i) d.v[(o * dim + src) * inner + i] += g.v[(o * ni + j) * inner + i];
         }
@@ -493,7 +493,7 @@ std::vector<std::optional<RefTensor>> reference_vjp(const Node& n, const std::ve
       const int64_t ni = static_cast<int64_t>(idx.v.size());
       for (int64_t o = 0; o < outer; ++o)
         for (int64_t j = 0; j < ni; ++j) {
-          if (A.window_padding && idx.v[j] == static_cast<double>(dim)) continue;  // a padding tap: 0
+          if (padding_tap(A, idx.v[j], dim)) continue;  // reads 0 as a gradient
           const int64_t dst = wrap_index(idx.v[j], dim);
           for (int64_t i = 0; i < inner; ++i) dupd.v[(o * ni + j) * inner + i] = g.v[(o * dim + dst) * inner + i];
         }

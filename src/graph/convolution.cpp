@@ -176,14 +176,14 @@ Tensor conv(Tensor x, Tensor weight, Tensor bias, const ConvOptions& o) {
   Tensor xp = reshape(x, batched);
   bool any_pad = false;
   for (const auto& [before, after] : pads) any_pad = any_pad || before > 0 || after > 0;
-  // Zeros: in the map (a tap in the padding reads 0). Other modes: x padded first.
+  // Zeros: in the map, which indexes x as it is (a tap in the padding reads 0). Other modes: x
+  // padded first, the map indexing the padded x.
   const bool pad_in_map = o.padding_mode == PadMode::constant;
+  if (any_pad && !pad_in_map) xp = pad(xp, torch_pads(pads), o.padding_mode);
   std::vector<int64_t> before;
-  if (any_pad && pad_in_map)
+  if (pad_in_map)
     for (const auto& p : pads) before.push_back(p.first);
-  else if (any_pad)
-    xp = pad(xp, torch_pads(pads), o.padding_mode);
-  const std::vector<int64_t>& read = any_pad && pad_in_map ? g.in : padded;  // what the map indexes
+  const std::vector<int64_t>& read = pad_in_map ? g.in : padded;
   const int64_t taps = graph::product(g.kernel), positions = graph::product(out), per_group = g.channels / g.groups;
   const int64_t sample = graph::product(read);
   const std::vector<int32_t> map = graph::tap_map(g.kernel, g.stride, g.dilation, read, out, before);

@@ -16,7 +16,7 @@ int64_t product(const std::vector<int64_t>& v) {
 std::vector<int32_t> tap_map(const std::vector<int64_t>& kernel, const std::vector<int64_t>& stride,
                              const std::vector<int64_t>& dilation, const std::vector<int64_t>& sizes,
                              const std::vector<int64_t>& out, const std::vector<int64_t>& before) {
-  const int64_t taps = product(kernel), positions = product(out), padding = product(sizes);
+  const int64_t taps = product(kernel), positions = product(out), padding_index = product(sizes);
   std::vector<int32_t> map(static_cast<size_t>(taps * positions));
   for (int64_t t = 0; t < taps; ++t)
     for (int64_t o = 0; o < positions; ++o) {
@@ -27,7 +27,7 @@ std::vector<int32_t> tap_map(const std::vector<int64_t>& kernel, const std::vect
         o_rest /= out[d];
         const int64_t at = od * stride[d] + td * dilation[d] - (before.empty() ? 0 : before[d]);
         if (at < 0 || at >= sizes[d]) {
-          flat = padding;
+          flat = padding_index;
           break;
         }
         flat += at * step;

@@ -12,7 +12,7 @@ namespace meganeura::graph {
 // The flat index, in a row-major layout of `sizes`, that tap t (row-major over `kernel`) of output
 // position o (row-major over `out`) reads: o * stride + t * dilation - before along each
 // dimension (`before`: the padding ahead of each, none where empty). A tap that lands in the
-// padding, outside `sizes`, reads the padding index product(sizes) (window_gather's zero). Rows
+// padding, outside `sizes`, reads the padding index product(sizes) (window_gather's fill). Rows
 // are the taps, columns the positions ([taps, positions]).
 std::vector<int32_t> tap_map(const std::vector<int64_t>& kernel, const std::vector<int64_t>& stride,
                              const std::vector<int64_t>& dilation, const std::vector<int64_t>& sizes,
