@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.." || exit 1
 # shellcheck source=bench/gpu_env.sh  # sets build and out
 source bench/gpu_env.sh
 
-filter='Tiers/MatMulTiers.*:MatMulSplitK.*:MatMulProductSums.*:MatMulGlu.*:MatMulTierSwitches.*'
+filter='Tiers/MatMulTiers.*:MatMulSplitK.*:MatMulProductSums.*:MatMulGlu.*:MatMulTierSwitches.*:MatMulGemv.*'
 filter+=':TensorCoreRange.*:AttentionPicks.*:Table/OpForward.*atmul*:Table/OpForward.*inear*'
 status=0
 run() {  # label, then environment assignments

@@ -105,5 +105,39 @@ TEST(MatMulPlan, GemvLoadsTwoAtATimeOnLongRows) {
   EXPECT_EQ(plan_matmul(forced, 1, 576, 1536, 1, true).unroll, 8u);
 }
 
+// With subgroup arithmetic ([N, K] weights): teams of one subgroup, 2 columns each (a gate/up
+// pair's gate and up), 256 / team * 2 columns a workgroup; a team takes more subgroups while the
+// workgroups would leave fewer than 3 an SM and each invocation still walks 2 rounds of its
+// loads; MEGANEURA_GEMV_TEAM and MEGANEURA_GEMV_COLS as given. [K, N] weights keep
+// matmul_gemv.comp.
+TEST(MatMulPlan, GemvSubgroupTeams) {
+  MatMulTiers t = h100();
+  t.gemv_subgroup = 32;
+  auto plan = [&](const MatMulTiers& tiers, uint64_t n, uint64_t k) {
+    const auto p = plan_matmul(tiers, 1, n, k, 1, true);
+    EXPECT_EQ(p.kernel, kernels::Kernel::MatMulGemvSubgroup);
+    EXPECT_EQ(p.subgroup, 32u);
+    EXPECT_EQ(p.tile_n, 256u / p.team * p.team_cols);
+    return p;
+  };
+  const auto qkv = plan(t, 6144, 2048);  // SmolLM2-1.7B's q/k/v: 384 workgroups at 32, 768 at 64
+  EXPECT_EQ(qkv.team, 64u);
+  EXPECT_EQ(qkv.team_cols, 2u);
+  EXPECT_EQ(qkv.unroll, 2u);
+  EXPECT_EQ(plan(t, 2048, 8192).team, 128u);  // its down projection: 128 workgroups at 32, 512 at 128
+  EXPECT_EQ(plan(t, 576, 1536).team, 128u);   // SmolLM2-135M's down projection: K too short for 256
+  EXPECT_EQ(plan(t, 49152, 576).team, 32u);   // its LM head: 3072 workgroups
+  MatMulTiers unknown = t;
+  unknown.multiprocessors = 0;
+  EXPECT_EQ(plan(unknown, 2048, 8192).team, 32u);
+  MatMulTiers forced = t;
+  forced.gemv_team = 64;
+  forced.gemv_cols = 4;
+  const auto f = plan(forced, 49152, 576);
+  EXPECT_EQ(f.team, 64u);
+  EXPECT_EQ(f.tile_n, 16u);
+  EXPECT_EQ(plan_matmul(t, 1, 2048, 8192, 1, false).kernel, kernels::Kernel::MatMulGemv);
+}
+
 }  // namespace
 }  // namespace mntest

@@ -13,8 +13,9 @@ struct DeviceInfo {
   std::string driver;  // driver name and version, "NVIDIA 580.159", "llvmpipe Mesa 22.3.6"
   std::string api;     // "1.3.230"
   uint32_t subgroup_size = 0;
-  uint32_t shared_memory = 0;    // bytes per workgroup
-  uint32_t multiprocessors = 0;  // SMs (VK_NV_shader_sm_builtins); 0 where the device does not say
+  bool subgroup_arithmetic = false;  // subgroupAdd and its kin in compute shaders
+  uint32_t shared_memory = 0;        // bytes per workgroup
+  uint32_t multiprocessors = 0;      // SMs (VK_NV_shader_sm_builtins); 0 where the device does not say
   uint64_t device_local_bytes = 0;
   bool fp16 = false;                        // shaderFloat16
   bool bf16 = false;                        // VK_KHR_shader_bfloat16

@@ -56,6 +56,7 @@ enum class Kernel : uint8_t {
   StageF16,                 // an f32 operand of the tensor-core matmul staged as scaled f16 blocks
   MatMulCoopStagedNV,       // MatMulCoopNV reading StageF16 outputs (matmul_coop_staged.glsl)
   MatMulCoopStagedTallNV,   // MatMulCoopStagedNV with 128-row tiles, for products of many K steps
+  MatMulGemvSubgroup,       // MatMulGemv for [N, K] weights, its team sums through subgroup arithmetic
   Count
 };
 
@@ -203,15 +204,17 @@ struct Cast16Params {
 // rms_norm(x, w) with x bound as A and w at binding 7 (every GEMV call binds 7: A again without
 // NORM_A); 9 GLU: gate and up, and silu(gate)·up at binding 8 (C again without GLU); 10 K_GROUPS
 // (0); 11 TEAM, invocations a column with K_CONTIG (32, 64 or 128; tiles 256 / TEAM wide); 12 UNROLL, VEC4 loads of B
-// an invocation issues before it multiplies (1, 2, 4 or 8). The tensor-core kernels bind
-// 7 too: spec 9 GLU's silu(gate)·up, else C again; their spec 11 K_STEP is K a step, 32 (default) or 64 (each K group
-// then a multiple of 64); binding 10 GLU_STAGED's copy (C again without it) and, where they stage in the kernel (not
-// the Staged kernels), 11 their scale history (matmul_coop.glsl). MatMulCoopStagedNV reads A and B as StageF16 outputs:
-// a_offset, a_row_stride, b_offset[g] and b_row_stride[g] in words of them, B_KCONTIG 1, K_GROUPS 0, batch 1. Linear's
-// epilogue (one group only): spec 1 HAS_BIAS, spec 2 ACT (LIN_ACT_*), spec 3 HAS_RESIDUAL; bindings 5: bias [N] at
-// bias_offset, 6: residual R(b,m,n) = R[r_offset + r_batch + m*r_row_stride + n*r_col_stride] (broadcast strides may be
-// 0). Every call binds at least five tensors: a plain matmul binds A and B again at 5 and 6 (never C), and its spec
-// constants are all 0. C = act(A·B + bias) + R.
+// an invocation issues before it multiplies (1, 2, 4 or 8). MatMulGemvSubgroup (K_CONTIG 1 only): the same, with 11
+// TEAM a multiple of the subgroup size, 13 TEAM_COLS (columns a team; even with GLU), 14 ROWS (1..4, tile_m rows a
+// row block), 15 SUBGROUP (the device's subgroup size); tiles (256 / TEAM) * TEAM_COLS wide. The tensor-core kernels
+// bind 7 too: spec 9 GLU's silu(gate)·up, else C again; their spec 11 K_STEP is K a step, 32 (default) or 64 (each K
+// group then a multiple of 64); binding 10 GLU_STAGED's copy (C again without it) and, where they stage in the kernel
+// (not the Staged kernels), 11 their scale history (matmul_coop.glsl). MatMulCoopStagedNV reads A and B as StageF16
+// outputs: a_offset, a_row_stride, b_offset[g] and b_row_stride[g] in words of them, B_KCONTIG 1, K_GROUPS 0, batch 1.
+// Linear's epilogue (one group only): spec 1 HAS_BIAS, spec 2 ACT (LIN_ACT_*), spec 3 HAS_RESIDUAL; bindings 5: bias
+// [N] at bias_offset, 6: residual R(b,m,n) = R[r_offset + r_batch + m*r_row_stride + n*r_col_stride] (broadcast strides
+// may be 0). Every call binds at least five tensors: a plain matmul binds A and B again at 5 and 6 (never C), and its
+// spec constants are all 0. C = act(A·B + bias) + R.
 inline constexpr uint32_t kMatMulMaxGroups = 4;
 enum : uint32_t { SPLIT_PARTIAL_PASS = 1, SPLIT_FINISH = 2 };  // spec 4
 enum : uint32_t { LIN_ACT_NONE = 0, LIN_ACT_RELU, LIN_ACT_GELU, LIN_ACT_GELU_TANH, LIN_ACT_SILU };
@@ -274,6 +277,23 @@ struct MatMulRotaryParams {
   MatMulParams matmul;
   uint32_t product[2], pad[2];
   RotaryPart part[2];
+};
+
+// MatMulGemvSubgroup: MatMulParams, then the rotary pair it stores (MatMulRotaryParams' tail; zeros
+// without one: spec 16 ROTARY) and the KV cache appends it writes (spec 17 CACHES, 0..2): cache
+// t takes the values of product `source` (the rotated ones of part source - 4 where source >= 4),
+// element e of it at state[(o * len + pos + s) * inner + i] for e = (o * n_idx + s) * inner + i
+// and pos = position[0] (binding 13), as CacheWrite does, reporting a position out of range for
+// node `node`. Bindings 9, 10: cos, sin (A again without ROTARY); 11, 12: the rotary of part 0
+// and 1 (C again); 14, 15: the states of cache 0 and 1 (C again); 13 the position (A again).
+struct GemvCacheTarget {
+  uint32_t source, len, inner, n_idx, node, pad[3];
+};
+struct MatMulGemvParams {
+  MatMulParams matmul;
+  uint32_t product[2], pad[2];
+  RotaryPart part[2];
+  GemvCacheTarget cache[2];
 };
 
 // ---- Attention --------------------------------------------------------------------------------

@@ -30,21 +30,26 @@ layout(constant_id = 2) const uint ACT = 0u;  // LIN_ACT_*
 layout(constant_id = 3) const uint HAS_RESIDUAL = 0u;
 const uint LIN_ACT_NONE = 0u, LIN_ACT_RELU = 1u, LIN_ACT_GELU = 2u, LIN_ACT_GELU_TANH = 3u, LIN_ACT_SILU = 4u;
 
-float epilogue(float v, uint bt, uint gm, uint gn) {
-  if (HAS_BIAS != 0u) v += uintBitsToFloat(bias_data[p.bias_offset + gn]);
+// The epilogue's operands, apart so that a kernel can load them before its K loop.
+float bias_at(uint gn) { return HAS_BIAS != 0u ? uintBitsToFloat(bias_data[p.bias_offset + gn]) : 0.0f; }
+float residual_at(uint bt, uint gm, uint gn) {
+  if (HAS_RESIDUAL == 0u) return 0.0f;
+  uint r_base;
+  STRIDED_OFFSET(r_base, bt, p.batch_rank, p.batch_shape, p.r_batch_stride)
+  return uintBitsToFloat(res_data[p.r_offset + r_base + gm * p.r_row_stride + gn * p.r_col_stride]);
+}
+float epilogue_of(float v, float bias, float residual) {
+  if (HAS_BIAS != 0u) v += bias;
   switch (ACT) {
     case LIN_ACT_RELU: v = v < 0.0f ? 0.0f : v; break;  // NaN passes through
     case LIN_ACT_GELU: v = gelu_p(v); break;
     case LIN_ACT_GELU_TANH: v = gelu_tanh_p(v); break;
     case LIN_ACT_SILU: v = silu_p(v); break;
   }
-  if (HAS_RESIDUAL != 0u) {
-    uint r_base;
-    STRIDED_OFFSET(r_base, bt, p.batch_rank, p.batch_shape, p.r_batch_stride)
-    v += uintBitsToFloat(res_data[p.r_offset + r_base + gm * p.r_row_stride + gn * p.r_col_stride]);
-  }
+  if (HAS_RESIDUAL != 0u) v += residual;
   return v;
 }
+float epilogue(float v, uint bt, uint gm, uint gn) { return epilogue_of(v, bias_at(gn), residual_at(bt, gm, gn)); }
 
 // Split-K (splits > 1): workgroup row y covers row tile y / splits and the K range
 // [s * k_chunk, min(K, (s + 1) * k_chunk)), s = y % splits. SPLIT_PARTIAL 1: the first pass

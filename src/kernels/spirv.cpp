@@ -25,6 +25,7 @@
 #include "matmul_coop_staged_nv.spv.h"
 #include "matmul_coop_staged_tall_nv.spv.h"
 #include "matmul_gemv.spv.h"
+#include "matmul_gemv_subgroup.spv.h"
 #include "matmul_split_sum.spv.h"
 #include "matmul_split_sum_norm.spv.h"
 #include "matmul_split_sum_rotary.spv.h"
@@ -106,6 +107,7 @@ constexpr Entry entry(Kernel k) {
     case Kernel::StageF16: return {"stage_f16", mn_spv_stage_f16};
     case Kernel::MatMulCoopStagedNV: return {"matmul_coop_staged_nv", mn_spv_matmul_coop_staged_nv};
     case Kernel::MatMulCoopStagedTallNV: return {"matmul_coop_staged_tall_nv", mn_spv_matmul_coop_staged_tall_nv};
+    case Kernel::MatMulGemvSubgroup: return {"matmul_gemv_subgroup", mn_spv_matmul_gemv_subgroup};
     case Kernel::Count: break;
   }
   return {};

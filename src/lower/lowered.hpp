@@ -82,9 +82,10 @@ struct LowerOptions {
   // The fusion passes (src/lower/fuse/). Sessions turn them on with the optimizer, so that a
   // graph without it runs exactly as written.
   bool fuse = false;
-  bool fuse_elementwise = true;  // with fuse: chains of elementwise ops as one generated kernel
-  bool group_matmuls = true;     // with fuse: matmuls sharing an input as one dispatch
-  bool log = false;              // print the dispatch groups after each pass to stderr
+  bool fuse_elementwise = true;          // with fuse: chains of elementwise ops as one generated kernel
+  bool group_matmuls = true;             // with fuse: matmuls sharing an input as one dispatch
+  bool log = false;                      // print the dispatch groups after each pass to stderr
+  std::vector<std::string> skip_passes;  // fusion passes not to run, by name (measurements, tests)
   // The most bytes of parameters one optimizer update dispatch covers (fuse/update_packs.cpp);
   // 0: every parameter its own dispatch. Not a fusion of the optimizer's: it applies without fuse.
   uint64_t update_pack_bytes = 0;

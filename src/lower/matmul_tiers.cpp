@@ -12,6 +12,29 @@ namespace {
 
 uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
+// [N, K] weights on a device with subgroup arithmetic: teams of whole subgroups, TEAM_COLS
+// columns each, so that an invocation keeps unroll x team_cols 16-byte loads on their way and no
+// barrier stands between a workgroup's loads and its stores (matmul_gemv_subgroup.comp).
+MatMulPlan plan_gemv_subgroup(const MatMulTiers& t, uint64_t N, uint64_t K, uint64_t batch) {
+  MatMulPlan plan;
+  plan.kernel = Kernel::MatMulGemvSubgroup;
+  plan.k_contiguous = 1;
+  plan.subgroup = t.gemv_subgroup;
+  plan.tile_m = 4;
+  plan.team_cols = t.gemv_cols ? t.gemv_cols : 2;
+  plan.unroll = t.gemv_unroll ? t.gemv_unroll : K >= 2048 ? 2 : 1;
+  plan.team = std::max(t.gemv_team, t.gemv_subgroup);
+  // Where tiles would leave fewer than 3 workgroups an SM, wider teams (several subgroups a
+  // column set) share K, as long as each invocation still walks 2 rounds of its loads.
+  const uint64_t enough = uint64_t{3} * t.multiprocessors;
+  auto tile_n = [&] { return (kernels::kWorkgroupSize / plan.team) * plan.team_cols; };
+  while (t.gemv_team == 0 && plan.team < kernels::kWorkgroupSize && ceil_div(N, tile_n()) * batch < enough &&
+         K >= 4u * 2u * plan.unroll * 2u * plan.team)
+    plan.team *= 2;
+  plan.tile_n = tile_n();
+  return plan;
+}
+
 }  // namespace
 
 MatMulPlan plan_matmul(const MatMulTiers& t, uint64_t M, uint64_t N, uint64_t K, uint64_t batch, bool b_k_contiguous,
@@ -20,6 +43,7 @@ MatMulPlan plan_matmul(const MatMulTiers& t, uint64_t M, uint64_t N, uint64_t K,
   const bool coop = t.coop != MatMulTiers::Coop::None;
   std::string tier = t.force;
   if (tier.empty()) tier = t.gemv && M <= 4 ? "gemv" : coop ? "coopmat" : "tiled";
+  if (tier == "gemv" && b_k_contiguous && t.gemv_subgroup) return plan_gemv_subgroup(t, N, K, batch);
   if (tier == "gemv") {
     plan.kernel = Kernel::MatMulGemv;
     plan.k_contiguous = b_k_contiguous ? 1 : 0;
@@ -41,9 +65,9 @@ MatMulPlan plan_matmul(const MatMulTiers& t, uint64_t M, uint64_t N, uint64_t K,
       plan.team = 64;
       plan.tile_n = 4;
     }
-    while (b_k_contiguous && plan.team < 128 &&
-           (t.gemv_team ? plan.team < t.gemv_team
-                        : ceil_div(N, plan.tile_n) * batch < enough && K >= 8u * 2u * plan.team)) {
+    const uint32_t widest = std::min<uint32_t>(t.gemv_team ? t.gemv_team : 128, 128);
+    while (b_k_contiguous && plan.team < widest &&
+           (t.gemv_team || (ceil_div(N, plan.tile_n) * batch < enough && K >= 8u * 2u * plan.team))) {
       plan.team *= 2;
       plan.tile_n /= 2;
     }

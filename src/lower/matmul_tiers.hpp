@@ -43,6 +43,11 @@ struct MatMulTiers {
   // The GEMV's 16-byte loads of B an invocation issues before it multiplies: 0 picks (2 for rows
   // of 2048 or more, else 1); 1, 2, 4 or 8 everywhere (tests and measurements).
   uint32_t gemv_unroll = 0;
+  // The device's subgroup size where the GEMV's teams add up through subgroup arithmetic
+  // (MatMulGemvSubgroup): a power of two from 4 to 128; 0: teams add up in shared memory.
+  uint32_t gemv_subgroup = 0;
+  // MatMulGemvSubgroup's columns a team: 0 picks; 1, 2 or 4 everywhere (tests, measurements).
+  uint32_t gemv_cols = 0;
 };
 
 // How one product runs.
@@ -53,6 +58,8 @@ struct MatMulPlan {
   uint32_t k_contiguous = 0;         // gemv: B walks k contiguously (spec 5)
   uint32_t team = 32;                // gemv with k_contiguous: invocations a column (spec 11), 32..128
   uint32_t unroll = 1;               // gemv: vec4 loads of B in flight an invocation (spec 12)
+  uint32_t team_cols = 1;            // MatMulGemvSubgroup: columns a team (spec 13)
+  uint32_t subgroup = 0;             // MatMulGemvSubgroup: the device's subgroup size (spec 15)
   uint32_t k_step = 32;              // tensor cores: K a step (spec 11), 32 or 64
   bool one_exponent = false;         // staged operands at one exponent along K (spec 13)
 };

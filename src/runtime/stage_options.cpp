@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "kernels/spirv.hpp"
+#include "lower/fuse/pass.hpp"
 #include "meganeura/error.hpp"
 #include "runtime/optimize_options.hpp"
 #include "util/env.hpp"
@@ -67,7 +68,15 @@ lower::MatMulTiers matmul_tiers(const DeviceInfo& device) {
     t.k_step = k == "32" ? 32 : 64;
   if (const std::string s = env_choice("MEGANEURA_COOP_STAGED", {"0", "1"}); !s.empty())
     t.staged = s == "1" ? lower::MatMulTiers::Staged::Always : lower::MatMulTiers::Staged::Never;
-  if (const std::string team = env_choice("MEGANEURA_GEMV_TEAM", {"32", "64", "128"}); !team.empty())
+  // Teams that add up through subgroup arithmetic where the device has it (MEGANEURA_GEMV_SUBGROUP=0:
+  // in shared memory, matmul_gemv.comp).
+  const uint32_t sg = device.subgroup_size;
+  if (device.subgroup_arithmetic && sg >= 4 && sg <= 128 && (sg & (sg - 1)) == 0 &&
+      env_choice("MEGANEURA_GEMV_SUBGROUP", {"0", "1"}) != "0")
+    t.gemv_subgroup = sg;
+  if (const std::string cols = env_choice("MEGANEURA_GEMV_COLS", {"1", "2", "4"}); !cols.empty())
+    t.gemv_cols = static_cast<uint32_t>(std::stoul(cols));
+  if (const std::string team = env_choice("MEGANEURA_GEMV_TEAM", {"32", "64", "128", "256"}); !team.empty())
     t.gemv_team = static_cast<uint32_t>(std::stoul(team));
   if (const std::string unroll = env_choice("MEGANEURA_GEMV_UNROLL", {"1", "2", "4", "8"}); !unroll.empty())
     t.gemv_unroll = static_cast<uint32_t>(std::stoul(unroll));
@@ -87,12 +96,34 @@ void log_optimize(const std::string& report) {
   if (util::log_topic("optimize")) std::fprintf(stderr, "meganeura: %s\n", report.c_str());
 }
 
+// MEGANEURA_LOWER_SKIP: fusion passes not to run, comma-separated (each fusion measured off).
+static std::vector<std::string> skipped_passes() {
+  std::vector<std::string> names;
+  const std::string list = util::env("MEGANEURA_LOWER_SKIP");
+  for (size_t at = 0; !list.empty() && at <= list.size();) {
+    const size_t end = std::min(list.find(',', at), list.size());
+    names.push_back(list.substr(at, end - at));
+    at = end + 1;
+  }
+  std::vector<std::string> known;
+  std::string all;
+  for (const lower::Pass& pass : lower::fusion_passes()) {
+    known.emplace_back(pass.name);
+    all += (all.empty() ? "" : ", ") + known.back();
+  }
+  for (const std::string& name : names)
+    if (std::find(known.begin(), known.end(), name) == known.end())
+      throw Error("MEGANEURA_LOWER_SKIP=" + list + ": no fusion pass '" + name + "' (the passes: " + all + ")");
+  return names;
+}
+
 lower::LowerOptions lower_options(const DeviceInfo& device, bool optimizing) {
   lower::LowerOptions o;
   o.fuse = optimizing;
   o.fuse_elementwise = env_on("MEGANEURA_FUSE_ELEMENTWISE");
   o.group_matmuls = env_on("MEGANEURA_HORIZONTAL_FUSION");
   o.log = util::log_topic("lower");
+  o.skip_passes = skipped_passes();
   o.matmul = matmul_tiers(device);
   o.cpu_device = device.type == "CPU";
   // A CPU implementation runs a workgroup a core: a few tiles fill it, and split-K's partials

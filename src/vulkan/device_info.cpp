@@ -229,6 +229,8 @@ DeviceProbe probe(const Instance& inst, VkPhysicalDevice pd, int index) {
   info.driver = driver_string(base, driver);
   info.api = version_string(base.apiVersion);
   info.subgroup_size = subgroup.subgroupSize;
+  info.subgroup_arithmetic = v11 && (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                             (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
   info.shared_memory = base.limits.maxComputeSharedMemorySize;
   info.multiprocessors = sm.shaderSMCount;
   for (uint32_t i = 0; i < d.memory.memoryHeapCount; ++i)

@@ -1,4 +1,5 @@
 // The order of lowering's fusion passes, and the log of what each changed.
+#include <algorithm>
 #include <cstdio>
 
 #include "lower/fuse/pass.hpp"
@@ -20,6 +21,8 @@ const std::vector<Pass>& fusion_passes() {
       {"swiglu_in_matmul", "swiglu(gate, up) of a gate/up pair: in the tensor-core or GEMV store", swiglu_in_matmul},
       {"rotary_in_matmul", "the q/k rotary pair of a q/k/v group: in its split-K summing pass", rotary_in_matmul},
       {"rms_norm_in_gemv", "rms_norm(x, w) as a GEMV's A: normalised as it loads", rms_norm_in_gemv},
+      {"cache_write_in_gemv", "a KV cache append of a GEMV product's (or its rotary's) rows: in its store",
+       cache_write_in_gemv},
       {"product_sums", "dq·Wq + dk·Wk + dv·Wv and the like: one split-K dispatch", product_sums},
       {"update_packs", "optimizer updates (and accumulations) of many parameters: one dispatch a pack", update_packs,
        true},
@@ -33,6 +36,8 @@ void run_passes(PassContext& c, Grouping& groups) {
   groups.take_changed();
   for (const Pass& pass : fusion_passes()) {
     if (!c.options.fuse && !pass.always) continue;
+    const auto& skip = c.options.skip_passes;
+    if (std::find(skip.begin(), skip.end(), pass.name) != skip.end()) continue;
     pass.run(c, groups);
     if (!c.options.log) continue;
     const std::vector<int> changed = groups.take_changed();
