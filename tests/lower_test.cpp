@@ -150,7 +150,7 @@ TEST(LowerLog, PrintsTheGroupsAfterEachPassInOrder) {
   for (const char* pass :
        {"matmul_siblings", "elementwise_chains", "scatter_in_place", "rotary_pairs", "attention_grad_pairs",
         "norm_after_matmul", "add_in_norm_backward", "map_in_reduction", "swiglu_in_matmul", "rotary_in_matmul",
-        "rms_norm_in_gemv", "cache_write_in_gemv", "product_sums", "update_packs"}) {
+        "rms_norm_in_gemv", "product_sums", "update_packs"}) {
     const size_t next = log.find(std::string("lower: ") + pass + " (", at);
     ASSERT_NE(next, std::string::npos) << pass << " missing or out of order in:\n" << log;
     at = next;

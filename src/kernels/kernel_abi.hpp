@@ -279,23 +279,6 @@ struct MatMulRotaryParams {
   RotaryPart part[2];
 };
 
-// MatMulGemvSubgroup: MatMulParams, then the rotary pair it stores (MatMulRotaryParams' tail; zeros
-// without one: spec 16 ROTARY) and the KV cache appends it writes (spec 17 CACHES, 0..2): cache
-// t takes the values of product `source` (the rotated ones of part source - 4 where source >= 4),
-// element e of it at state[(o * len + pos + s) * inner + i] for e = (o * n_idx + s) * inner + i
-// and pos = position[0] (binding 13), as CacheWrite does, reporting a position out of range for
-// node `node`. Bindings 9, 10: cos, sin (A again without ROTARY); 11, 12: the rotary of part 0
-// and 1 (C again); 14, 15: the states of cache 0 and 1 (C again); 13 the position (A again).
-struct GemvCacheTarget {
-  uint32_t source, len, inner, n_idx, node, pad[3];
-};
-struct MatMulGemvParams {
-  MatMulParams matmul;
-  uint32_t product[2], pad[2];
-  RotaryPart part[2];
-  GemvCacheTarget cache[2];
-};
-
 // ---- Attention --------------------------------------------------------------------------------
 // spec 1: HAS_POSITION, 2: D, 3: Dv. Bindings 2: q, 3: k, 4: v, 5: position (i32 [1]; q again when absent),
 // 6: out. q [B, Hq, Sq, D], k [B, Hkv, Sk, D], v [B, Hkv, Sk, Dv] (contiguous; B the product of

@@ -8,30 +8,18 @@
 // team of several subgroups, one shared word a subgroup and a barrier. Tiles are
 // (WG / TEAM) * TEAM_COLS columns (lower/matmul_tiers.cpp). Dispatch as matmul_gemv.comp.
 // Spec: 5 K_CONTIG (1), 6 VEC4 (rows 16-byte aligned, K % 4 == 0), 7 NORM_A, 8 its eps, 9 GLU,
-// 10 K_GROUPS (0), 11 TEAM, 12 UNROLL, 13 TEAM_COLS, 14 ROWS, 15 SUBGROUP (the device's size),
-// 16 ROTARY, 17 CACHES.
+// 10 K_GROUPS (0), 11 TEAM, 12 UNROLL, 13 TEAM_COLS, 14 ROWS, 15 SUBGROUP (the device's size).
 // NORM_A: A is rms_norm(x, w) of A's rows (x at binding 2, w at 7): x·w is multiplied as it is
 // loaded, the team adds up x² as it walks the row, and the sums are scaled by the row's
 // 1/sqrt(mean(x²) + eps) at the store. GLU: the first TEAM_COLS / 2 columns of a team are gate
 // columns (group 0), the rest the up columns of the same outputs (group 1); the store writes
-// both and silu(gate) * up at binding 8.
-// ROTARY (spec 16; TEAM_COLS 2): products gemv.product[0] and [1] (a layer's q and k) go through
-// the rotary embedding next: a team of theirs computes a column and its partner in the other half
-// of the head dim, and stores x cos + rotate_half(x) sin at binding 11 (part 0) or 12 (part 1)
-// besides C (cos at 9, sin at 10): the rotary needs no dispatch of its own. The params' tail is
-// MatMulGemvParams (kernel_abi.hpp), present in every call.
-// CACHES (spec 17, 0..2): KV cache appends: the values of product gemv.cache[t].source (of rotary
-// part source - 4 where source >= 4) also go to the rows from position[0] (binding 13) on of the state
-// at binding 14 + t, as cache_write.comp writes them: no dispatch of their own.
+// both and silu(gate) * up at binding 8. The epilogue's bias and residual are loaded before the
+// K loop (a load after it made every workgroup wait for it at its end).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #include "common.glsl"
 
-#include "rotary_common.glsl"
-struct GemvCacheTarget { uint source, len, inner, n_idx, node, pad0, pad1, pad2; };
-struct GemvTail { uint product[2], pad0, pad1; RotaryPart part[2]; GemvCacheTarget cache[2]; };
-#define MATMUL_PARAMS_TAIL GemvTail gemv;
 #include "matmul_common.glsl"
 
 layout(constant_id = 6) const uint VEC4 = 0u;
@@ -43,15 +31,6 @@ layout(constant_id = 12) const uint UNROLL = 1u;
 layout(constant_id = 13) const uint TEAM_COLS = 2u;
 layout(constant_id = 14) const uint ROWS = 4u;
 layout(constant_id = 15) const uint SUBGROUP = 32u;
-layout(constant_id = 16) const uint ROTARY = 0u;
-layout(std430, set = 0, binding = 9) readonly buffer Cos { float cos_t[]; };
-layout(std430, set = 0, binding = 10) readonly buffer Sin { float sin_t[]; };
-layout(std430, set = 0, binding = 11) writeonly buffer Y0 { float rot_y0[]; };
-layout(std430, set = 0, binding = 12) writeonly buffer Y1 { float rot_y1[]; };
-layout(constant_id = 17) const uint CACHES = 0u;
-layout(std430, set = 0, binding = 13) readonly buffer Position { int cache_position[]; };
-layout(std430, set = 0, binding = 14) writeonly buffer State0 { float state0[]; };
-layout(std430, set = 0, binding = 15) writeonly buffer State1 { float state1[]; };
 layout(std430, set = 0, binding = 8) writeonly buffer Glu { uint glu_data[]; };  // [batch, M, N] silu(gate) * up
 layout(std430, set = 0, binding = 7) readonly buffer NormW { uint norm_w[]; };
 layout(std430, set = 0, binding = 7) readonly buffer NormW4 { vec4 norm_w4[]; };
@@ -70,26 +49,12 @@ struct Column {
   bool live;
 };
 
-// The rotary part that rotates product g: 0 or 1, 2 for none.
-uint rotary_part_of(uint g) {
-  if (ROTARY == 0u) return 2u;
-  return g == gemv.product[0] ? 0u : g == gemv.product[1] ? 1u : 2u;
-}
-
 // Column c of team `team` in column tile `tile`.
 Column column_of(uint tile, uint team, uint c, uint b_batch) {
   Column col;
-  const uint part = GLU != 0u ? 2u : rotary_part_of(group_of(tile));
   if (GLU != 0u) {
     col.g = c / OUTS;
     col.n = (tile * TEAMS + team) * OUTS + c % OUTS;
-  } else if (part < 2u) {  // a pair: column j of a head and its partner j + D / 2
-    // (Constant indices into the params: indexed by `part`, the parts went to local memory.)
-    const uint d0 = gemv.part[0].shape[gemv.part[0].rank - 1u], d1 = gemv.part[1].shape[gemv.part[1].rank - 1u];
-    const uint h = (part == 0u ? d0 : d1) / 2u;
-    col.g = group_of(tile);
-    const uint pair = (tile - p.tile0[col.g]) * TEAMS + team;
-    col.n = (pair / h) * 2u * h + pair % h + c * h;
   } else {
     col.g = group_of(tile);
     col.n = (tile - p.tile0[col.g]) * TEAMS * TEAM_COLS + team * TEAM_COLS + c;
@@ -191,22 +156,6 @@ float row_scale(uint r) {
   return 1.0f / sqrt(sq / float(p.K) + NORM_EPS);  // inversesqrt() may be approximate
 }
 
-// The cache appends of element e (value v) of `source` (a product, or 4 + a rotary part), pos
-// the position. A position out of range is reported (once, by element 0) and writes nothing.
-void append(uint source, uint e, float v, int pos) {
-  for (uint t = 0u; t < CACHES; ++t) {
-    if (gemv.cache[t].source != source) continue;
-    const uint len = gemv.cache[t].len, n_idx = gemv.cache[t].n_idx, inner = gemv.cache[t].inner;
-    if (pos < 0 || pos > int(len) - int(n_idx)) {
-      if (e == 0u) report(STATUS_INDEX_OUT_OF_RANGE, gemv.cache[t].node, pos, len - n_idx);
-      continue;
-    }
-    const uint os = e / inner, at = ((os / n_idx) * len + uint(pos) + os % n_idx) * inner + e % inner;
-    if (t == 0u) state0[at] = v;
-    else state1[at] = v;
-  }
-}
-
 // Column c of the team's (constant indices: the array stays in registers).
 Column pick(Column cols[TEAM_COLS], uint c) {
   Column col = cols[0];
@@ -215,33 +164,15 @@ Column pick(Column cols[TEAM_COLS], uint c) {
   return col;
 }
 
-// What the store of output j (row j / OUTS, column j % OUTS) reads from memory besides the sums:
-// the epilogue's bias and residual and the caches' position, loaded before the K loop so that
-// their latency hides behind the loads of B; cos and sin of a rotated element, loaded after it
-// (rotary_operands: held through the loop, they cost a workgroup an SM).
+// The epilogue's bias and residual for output j (row j / OUTS, column j % OUTS), loaded before the
+// K loop so that their latency hides behind the loads of B rather than follow them.
 struct Operands {
-  float bias, residual, cos_v, sin_v;
-  int pos;
+  float bias, residual;
 };
 Operands operands(Column cols[TEAM_COLS], uint bt, uint m0, uint rows, uint j) {
-  Operands f = Operands(0.0f, 0.0f, 0.0f, 0.0f, 0);
   const Column col = pick(cols, j % OUTS);
-  if (j >= rows * OUTS || !col.live || GLU != 0u) return f;
-  f.bias = bias_at(col.n);
-  f.residual = residual_at(bt, m0 + j / OUTS, col.n);
-  if (CACHES != 0u) f.pos = cache_position[0];
-  return f;
-}
-void rotary_operands(inout Operands f, Column cols[TEAM_COLS], uint bt, uint m0, uint rows, uint j) {
-  const Column col = pick(cols, j % OUTS);
-  const uint part = rotary_part_of(col.g);
-  if (j >= rows * OUTS || !col.live || GLU != 0u || part >= 2u) return;
-  const uint e = c_index(col.g, bt, m0 + j / OUTS, col.n) - p.c_offset[col.g];
-  uint c_at, s_at, last;
-  if (part == 0u) ROTARY_AT(gemv.part[0], e, c_at, s_at, last)
-  else ROTARY_AT(gemv.part[1], e, c_at, s_at, last)
-  f.cos_v = cos_t[c_at];
-  f.sin_v = sin_t[s_at];
+  if (j >= rows * OUTS || !col.live || GLU != 0u) return Operands(0.0f, 0.0f);
+  return Operands(bias_at(col.n), residual_at(bt, m0 + j / OUTS, col.n));
 }
 
 // Outputs j = lane, lane + SUBGROUP, ... of the team (the first with its operands in `first`).
@@ -258,23 +189,8 @@ void store(Column cols[TEAM_COLS], uint bt, uint m0, uint rows, uint lane, Opera
       glu_data[(bt * p.M + gm) * p.N[0] + col.n] = floatBitsToUint(silu_p(gate) * up);
       continue;
     }
-    Operands f = first;
-    if (j != lane) {
-      f = operands(cols, bt, m0, rows, j);
-      rotary_operands(f, cols, bt, m0, rows, j);
-    }
-    const float v = epilogue_of(sum_at(r, o) * scale, f.bias, f.residual);
-    const uint e = c_index(col.g, bt, gm, col.n) - p.c_offset[col.g];
-    c_data[p.c_offset[col.g] + e] = floatBitsToUint(v);
-    if (CACHES != 0u) append(col.g, e, v, f.pos);
-    const uint part = rotary_part_of(col.g);
-    if (part < 2u) {  // x cos + rotate_half(x) sin, rotate_half -partner in the head's first half (o = 0)
-      const float partner = sum_at(r, 1u - o) * scale;  // a rotated product has no epilogue (emit_matmul.cpp)
-      const float y = v * f.cos_v + (o == 0u ? -partner : partner) * f.sin_v;
-      if (part == 0u) rot_y0[e] = y;
-      else rot_y1[e] = y;
-      if (CACHES != 0u) append(4u + part, e, y, f.pos);
-    }
+    const Operands f = j == lane ? first : operands(cols, bt, m0, rows, j);
+    c_data[c_index(col.g, bt, gm, col.n)] = floatBitsToUint(epilogue_of(sum_at(r, o) * scale, f.bias, f.residual));
   }
 }
 
@@ -297,10 +213,9 @@ void main() {
           for (uint c = 0u; c < TEAM_COLS; ++c) acc[r][c] = 0.0f;
         }
         const bool stores = subgroup % SPLIT == 0u;  // the team's first subgroup
-        Operands pre = Operands(0.0f, 0.0f, 0.0f, 0.0f, 0);
+        Operands pre = Operands(0.0f, 0.0f);
         if (stores) pre = operands(cols, bt, m0, rows, lane);
         walk_k(cols, first, a_base + m0 * p.a_row_stride, rows);
-        if (stores && ROTARY != 0u) rotary_operands(pre, cols, bt, m0, rows, lane);
         team_sums(subgroup, lane);
         if (stores) store(cols, bt, m0, rows, lane, pre);
         if (SPLIT > 1u) barrier();  // subgroup_sums is read before the next tile writes it

@@ -27,7 +27,7 @@ void main() {
       if (i < first || i - first >= r.part[k].n) continue;
       const uint e = i - first, h = r.part[k].shape[r.part[k].rank - 1u] / 2u;
       uint c_at, s_at, last;
-      ROTARY_AT(r.part[k], e, c_at, s_at, last)
+      rotary_at(r.part[k], e, c_at, s_at, last);
       const bool lo = last < h;
       const float partner = split_sum(lo ? i + h : i - h);
       const float y = x * cos_t[c_at] + (lo ? -partner : partner) * sin_t[s_at];

@@ -26,7 +26,7 @@ void main() {
     uint k = i < p.part[0].n ? 0u : 1u, e = k == 0u ? i : i - p.part[0].n;
     uint rank = p.part[k].rank, d_len = p.part[k].shape[rank - 1u], h = d_len / 2u;
     uint c_at, s_at, last;
-    ROTARY_AT(p.part[k], e, c_at, s_at, last)
+    rotary_at(p.part[k], e, c_at, s_at, last);
     bool lo = last < h;
     uint partner_at = lo ? e + h : e - h;
     float x = k == 0u ? x0[e] : x1[e], partner = k == 0u ? x0[partner_at] : x1[partner_at], s;

@@ -1,26 +1,23 @@
-// Shared by rotary.comp, matmul_split_sum_rotary.comp and matmul_gemv_subgroup.comp: one part
-// of a rotary call (x's shape collapsed with its last axis D kept; cos/sin strides over it,
-// kernel_abi.hpp RotaryPart) and where its element e finds cos and sin.
+// Shared by rotary.comp and matmul_split_sum_rotary.comp: one part of a rotary call (x's shape
+// collapsed with its last axis D kept; cos/sin strides over it, kernel_abi.hpp RotaryPart) and
+// where its element e finds cos and sin.
 struct RotaryPart {
   uint n, rank, cos_offset, sin_offset;
   uint shape[8], cos_stride[8], sin_stride[8];
 };
 
-// cos at C_AT, sin at S_AT, and element E's index along the last axis (LAST) for PART, a
-// RotaryPart in the params block read in place (a function taking the struct by value copied it
-// to local memory first, its arrays being indexed at run time).
-#define ROTARY_AT(PART, E, C_AT, S_AT, LAST)             \
-  {                                                      \
-    C_AT = (PART).cos_offset;                            \
-    S_AT = (PART).sin_offset;                            \
-    LAST = 0u;                                           \
-    uint rem_ = (E);                                     \
-    for (int d_ = int((PART).rank) - 1; d_ >= 0; --d_) { \
-      const uint n_ = (PART).shape[d_];                  \
-      const uint c_ = d_ > 0 ? rem_ % n_ : rem_;         \
-      if (d_ == int((PART).rank) - 1) LAST = c_;         \
-      rem_ /= n_;                                        \
-      C_AT += c_ * (PART).cos_stride[d_];                \
-      S_AT += c_ * (PART).sin_stride[d_];                \
-    }                                                    \
+// cos at c_at, sin at s_at, and e's index along the last axis (`last`).
+void rotary_at(RotaryPart part, uint e, out uint c_at, out uint s_at, out uint last) {
+  c_at = part.cos_offset;
+  s_at = part.sin_offset;
+  last = 0u;
+  uint rem = e;
+  for (int d = int(part.rank) - 1; d >= 0; --d) {
+    uint n_d = part.shape[d];
+    uint c = d > 0 ? rem % n_d : rem;
+    if (d == int(part.rank) - 1) last = c;
+    rem /= n_d;
+    c_at += c * part.cos_stride[d];
+    s_at += c * part.sin_stride[d];
   }
+}

@@ -44,15 +44,13 @@ enum class FusedAs : uint8_t {
   Add,      // the add that a norm backward's store performs (the anchor)
   Map,      // the product or |x| a reduction maps as it loads
   Summed,   // an add or product a sum of products takes in
-  Cache,    // a KV cache append of a product's (or its rotary's) rows, in the GEMV store
 };
 const char* fused_as_name(FusedAs f);
 
 struct Fused {
   FusedAs as;
   int node;
-  uint32_t slot = 0;  // Rotary: which product of the group it rotates; Cache: which it appends
-                      // (the product's index, or 4 + the rotary part whose rows it appends)
+  uint32_t slot = 0;  // Rotary: which product of the group it rotates
 };
 
 struct DispatchGroup {

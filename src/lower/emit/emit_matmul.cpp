@@ -111,19 +111,6 @@ std::vector<uint32_t> operand_layout(const MatMulParams& p, const MatMulPlan& pl
   return {};
 }
 
-// The q/k rotary pair in the subgroup GEMV's store: its teams take a column and its partner in the
-// other half of the head dim, which needs whole heads in each product's rows.
-bool rotary_in_gemv(const Emitter& e, const Dispatch& d, const MatMulFusions& f) {
-  if (d.plan.kernel != Kernel::MatMulGemvSubgroup || d.plan.team_cols != 2 || d.glu_here || f.rotary[1] < 0 ||
-      std::any_of(d.epilogue.begin(), d.epilogue.end(), [](uint32_t s) { return s != 0; }))
-    return false;  // (the kernel rotates the raw sums)
-  for (int k = 0; k < 2; ++k) {
-    const int64_t head = e.node(f.rotary[k]).shape.back();
-    if (head % 2 != 0 || d.p.N[f.rotary_product[k]] % head != 0) return false;
-  }
-  return true;
-}
-
 Dispatch plan_dispatch(Emitter& e, const std::vector<int>& products, const Operands& o, const MatMulFusions& f,
                        const MatMulTiers& tiers) {
   Dispatch d;
@@ -185,11 +172,6 @@ Dispatch plan_dispatch(Emitter& e, const std::vector<int>& products, const Opera
   // stores; another tier gets the norm as its own call first.
   d.norm_a_here = f.norm_a >= 0 && is_gemv(d.plan.kernel) && d.plan.splits == 1;
   d.a_tensor = d.norm_a_here ? e.node(f.norm_a).inputs[0] : n.inputs[0];
-  d.rotary_here = rotary_in_gemv(e, d, f);
-  // The cache appends in the same store: every one, where the rows they append are stored there.
-  d.cache_here = d.plan.kernel == Kernel::MatMulGemvSubgroup && !d.glu_here && f.cache[0] >= 0 &&
-                 std::all_of(std::begin(f.cache_slot), std::end(f.cache_slot),
-                             [&](uint32_t slot) { return slot < 4 || d.rotary_here; });
   d.weights = o.weights;
   d.outputs = o.outputs;
   return d;
@@ -231,37 +213,11 @@ void stage_glu(Emitter& e, const Dispatch& d, KernelCall& c, int glu) {
   c.label.insert(c.label.size() - 1, ", staged for the product");  // the label ends in d.what's "]"
 }
 
-// The subgroup GEMV's params: the product's, then the rotary pair and the cache appends it stores
-// (zeros without them).
-MatMulGemvParams gemv_params(const Emitter& e, const Dispatch& d, const MatMulFusions& f) {
-  MatMulGemvParams gp{};
-  gp.matmul = d.p;
-  for (int k = 0; d.rotary_here && k < 2; ++k) {
-    gp.product[k] = f.rotary_product[k];
-    gp.part[k] = rotary_part(e, f.rotary[k]);
-  }
-  for (size_t t = 0; d.cache_here && t < 2 && f.cache[t] >= 0; ++t) {
-    const Node& w = e.node(f.cache[t]);
-    const Shape& rows = e.node(w.inputs[1]).shape;
-    gp.cache[t] = {f.cache_slot[t],
-                   u32(w.shape[w.shape.size() - 2], "cache slots"),
-                   u32(rows.back(), "cache row"),
-                   u32(rows[rows.size() - 2], "cache rows written"),
-                   static_cast<uint32_t>(f.cache[t]),
-                   {}};
-  }
-  return gp;
-}
-
 void one_pass(Emitter& e, const Dispatch& d, const MatMulFusions& f) {
   const std::string norm_a =
       d.norm_a_here ? (d.what.empty() ? "" : ", ") + std::string("rms_norm %") + std::to_string(f.norm_a) + " as A"
                     : "";
-  std::string also =
-      d.rotary_here ? ", rotary %" + std::to_string(f.rotary[0]) + ", %" + std::to_string(f.rotary[1]) : "";
-  for (int t : f.cache)
-    if (d.cache_here && t >= 0) also += ", cache %" + std::to_string(t);
-  KernelCall& c = e.call(d.plan.kernel, d.id, d.what + norm_a + also);
+  KernelCall& c = e.call(d.plan.kernel, d.id, d.what + norm_a);
   c.tensors = {{d.a_tensor, false}, {d.weights, false}, {d.outputs, true}, {d.bias, false}, {d.res, false}};
   const bool gemv = is_gemv(d.plan.kernel);
   if (!gemv) bind_glu(d, c, f.glu);
@@ -270,16 +226,6 @@ void one_pass(Emitter& e, const Dispatch& d, const MatMulFusions& f) {
     c.tensors.push_back({d.norm_a_here ? e.node(f.norm_a).inputs[1] : d.a_tensor, false});
     bind_glu(d, c, f.glu);
   }
-  if (d.plan.kernel == Kernel::MatMulGemvSubgroup) {  // 9, 10: cos, sin (else A); 11, 12: the rotated (else C)
-    const Node* r0 = d.rotary_here ? &e.node(f.rotary[0]) : nullptr;
-    c.tensors.push_back({r0 ? r0->inputs[1] : d.a_tensor, false});
-    c.tensors.push_back({r0 ? r0->inputs[2] : d.a_tensor, false});
-    c.tensors.push_back({r0 ? f.rotary[0] : d.outputs, true});
-    c.tensors.push_back({r0 ? f.rotary[1] : d.outputs, true});
-    // 13: the caches' position (else A); 14, 15: their states (else C)
-    c.tensors.push_back({d.cache_here ? e.node(f.cache[0]).inputs[2] : d.a_tensor, false});
-    for (int t : f.cache) c.tensors.push_back({d.cache_here && t >= 0 ? t : d.outputs, true});
-  }
   c.spec = d.epilogue;
   if (!d.layout.empty()) c.spec.push_back(0u);  // SPLIT_PARTIAL
   c.spec.insert(c.spec.end(), d.layout.begin(), d.layout.end());
@@ -287,24 +233,18 @@ void one_pass(Emitter& e, const Dispatch& d, const MatMulFusions& f) {
     const float eps = d.norm_a_here ? static_cast<float>(e.node(f.norm_a).attrs.scalar) : 1e-6f;
     c.spec.insert(c.spec.end(), {d.norm_a_here ? 1u : 0u, std::bit_cast<uint32_t>(eps), d.glu_here ? 1u : 0u, 0u,
                                  d.plan.team, d.plan.unroll});
-    if (d.plan.kernel == Kernel::MatMulGemvSubgroup) {  // 13 TEAM_COLS, 14 ROWS, 15 SUBGROUP, 16 ROTARY, 17 CACHES
-      const auto caches = static_cast<uint32_t>(d.cache_here ? (f.cache[1] >= 0 ? 2 : 1) : 0);
-      c.spec.insert(c.spec.end(), {d.plan.team_cols, std::min(d.p.M, d.plan.tile_m), d.plan.subgroup,
-                                   d.rotary_here ? 1u : 0u, caches});
-    }
+    if (d.plan.kernel == Kernel::MatMulGemvSubgroup)  // 13 TEAM_COLS, 14 ROWS, 15 SUBGROUP
+      c.spec.insert(c.spec.end(), {d.plan.team_cols, std::min(d.p.M, d.plan.tile_m), d.plan.subgroup});
   } else if (d.glu_here) {
     c.spec.push_back(1u);  // GLU, spec 9
   }
   tile_spec(e.options(), c.spec, d.plan);
   if (!gemv) stage_glu(e, d, c, f.glu);
   c.groups = d.groups;
-  if (d.plan.kernel == Kernel::MatMulGemvSubgroup)
-    Emitter::set_params(c, gemv_params(e, d, f));
-  else
-    Emitter::set_params(c, d.p);
+  Emitter::set_params(c, d.p);
   if (f.norm >= 0) emit_row(e, f.norm);
   if (f.glu >= 0 && !d.glu_here) emit_elementwise(e, f.glu);
-  if (f.rotary[0] >= 0 && !d.rotary_here) emit_rotary(e, f.rotary[0], f.rotary[1]);
+  if (f.rotary[0] >= 0) emit_rotary(e, f.rotary[0], f.rotary[1]);
 }
 
 // Split-K whose last split of each tile adds the partials (with the epilogue) as it finishes.
@@ -406,12 +346,8 @@ void emit_products(Emitter& e, const std::vector<int>& products, const Operands&
   if (!staged && is_coop(d.plan.kernel)) d = plan_dispatch(e, products, o, f, staging_in_kernel(e.options().matmul));
   if (f.norm_a >= 0 && !d.norm_a_here) emit_row(e, f.norm_a);
   if (staged) stage_operands(e, d);
-  if (d.plan.splits == 1)
-    one_pass(e, d, f);
-  else
-    split_k(e, d, f);
-  for (int t : f.cache)  // appends the store did not take: after the products (and their rotary)
-    if (t >= 0 && !d.cache_here) emit_index(e, t);
+  if (d.plan.splits == 1) return one_pass(e, d, f);
+  split_k(e, d, f);
 }
 
 }  // namespace
@@ -421,17 +357,12 @@ void emit_matmul(Emitter& e, const DispatchGroup& grp) {
   f.norm = grp.extra(FusedAs::Norm);
   f.glu = grp.extra(FusedAs::Glu);
   f.norm_a = grp.extra(FusedAs::NormA);
-  int k = 0, t = 0;
-  for (const Fused& x : grp.extras) {
+  int k = 0;
+  for (const Fused& x : grp.extras)
     if (x.as == FusedAs::Rotary && k < 2) {
       f.rotary[k] = x.node;
       f.rotary_product[k++] = x.slot;
     }
-    if (x.as == FusedAs::Cache && t < 2) {
-      f.cache[t] = x.node;
-      f.cache_slot[t++] = x.slot;
-    }
-  }
   const int first = grp.nodes[0];
   if (grp.packed_b < 0) return emit_products(e, {first}, {e.node(first).inputs[1], first, {0}, {0}}, f);
   Operands o{grp.packed_b, grp.packed_c, {}, {}};

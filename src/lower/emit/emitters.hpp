@@ -22,9 +22,7 @@ struct MatMulFusions {
   int glu = -1;                         // swiglu(products[0], products[1]): in the tensor-core kernel's store
   int rotary[2] = {-1, -1};             // a q/k rotary pair of two products: in the split-K summing pass
   uint32_t rotary_product[2] = {0, 0};  // which product each rotates
-  int norm_a = -1;          // rms_norm(x, w) that is the products' A: in the GEMV's loads (x·w, rstd at the store)
-  int cache[2] = {-1, -1};  // KV cache appends of products' rows: in the subgroup GEMV's store
-  uint32_t cache_slot[2] = {0, 0};  // what each appends: a product's index, or 4 + a rotary part
+  int norm_a = -1;  // rms_norm(x, w) that is the products' A: in the GEMV's loads (x·w, rstd at the store)
 };
 inline constexpr int64_t kMaxFusedNormDim = 4096;  // matmul_split_sum_norm.comp keeps a row in shared memory
 void emit_matmul(Emitter& e, const DispatchGroup& products);

@@ -18,7 +18,7 @@ struct Dispatch {
   std::string what;
   int64_t M = 0;
   uint64_t n_total = 0;  // columns of all its products
-  bool glu_here = false, norm_a_here = false, rotary_here = false, cache_here = false;
+  bool glu_here = false, norm_a_here = false;
   int a_tensor = -1, weights = -1, outputs = -1, bias = -1, res = -1;
   std::vector<uint32_t> epilogue, layout;
   std::array<uint32_t, 3> groups{};
