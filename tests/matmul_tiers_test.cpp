@@ -437,6 +437,27 @@ TEST(MatMulSplitK, RotaryOfTheSumRunsInTheSummingPass) {
   }
 }
 
+// The subgroup GEMV planned for a subgroup size the device does not run it with (a driver that
+// varies it): the step is a DeviceError that names the two sizes and the switch around it, not
+// wrong columns.
+TEST(MatMulGemv, AnotherSubgroupSizeIsAnError) {
+  const DeviceInfo device = default_device_info();
+  if (!device.subgroup_arithmetic) GTEST_SKIP() << device.name << " has no subgroup arithmetic";
+  const std::string planned = device.subgroup_size == 16 ? "32" : "16";
+  ScopedEnv tier("MEGANEURA_GEMV", "1"), precision("MEGANEURA_MATMUL_PRECISION", "highest"),
+      unforced("MEGANEURA_MATMUL", std::nullopt), size("MEGANEURA_GEMV_SUBGROUP", planned);
+  Graph g;
+  g.output("y", matmul(g.input("x", {1, 64}), g.parameter("w", {48, 64}), {.transpose_b = true}));
+  Session s = build_inference_session(g);
+  ASSERT_NE(s.listing().find("dispatch matmul_gemv_subgroup"), std::string::npos) << s.listing();
+  s.set_input("x", HostTensor::f32s({1, 64}, std::vector<float>(64, 1.0f)));
+  s.set_parameter("w", HostTensor::f32s({48, 64}, std::vector<float>(48 * 64, 1.0f)));
+  const std::string msg = message_of<DeviceError>([&] { s.step(); });
+  for (const std::string& part : {"subgroups of " + std::to_string(device.subgroup_size), "not the " + planned,
+                                  std::string("MEGANEURA_GEMV_SUBGROUP=0")})
+    EXPECT_NE(msg.find(part), std::string::npos) << msg;
+}
+
 // A decoding step's rms_norm whose only readers are the A of GEMV products (a grouped pair, and a
 // single matmul_add) runs inside them: x·w into the sums, the row's rstd at the store. K = 1100
 // (16-byte loads, unrolled, then single) and K = 37 (scalar); 3 rows in 2 batches; both GEMV kernels (teams adding up

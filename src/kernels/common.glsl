@@ -16,7 +16,7 @@ layout(local_size_x_id = 0) in;
 #define PARAMS_BLOCK layout(std430, set = 0, binding = 0) uniform Params
 
 const uint DT_F32 = 0u, DT_I32 = 1u, DT_U32 = 2u;
-const uint STATUS_INDEX_OUT_OF_RANGE = 1u;
+const uint STATUS_INDEX_OUT_OF_RANGE = 1u, STATUS_SUBGROUP_SIZE = 2u;
 const uint WG = gl_WorkGroupSize.x;
 
 // Binding 1: the first failure wins; only its winner fills in the details.

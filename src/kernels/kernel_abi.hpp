@@ -69,7 +69,9 @@ enum : uint32_t { DT_F32 = 0, DT_I32 = 1, DT_U32 = 2 };
 inline constexpr uint32_t kElementwiseInputs = 3;
 
 // Status codes written to binding 1 (first failure wins, via atomicCompSwap on `code`).
-enum : uint32_t { STATUS_OK = 0, STATUS_INDEX_OUT_OF_RANGE = 1 };
+// STATUS_SUBGROUP_SIZE: a kernel planned for the device's subgroup size ran with another (value:
+// the size it ran with, limit: the planned one; node: none).
+enum : uint32_t { STATUS_OK = 0, STATUS_INDEX_OUT_OF_RANGE = 1, STATUS_SUBGROUP_SIZE = 2 };
 struct Status {
   uint32_t code, node;
   int32_t value;

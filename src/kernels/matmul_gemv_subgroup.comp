@@ -195,6 +195,12 @@ void store(Column cols[TEAM_COLS], uint bt, uint m0, uint rows, uint lane, Opera
 }
 
 void main() {
+  // The tiles assume the subgroup size the device reports (Vulkan's rule for SPIR-V before 1.6
+  // without a varying size); a driver that ran another would compute wrong columns: say so.
+  if (gl_SubgroupSize != SUBGROUP) {
+    if (gl_LocalInvocationID.x == 0u) report(STATUS_SUBGROUP_SIZE, 0xffffffffu, int(gl_SubgroupSize), SUBGROUP);
+    return;
+  }
   const uint subgroup = gl_SubgroupID, lane = gl_SubgroupInvocationID;
   const uint team = subgroup / SPLIT, first = (subgroup % SPLIT) * SUBGROUP + lane;
   const uint tiles = p.tile0[p.groups], row_blocks = (p.M + ROWS - 1u) / ROWS;

@@ -39,6 +39,9 @@ void Session::Impl::check_status() {
     throw RuntimeDataError("index " + std::to_string(s.value) + " is out of range in node \"" + node +
                            "\": valid indices are [" + std::to_string(-static_cast<int64_t>(s.limit)) + ", " +
                            std::to_string(s.limit) + ")");
+  if (s.code == kernels::STATUS_SUBGROUP_SIZE)
+    throw DeviceError("the device ran the GEMV kernel with subgroups of " + std::to_string(s.value) + ", not the " +
+                      std::to_string(s.limit) + " it reports; MEGANEURA_GEMV_SUBGROUP=0 runs the kernel without them");
   throw RuntimeDataError("kernel reported status " + std::to_string(s.code) + " in node \"" + node + "\"");
 }
 

@@ -69,11 +69,11 @@ lower::MatMulTiers matmul_tiers(const DeviceInfo& device) {
   if (const std::string s = env_choice("MEGANEURA_COOP_STAGED", {"0", "1"}); !s.empty())
     t.staged = s == "1" ? lower::MatMulTiers::Staged::Always : lower::MatMulTiers::Staged::Never;
   // Teams that add up through subgroup arithmetic where the device has it (MEGANEURA_GEMV_SUBGROUP=0:
-  // in shared memory, matmul_gemv.comp).
-  const uint32_t sg = device.subgroup_size;
-  if (device.subgroup_arithmetic && sg >= 4 && sg <= 128 && (sg & (sg - 1)) == 0 &&
-      env_choice("MEGANEURA_GEMV_SUBGROUP", {"0", "1"}) != "0")
-    t.gemv_subgroup = sg;
+  // in shared memory, matmul_gemv.comp; a size: plan for that size instead of the device's, tests).
+  const std::string teams = env_choice("MEGANEURA_GEMV_SUBGROUP", {"0", "1", "4", "8", "16", "32", "64", "128"});
+  const bool sized = !teams.empty() && teams != "0" && teams != "1";
+  const uint32_t sg = sized ? static_cast<uint32_t>(std::stoul(teams)) : device.subgroup_size;
+  if (device.subgroup_arithmetic && sg >= 4 && sg <= 128 && (sg & (sg - 1)) == 0 && teams != "0") t.gemv_subgroup = sg;
   if (const std::string cols = env_choice("MEGANEURA_GEMV_COLS", {"1", "2", "4"}); !cols.empty())
     t.gemv_cols = static_cast<uint32_t>(std::stoul(cols));
   if (const std::string team = env_choice("MEGANEURA_GEMV_TEAM", {"32", "64", "128", "256"}); !team.empty())
