@@ -37,8 +37,9 @@ struct MatMulTiers {
   // Auto where that pays (emit_staging.cpp, stage_before).
   enum class Staged : uint8_t { Auto, Never, Always };
   Staged staged = Staged::Auto;
-  // The GEMV's invocations a column for [N, K] weights: 0 picks (32, or up to 128 where few
-  // columns would leave SMs idle); 32, 64 or 128 everywhere (tests and measurements).
+  // The GEMV's invocations a column for [N, K] weights: 0 picks (a subgroup, or 32 in shared
+  // memory, wider where few columns would leave SMs idle: up to 256 with subgroups, 128 without);
+  // 32, 64, 128 or 256 everywhere (tests and measurements; 128 at most in shared memory).
   uint32_t gemv_team = 0;
   // The GEMV's 16-byte loads of B an invocation issues before it multiplies: 0 picks (2 for rows
   // of 2048 or more, else 1); 1, 2, 4 or 8 everywhere (tests and measurements).
@@ -56,7 +57,7 @@ struct MatMulPlan {
   uint32_t tile_m = 64, tile_n = 64;
   uint32_t splits = 1, k_chunk = 0;  // split-K: K ranges of k_chunk, summed in the kernel or by a second pass
   uint32_t k_contiguous = 0;         // gemv: B walks k contiguously (spec 5)
-  uint32_t team = 32;                // gemv with k_contiguous: invocations a column (spec 11), 32..128
+  uint32_t team = 32;                // gemv with k_contiguous: invocations a column (spec 11), 32..256
   uint32_t unroll = 1;               // gemv: vec4 loads of B in flight an invocation (spec 12)
   uint32_t team_cols = 1;            // MatMulGemvSubgroup: columns a team (spec 13)
   uint32_t subgroup = 0;             // MatMulGemvSubgroup: the device's subgroup size (spec 15)
