@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.." || exit 1
 source bench/gpu_env.sh
 
 filter='Tiers/MatMulTiers.*:MatMulSplitK.*:MatMulProductSums.*:MatMulGlu.*:MatMulTierSwitches.*:MatMulGemv.*'
-filter+=':TensorCoreRange.*:AttentionPicks.*:Table/OpForward.*atmul*:Table/OpForward.*inear*'
+filter+=':TensorCoreRange.*:AttentionPicks.*:AttentionKeySplits.*:Splits/AttentionKeySplits.*:Table/OpForward.*atmul*:Table/OpForward.*inear*:Table/OpForward.*ttention*'
 status=0
 run() {  # label, then environment assignments
   local label=$1 log="$out/gpu_tests_$1.log"

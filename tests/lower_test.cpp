@@ -222,6 +222,38 @@ TEST(LowerPicks, TensorCoreAttentionNeedsRowsNotJustHeads) {
   EXPECT_EQ(count_kernel(d, mn::kernels::Kernel::Attention), 1u);
 }
 
+// A decoding step's attention (one row a head) splits its keys over workgroups where a workgroup
+// a head would leave SMs idle and the cache holds at least two splits of 256 keys: as many as
+// give 2 workgroups an SM (ceil(2 * 132 / 9) = 30 for SmolLM2-135M's 9 heads, 9 for the 1.7B
+// shape's 32) or as fit the cache at 256 keys each (8 of 2048 slots, 2 of 600), none for 300.
+TEST(LowerPicks, DecodingSplitsTheKeysOfLongCaches) {
+  auto splits = [](int64_t hidden, int64_t heads, int64_t slots) {
+    mn::models::LlamaConfig c = smollm2(1);
+    c.hidden_size = hidden;
+    c.num_attention_heads = c.num_key_value_heads = heads;
+    c.head_dim = 64;
+    c.vocab_size = 1000;
+    const mn::lower::Lowered low = lowered(*mn::optimize::optimize(*decode_step(c, slots)));
+    std::vector<uint32_t> found;
+    for (const auto& call : low.calls)
+      if (call.kernel == mn::kernels::Kernel::Attention) {
+        mn::kernels::AttentionParams p{};
+        std::memcpy(&p, call.params.data(), sizeof p);
+        const bool split = call.spec.size() > 3 && call.spec[3] == 1u;
+        found.push_back(split ? p.key_splits : 0u);
+        if (split) {
+          EXPECT_EQ(call.groups[0], p.key_splits);
+        }
+      }
+    return found;
+  };
+  EXPECT_EQ(splits(2048, 32, 4096), std::vector<uint32_t>{9});
+  EXPECT_EQ(splits(2048, 32, 2048), std::vector<uint32_t>{8});
+  EXPECT_EQ(splits(576, 9, 8192), std::vector<uint32_t>{30});
+  EXPECT_EQ(splits(576, 9, 600), std::vector<uint32_t>{2});
+  EXPECT_EQ(splits(576, 9, 300), std::vector<uint32_t>{0});
+}
+
 // Operands staged before the product (StageF16, then MatMulCoopStagedNV) where each staged value
 // feeds many products (M·N ≥ 512·(M + N)), not at 128 rows; MEGANEURA_COOP_STAGED forces either.
 TEST(LowerPicks, OperandsStagedBeforeLargeProducts) {

@@ -209,6 +209,89 @@ INSTANTIATE_TEST_SUITE_P(Blocks, AttentionBlocks, ::testing::Range<size_t>(0, at
                            return test_name(op_cases().at(attention_case_indices().at(info.param)).name);
                          });
 
+// The exact per-row forward with its keys split over workgroups (attention.comp's KEY_SPLIT,
+// MEGANEURA_ATTENTION_SPLIT=n: n splits of at least one key wherever the per-row kernel runs) on
+// every forward attention case: rows that see no key, fewer keys than splits, windows, cache
+// positions, grouped heads, head dims 1 to 256, both layouts.
+const char* const kKeySplits[] = {"1", "3", "7"};
+
+std::vector<size_t> forward_attention_cases() {
+  std::vector<size_t> idx;
+  for (size_t i = 0; i < op_cases().size(); ++i)
+    if (op_cases()[i].op == Op::Attention) idx.push_back(i);
+  return idx;
+}
+
+class AttentionKeySplits : public ::testing::TestWithParam<std::tuple<size_t, size_t>> {};
+
+TEST_P(AttentionKeySplits, MatchReference) {
+  const char* splits = kKeySplits[std::get<0>(GetParam())];
+  ScopedEnv split("MEGANEURA_ATTENTION_SPLIT", splits), blocks("MEGANEURA_ATTENTION_BLOCKS", "0"),
+      flash("MEGANEURA_FLASH_ATTENTION", "0");
+  const OpCase& c = op_cases().at(forward_attention_cases().at(std::get<1>(GetParam())));
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  SCOPED_TRACE(c.name);
+  CaseBuilder b(rng);
+  c.build(b);
+  const std::string listing = build_inference_session(b.g).listing();
+  EXPECT_EQ(count_lines(listing, std::string("keys split x") + splits), 1) << listing;
+  run_case(b);
+}
+
+INSTANTIATE_TEST_SUITE_P(Splits, AttentionKeySplits,
+                         ::testing::Combine(::testing::Range<size_t>(0, std::size(kKeySplits)),
+                                            ::testing::Range<size_t>(0, forward_attention_cases().size())),
+                         [](const ::testing::TestParamInfo<std::tuple<size_t, size_t>>& info) {
+                           return test_name(std::string("x") + kKeySplits[std::get<0>(info.param)] + "_" +
+                                            op_cases().at(forward_attention_cases().at(std::get<1>(info.param))).name);
+                         });
+
+// Decoding steps through one recorded session: the cache position moves and the keys change each
+// step, so each step's splits differ in number and length; the counts a row must be back at zero
+// for every replay after the first. Each output and log-sum-exp against a double reference.
+TEST(AttentionKeySplits, RepeatedDecodingSteps) {
+  constexpr int64_t H = 3, S = 90, D = 20;
+  ScopedEnv split("MEGANEURA_ATTENTION_SPLIT", "5");
+  Graph g;
+  Tensor q = g.input("q", {1, H, 1, D}), k = g.input("k", {1, H, S, D}), v = g.input("v", {1, H, S, D});
+  Tensor pos = g.input("position", {1}, i32);
+  g.output("y", attention(q, k, v, pos, {.causal = true}));
+  Session s = build_inference_session(g);
+  ASSERT_EQ(count_lines(s.listing(), "keys split x5"), 1) << s.listing();
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  for (int32_t at : {0, 3, 89, 40, 4}) {
+    SCOPED_TRACE("position " + std::to_string(at));
+    const std::vector<float> qv = rng.floats(H * D, -2, 2), kv = rng.floats(H * S * D, -2, 2),
+                             vv = rng.floats(H * S * D, -1, 1);
+    s.set_input("q", host_f32({1, H, 1, D}, qv));
+    s.set_input("k", host_f32({1, H, S, D}, kv));
+    s.set_input("v", host_f32({1, H, S, D}, vv));
+    s.set_input("position", host_i32({1}, {at}));
+    s.step();
+    const std::vector<float> y = s.read_output("y").to_f32();
+    for (int64_t h = 0; h < H; ++h) {
+      std::vector<double> w(static_cast<size_t>(at + 1));
+      double top = -1e300, sum = 0;
+      for (int64_t j = 0; j <= at; ++j) {
+        double dot = 0;
+        for (int64_t x = 0; x < D; ++x)
+          dot += double(qv[static_cast<size_t>(h * D + x)]) * kv[static_cast<size_t>((h * S + j) * D + x)];
+        w[static_cast<size_t>(j)] = dot / std::sqrt(double(D));
+        top = std::max(top, w[static_cast<size_t>(j)]);
+      }
+      for (double& x : w) sum += x = std::exp(x - top);
+      for (int64_t x = 0; x < D; ++x) {
+        double want = 0;
+        for (int64_t j = 0; j <= at; ++j)
+          want += w[static_cast<size_t>(j)] * vv[static_cast<size_t>((h * S + j) * D + x)] / sum;
+        ASSERT_NEAR(y[static_cast<size_t>(h * D + x)], want, 1e-5) << "head " << h << ", element " << x;
+      }
+    }
+  }
+}
+
 // Split-K (K-range partials in scratch, summed with the epilogue by the last split of each tile
 // or by a pass after the product): the second and third replays of the recorded dispatches (new
 // inputs, scratch reused, the tile counts back at zero) must be as right as the first, in every

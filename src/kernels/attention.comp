@@ -5,7 +5,9 @@
 // with Dv % 4 == 0 an invocation owns 4 elements (16-byte loads of V), so that Dv / 4 invocations
 // cover a key and WG / (Dv / 4) slices walk the keys side by side (16 for Dv = 64; else Dv and
 // WG / Dv). The slices meet at the end of the row, so a decoding step's single row walks 141
-// keys 9 deep (Dv = 64) instead of 36. Never stores the score matrix; writes lse = m + log(l) after the output for the backward pass. See
+// keys 9 deep (Dv = 64) instead of 36. Never stores the score matrix; writes lse = m + log(l) after the output for the backward pass.
+// With KEY_SPLIT, several workgroups share a row's keys (flash-decoding): each keeps m, l and its
+// unnormalised sums for its range, and the last to finish rescales and adds them. See
 // kernel_abi.hpp (Attention).
 #extension GL_GOOGLE_include_directive : require
 #define MN_WORKGROUP_REDUCE
@@ -20,6 +22,11 @@ layout(std430, set = 0, binding = 3) readonly buffer K { uint k[]; };
 layout(std430, set = 0, binding = 4) readonly buffer V { uint v[]; };
 layout(std430, set = 0, binding = 5) readonly buffer Position { uint position_data[]; };
 layout(std430, set = 0, binding = 6) writeonly buffer O { uint o[]; };
+layout(constant_id = 4) const uint KEY_SPLIT = 0u;
+// KEY_SPLIT: each split's m, l and Dv sums; the splits of a row that have stored theirs. Coherent:
+// the last split reads what the others wrote in this dispatch.
+layout(std430, set = 0, binding = 7) coherent buffer Partials { float part[]; };
+layout(std430, set = 0, binding = 8) coherent buffer RowCounts { uint row_count[]; };
 layout(std430, set = 0, binding = 3) readonly buffer K4 { vec4 k4[]; };
 layout(std430, set = 0, binding = 4) readonly buffer V4 { vec4 v4[]; };
 #include "attention_common.glsl"
@@ -41,6 +48,62 @@ float merge_slices4(uint t, uint lanes, uint slices, vec4 acc) {
   return total;
 }
 
+shared bool split_is_last;
+shared float split_weight[64], split_l[64];  // kAttentionMaxKeySplits
+
+// KEY_SPLIT: the keys [lo, hi) of this workgroup's split among `used` splits of the row's
+// visible keys (every split of the row computes the same `used`; at least one, so that a row
+// that sees no key still gets its zeros).
+void split_keys(uint split, inout uint lo, inout uint hi, out uint used) {
+  const uint n = hi - lo, chunk = max(max(p.split_min_keys, 1u), (n + p.key_splits - 1u) / p.key_splits);
+  used = max(1u, (n + chunk - 1u) / chunk);
+  lo = min(hi, lo + split * chunk);
+  hi = min(hi, lo + chunk);
+}
+
+// KEY_SPLIT, after a split stored its part of row `row` (slot: the row's first split): counts it
+// in; the last of the row's `used` splits rescales every split's sums to the largest max and
+// adds them (each output element's splits in a fixed order: the same result whichever finished
+// last), stores the output and the log-sum-exp, and resets the count. CUDA's threadFenceReduction
+// pattern, as split_finish. The splits' maxima and sums are read an invocation a split, their
+// outputs by WG / Dv groups of invocations side by side: a handful of loads in flight each.
+void finish_split(uint t, uint row, uint slot, uint counter, uint used) {
+  memoryBarrierBuffer();
+  barrier();
+  if (t == 0u) split_is_last = atomicAdd(row_count[counter], 1u) == used - 1u;
+  barrier();
+  if (!split_is_last) return;
+  memoryBarrierBuffer();
+  float m_s = -F_INF, l_s = 0.0f;
+  if (t < used) {
+    m_s = part[slot + t * (DV + 2u)];
+    l_s = part[slot + t * (DV + 2u) + 1u];
+    split_weight[t] = m_s;
+  }
+  barrier();
+  float m = -F_INF;
+  for (uint s = 0u; s < used; ++s) m = max_nan(m, split_weight[s]);
+  barrier();
+  const float w = m_s == -F_INF ? 0.0f : exp_diff(m_s, m);  // an empty split adds nothing
+  if (t < used) {
+    split_weight[t] = w;
+    split_l[t] = w * l_s;
+  }
+  barrier();
+  float l = 0.0f;
+  for (uint s = 0u; s < used; ++s) l += split_l[s];
+  const uint groups = WG / DV, group = t / DV, e = t % DV;
+  float total = 0.0f;
+  if (group < groups)
+    for (uint s = group; s < used; s += groups) total += split_weight[s] * part[slot + s * (DV + 2u) + 2u + e];
+  total = merge_slices(t, DV, total);
+  if (t < DV) o[row * DV + t] = floatBitsToUint(l > 0.0f ? total / l : 0.0f);
+  if (t == 0u) {
+    o[p.lse_offset + row] = floatBitsToUint(l > 0.0f ? m + log_p(l) : -F_INF);
+    row_count[counter] = 0u;
+  }
+}
+
 void main() {
   uint t = gl_LocalInvocationID.x;
   uint bh = gl_WorkGroupID.y, h = bh % p.hq, b = bh / p.hq;
@@ -52,12 +115,17 @@ void main() {
   const uint lanes = vec_v ? DV / 4u : DV;  // invocations a key (dv <= 256 = WG)
   const uint slices = WG / lanes, d_out = t % lanes, slice = t / lanes;
   const bool vec_k = D % 4u == 0u;
-  for (uint i = gl_WorkGroupID.x; i < p.sq; i += gl_NumWorkGroups.x) {
+  const uint splits = KEY_SPLIT != 0u ? p.key_splits : 1u, split = gl_WorkGroupID.x % splits;
+  for (uint i = gl_WorkGroupID.x / splits; i < p.sq; i += gl_NumWorkGroups.x / splits) {
     uint row = q_first + i * q_step;
+    uint lo, hi, used = 1u;
+    visible_keys(i, base, lo, hi);
+    if (KEY_SPLIT != 0u) {
+      split_keys(split, lo, hi, used);
+      if (split >= used) continue;  // uniform: the whole workgroup skips the row
+    }
     for (uint x = t; x < D; x += WG) q_row[x] = uintBitsToFloat(q[row * D + x]);
     barrier();
-    uint lo, hi;
-    visible_keys(i, base, lo, hi);
     float m = -F_INF, l = 0.0f, acc = 0.0f;
     vec4 acc4 = vec4(0.0f);
     for (uint j0 = lo; j0 < hi; j0 += WG) {
@@ -108,8 +176,19 @@ void main() {
       barrier();  // prob[] is rewritten by the next tile
     }
     float total = vec_v ? merge_slices4(t, lanes, slices, acc4) : merge_slices(t, DV, acc);
-    if (t < DV) o[row * DV + t] = floatBitsToUint(hi > lo ? total / l : 0.0f);
-    if (t == 0u) o[p.lse_offset + row] = floatBitsToUint(hi > lo ? m + log_p(l) : -F_INF);
+    if (KEY_SPLIT != 0u && used > 1u) {
+      const uint counter = i * gl_NumWorkGroups.y + bh, slot = counter * splits * (DV + 2u);
+      const uint mine = slot + split * (DV + 2u);
+      if (t < DV) part[mine + 2u + t] = total;
+      if (t == 0u) {
+        part[mine] = m;  // -inf for the one split of a row that sees no key
+        part[mine + 1u] = l;
+      }
+      finish_split(t, row, slot, counter, used);
+    } else {
+      if (t < DV) o[row * DV + t] = floatBitsToUint(hi > lo ? total / l : 0.0f);
+      if (t == 0u) o[p.lse_offset + row] = floatBitsToUint(hi > lo ? m + log_p(l) : -F_INF);
+    }
     barrier();  // q_row is rewritten by the next row
   }
 }

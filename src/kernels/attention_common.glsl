@@ -1,7 +1,11 @@
 // Shared by attention.comp and attention_backward.comp: the params block (binding 0) and which
 // keys a query row sees (kernel_abi.hpp, Attention). Include after common.glsl, with HAS_POSITION
 // and `position_data` (the i32 [1] position buffer, read only when HAS_POSITION is set) declared.
-struct AttentionParams { uint hq, hkv, sq, sk, d, dv, causal, lse_offset; float scale; uint window, seq_major, pad; };
+struct AttentionParams {
+  uint hq, hkv, sq, sk, d, dv, causal, lse_offset;
+  float scale;
+  uint window, seq_major, key_splits, split_min_keys, pad0, pad1, pad2;
+};
 PARAMS_BLOCK { AttentionParams p; };
 
 // Where one head's rows lie: position s of head `bh` (batch * heads + head) of a tensor with

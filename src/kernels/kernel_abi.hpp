@@ -291,10 +291,19 @@ struct MatMulRotaryParams {
 // Query i sits at p + i, p = position[0] or Sk - Sq; it sees keys [lo, hi): hi = p + i + 1 when
 // causal, else p + Sq with a position, else Sk (clamped to [0, Sk]); lo = p + i + 1 - window
 // when window > 0, else 0.
+// spec 4 KEY_SPLIT (1): the visible keys of a row split over key_splits workgroups (decoding at
+// long contexts, where one workgroup a head would walk them alone): each stores its running max,
+// sum and unnormalised output to binding 7 (scratch, [Sq][B*Hq][key_splits][Dv + 2] floats) and
+// counts itself in at binding 8 (state, [Sq][B*Hq] uints, zero between dispatches); the last of
+// a row's splits to finish combines them in split order and resets the count. Without it,
+// bindings 7 and 8 are bound (to the output) but not read.
 struct AttentionParams {
   uint32_t hq, hkv, sq, sk, d, dv, causal, lse_offset;
   float scale;
-  uint32_t window, seq_major, pad;
+  uint32_t window, seq_major;
+  // Attention with KEY_SPLIT (spec 4): workgroups a row (x = row group * key_splits + split),
+  // each taking ceil(keys / key_splits) of the row's visible keys, at least split_min_keys.
+  uint32_t key_splits, split_min_keys, pad[3];
 };
 // ---- AttentionBackward -------------------------------------------------------------------------
 // spec 1: which gradient (0 d q, 1 d k, 2 d v, 3 d k and d v: AttentionBackward only); spec 2:
@@ -320,6 +329,9 @@ inline constexpr int64_t kCoopAttentionMaxHeadDim = 128, kCoopSplitAttentionMaxH
 // the exact ones (H200, SmolLM2 shapes, docs/performance.md "Attention"): the forward from 512
 // (4 a multiprocessor; below, the exact 16-row blocks win, 2.4x at 32), the backward from 64.
 inline constexpr int64_t kCoopAttentionForwardMinBlocks = 512, kCoopAttentionBackwardMinBlocks = 64;
+// Attention's KEY_SPLIT, unforced: splits enough for this many workgroups a multiprocessor, each
+// of at least kAttentionSplitMinKeys of the key length, at most kAttentionMaxKeySplits.
+inline constexpr int64_t kAttentionSplitWorkgroupsPerSM = 2, kAttentionSplitMinKeys = 256, kAttentionMaxKeySplits = 64;
 // AttentionBlock (attention_block.comp): Attention's contract and bindings, spec 4: keys a tile
 // (16, 32 or 64: the most that fit the device's shared memory); x = ceil(Sq / 16), y = b*Hq + h.
 // For at least kAttentionBlockRows query rows and D, Dv <= kAttentionBlockMaxHeadDim; fewer rows

@@ -27,6 +27,13 @@ struct MatMulTiers {
   // The exact attention forward for many rows (AttentionBlock): "" where it pays (at least
   // kAttentionBlockRows query rows), "0" never, "1" wherever the head dims and shared memory allow.
   std::string attention_blocks;
+  // The exact forward of few query rows (decoding) with its keys split over workgroups (KEY_SPLIT
+  // of attention.comp): -1 where a workgroup a row would leave SMs idle and the keys are many; 0
+  // never; n: n splits of at least one key wherever the per-row kernel runs (tests).
+  int attention_key_splits = -1;
+  // The fewest keys a split takes: 0 picks (kAttentionSplitMinKeys unforced, 1 where
+  // attention_key_splits forces the splits); a row's keys take fewer splits where they are few.
+  uint32_t attention_split_min_keys = 0;
   uint64_t shared_memory = 0;    // bytes a workgroup may use (maxComputeSharedMemorySize)
   uint32_t multiprocessors = 0;  // the device's SMs, 0 if unknown
   // The tensor-core kernels' K step: 0 picks 64 where a product's workgroups fit one per SM

@@ -62,6 +62,11 @@ lower::MatMulTiers matmul_tiers(const DeviceInfo& device) {
                 " has no usable tensor-core attention (needs " +
                 "VK_NV_cooperative_matrix with 16x16x16 f16 fragments and subgroups of 32, and matmul precision high)");
   t.attention_blocks = env_choice("MEGANEURA_ATTENTION_BLOCKS", {"0", "1"});
+  if (!util::env("MEGANEURA_ATTENTION_SPLIT").empty())
+    t.attention_key_splits = static_cast<int>(util::env_number(
+        "MEGANEURA_ATTENTION_SPLIT", 64, 0, "0 (never) or the workgroups a row's keys split over, up to 64"));
+  t.attention_split_min_keys = static_cast<uint32_t>(
+      util::env_number("MEGANEURA_ATTENTION_SPLIT_KEYS", 1u << 20, 0, "the fewest keys a split takes, 1 to 1048576"));
   t.shared_memory = device.shared_memory;
   t.multiprocessors = device.multiprocessors;
   if (const std::string k = env_choice("MEGANEURA_COOP_K_STEP", {"32", "64"}); !k.empty())

@@ -54,6 +54,44 @@ uint32_t head_groups(int64_t n, int id) {
   return static_cast<uint32_t>(n);
 }
 
+// The fewest keys a split takes: a row's visible keys take as many splits as fill them so.
+uint32_t split_min_keys(const MatMulTiers& tiers) {
+  if (tiers.attention_split_min_keys) return tiers.attention_split_min_keys;
+  return tiers.attention_key_splits >= 0 ? 1u : static_cast<uint32_t>(kAttentionSplitMinKeys);
+}
+
+// Workgroups a row's keys split over (attention.comp's KEY_SPLIT), 0 for none: decoding's few
+// rows, a workgroup each, leave most SMs idle and walk a long KV cache alone. Unforced: enough
+// workgroups for kAttentionSplitWorkgroupsPerSM a multiprocessor, as many as splits of the
+// fewest keys fit the key length (docs/performance.md, "Attention"). Each step's splits are
+// fewer where the cache holds fewer keys: those past them return at once.
+uint32_t key_splits(const MatMulTiers& tiers, const Geometry& g) {
+  if (tiers.attention_key_splits >= 0) return static_cast<uint32_t>(tiers.attention_key_splits);
+  if (tiers.multiprocessors == 0) return 0;
+  const int64_t rows = g.batch * g.hq * g.sq, slots = kAttentionSplitWorkgroupsPerSM * tiers.multiprocessors;
+  const int64_t fit = g.sk / split_min_keys(tiers);
+  const int64_t splits = std::min({(slots + rows - 1) / rows, fit, kAttentionMaxKeySplits});
+  return splits >= 2 ? static_cast<uint32_t>(splits) : 0;
+}
+
+// The per-row forward with its keys split: each split's sums in scratch, a count a row in state.
+void bind_key_splits(Emitter& e, KernelCall& c, const Geometry& g, AttentionParams& p, uint32_t splits,
+                     uint32_t min_keys, int id) {
+  const int64_t rows = g.sq * g.batch * g.hq;
+  if (splits == 0) {  // bindings 7 and 8 are declared but not read
+    c.tensors.push_back({id, true});
+    c.tensors.push_back({id, true});
+    return;
+  }
+  c.spec.push_back(1u);
+  p.key_splits = splits;
+  p.split_min_keys = min_keys;
+  c.tensors.push_back({e.scratch(static_cast<uint64_t>(rows) * splits * (static_cast<uint64_t>(g.dv) + 2) * 4), true});
+  c.tensors.push_back({e.state(static_cast<uint64_t>(rows) * 4), true});
+  const int64_t row_groups = std::min<int64_t>(g.sq, kMaxGroups / splits);
+  c.groups[0] = static_cast<uint32_t>(row_groups * splits);
+}
+
 }  // namespace
 
 void emit_attention(Emitter& e, int id, int partner) {
@@ -125,12 +163,16 @@ void emit_attention(Emitter& e, int id, int partner) {
                   std::to_string(attention_block_shared_bytes(g.d, g.dv, 16)) +
                   " bytes of shared memory (here D = " + std::to_string(g.d) + ", Dv = " + std::to_string(g.dv) +
                   ", the device has " + std::to_string(tiers.shared_memory) + ")");
+    const uint32_t splits = blocks ? 0 : key_splits(tiers, g);
+    if (splits) what += (what.empty() ? "" : ", ") + std::string("keys split x") + std::to_string(splits);
     KernelCall& c = e.call(blocks ? Kernel::AttentionBlock : Kernel::Attention, id, what);
     c.spec = {has_position ? 1u : 0u, static_cast<uint32_t>(g.d), static_cast<uint32_t>(g.dv)};
     if (blocks) c.spec.push_back(tile);
     c.tensors = {{q, false}, {k, false}, {v, false}, {position, false}, {id, true}};
     c.groups = {groups_for(g.sq, blocks ? kAttentionBlockRows : 1), head_groups(g.batch * g.hq, id), 1};
-    Emitter::set_params(c, p);
+    AttentionParams split_p = p;
+    if (!blocks) bind_key_splits(e, c, g, split_p, splits, split_min_keys(tiers), id);
+    Emitter::set_params(c, split_p);
     return;
   }
   static const std::string which_name[] = {"d q", "d k", "d v", "d k and d v"};
