@@ -15,6 +15,12 @@ file(MAKE_DIRECTORY ${MEGANEURA_KERNEL_INCLUDE_DIR})
 set(MEGANEURA_KERNEL_SOURCES "")
 set(MEGANEURA_KERNEL_DEFINITIONS "")  # MEGANEURA_KERNEL_<NAME>: optional variants that were built
 
+# The compiler, its SPIR-V validator and the target environment of _mn_kernel: Debian 12's glslang
+# for Vulkan 1.1, unless a caller sets them (the kernels that need a newer glslang, below).
+set(_mn_glslang ${Vulkan_GLSLANG_VALIDATOR_EXECUTABLE})
+set(_mn_spirv_val ${MEGANEURA_SPIRV_VAL})
+set(_mn_target_env vulkan1.1)
+
 # Compiles SOURCE (a compute shader) with the macro definitions in ARGN into the embedded
 # array mn_spv_<name>.
 function(_mn_kernel name source)
@@ -23,13 +29,13 @@ function(_mn_kernel name source)
   foreach(_d IN LISTS ARGN)
     list(APPEND _defines -D${_d})
   endforeach()
-  set(_glslang ${Vulkan_GLSLANG_VALIDATOR_EXECUTABLE} --quiet -V --target-env vulkan1.1 -S comp ${_defines} -I${_mn_kernel_dir})
+  set(_glslang ${_mn_glslang} --quiet -V --target-env ${_mn_target_env} -S comp ${_defines} -I${_mn_kernel_dir})
   set(_validate "")
-  if(MEGANEURA_SPIRV_VAL)
+  if(_mn_spirv_val)
     set(_spv ${MEGANEURA_KERNEL_INCLUDE_DIR}/${name}.spv)
     set(_validate
       COMMAND ${_glslang} -o ${_spv} ${source}
-      COMMAND ${MEGANEURA_SPIRV_VAL} --target-env vulkan1.1 --uniform-buffer-standard-layout ${_spv})
+      COMMAND ${_mn_spirv_val} --target-env ${_mn_target_env} --uniform-buffer-standard-layout ${_spv})
   endif()
   add_custom_command(
     OUTPUT ${_hdr}
@@ -76,6 +82,22 @@ foreach(_variant "khr;COOP_KHR" "khr_bf16;COOP_KHR;STAGE_BF16")
     message(STATUS "meganeura: this glslang cannot compile the tensor-core matmul variant ${_suffix}; skipped")
   endif()
 endforeach()
+
+# Kernels that need a newer glslang than Debian 12's (GL_NV_cooperative_matrix2: workgroup-scope
+# matrices, tensor loads), for Vulkan 1.3: built with the one scripts/fetch_glslang.sh unpacks
+# into .tools/glslang, where it is; the library knows which through MEGANEURA_KERNEL_<NAME>.
+set(_mn_new_tools ${CMAKE_CURRENT_SOURCE_DIR}/.tools/glslang)
+if(EXISTS ${_mn_new_tools}/glslangValidator)
+  set(_mn_glslang ${_mn_new_tools}/glslangValidator)
+  set(_mn_spirv_val ${_mn_new_tools}/spirv-val)
+  set(_mn_target_env vulkan1.3)
+  _mn_kernel(matmul_coop2_staged_nv ${_mn_kernel_dir}/matmul_coop2.glsl)
+  _mn_kernel(matmul_coop2_glu_nv ${_mn_kernel_dir}/matmul_coop2.glsl COOP2_GLU)
+  list(APPEND MEGANEURA_KERNEL_DEFINITIONS MEGANEURA_KERNEL_MATMUL_COOP2_STAGED_NV)
+  message(STATUS "meganeura: cooperative-matrix-2 kernels built (${_mn_new_tools})")
+else()
+  message(STATUS "meganeura: no .tools/glslang (scripts/fetch_glslang.sh): cooperative-matrix-2 kernels skipped")
+endif()
 
 # The include files' text, for kernels generated and compiled at session build.
 set(_mn_glsl_header ${MEGANEURA_KERNEL_INCLUDE_DIR}/glsl_library.h)

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "kernels/kernel_abi.hpp"
+#include "kernels/spirv.hpp"
 #include "lower/lowered.hpp"
 #include "lower/match.hpp"
 #include "meganeura/llama.hpp"
@@ -54,10 +55,11 @@ mn::models::LlamaConfig smollm2(int64_t layers) {
 
 // The default precision (tests run at "highest", validation_env.cpp): tensor cores on; update
 // packs of 4 MiB (the default).
-mn::lower::Lowered lowered(const mn::Graph& g, const std::vector<int>& keep = {}) {
+mn::lower::Lowered lowered(const mn::Graph& g, const std::vector<int>& keep = {},
+                           const mn::DeviceInfo& device = h100()) {
   const std::string before = std::getenv("MEGANEURA_MATMUL_PRECISION") ? std::getenv("MEGANEURA_MATMUL_PRECISION") : "";
   setenv("MEGANEURA_MATMUL_PRECISION", "high", 1);
-  mn::lower::LowerOptions o = mn::runtime::lower_options(h100(), true);
+  mn::lower::LowerOptions o = mn::runtime::lower_options(device, true);
   setenv("MEGANEURA_MATMUL_PRECISION", before.c_str(), 1);
   o.update_pack_bytes = uint64_t{4} << 20;
   return mn::lower::lower(g, keep, o);
@@ -308,6 +310,49 @@ TEST(LowerPicks, OperandsStagedBeforeLargeProducts) {
 // A norm or a gate/up product whose output a tensor-core product reads next, weights staged
 // once, stages it as it stores it (StagedRows, GLU_STAGED): the products need no StageF16 for A.
 // Where the weights are written (a training step) nothing is staged that way.
+// On a device with VK_NV_cooperative_matrix2 (and a build with its kernels), asked for
+// (MEGANEURA_COOP2=1; not by default: slower so far), the products whose operands both hold one
+// exponent along K run on workgroup-scope matrices: an inference prefill's
+// q/k/v group and gate/up pair (with its swiglu) a layer, and the LM head; the o and down
+// projections (A staged an exponent a block) keep MatMulCoopStagedNV. The 1.7B shape at 128
+// tokens: q/k/v and this 4096-row head on 64 x 128 tiles (48 and 32 of 128 x 128 would leave
+// most SMs idle), gate/up on 128 rows of 64 columns of each.
+TEST(LowerPicks, OneExponentProductsTakeWorkgroupScopeMatrices) {
+  mn::models::LlamaConfig c = smollm2(2);
+  c.hidden_size = 2048;
+  c.intermediate_size = 8192;
+  c.num_attention_heads = c.num_key_value_heads = 32;
+  c.vocab_size = 4096;  // an LM head of 2^30 multiply-adds: its weights staged once
+  auto model = mn::models::llama_graph(c, 1, 128, false);
+  const std::unique_ptr<mn::Graph> graph = mn::optimize::optimize(*model.graph);  // the swiglu fused
+  if (!mn::kernels::kernel_built(mn::kernels::Kernel::MatMulCoop2StagedNV))
+    GTEST_SKIP() << "this build has no cooperative-matrix-2 kernels (scripts/fetch_glslang.sh)";
+  mn::DeviceInfo device = h100();
+  device.coopmat_khr = device.coopmat2_nv = true;
+  setenv("MEGANEURA_COOP2", "1", 1);
+  const mn::lower::Lowered low = lowered(*graph, {}, device);
+  unsetenv("MEGANEURA_COOP2");
+  std::vector<std::string> picked;
+  for (const auto& call : low.calls)
+    if (call.kernel == mn::kernels::Kernel::MatMulCoop2StagedNV ||
+        call.kernel == mn::kernels::Kernel::MatMulCoop2GluNV) {
+      ASSERT_GE(call.spec.size(), 18u) << call.label;
+      const bool glu = call.kernel == mn::kernels::Kernel::MatMulCoop2GluNV;
+      EXPECT_EQ(glu, call.label.find("swiglu") != std::string::npos) << call.label;
+      EXPECT_EQ(call.spec[15], glu ? 128u : 64u) << call.label;  // BM
+      EXPECT_EQ(call.spec[16], glu ? 64u : 128u) << call.label;  // BN
+      picked.push_back(call.label);
+    }
+  EXPECT_EQ(picked.size(), 2u * 2 + 1) << ::testing::PrintToString(picked);
+  EXPECT_EQ(count_kernel(low, mn::kernels::Kernel::MatMulCoopStagedNV) +
+                count_kernel(low, mn::kernels::Kernel::MatMulCoopStagedTallNV),
+            2u * 2);                                           // o and down
+  const mn::lower::Lowered off = lowered(*graph, {}, device);  // unasked
+  EXPECT_EQ(count_kernel(off, mn::kernels::Kernel::MatMulCoop2StagedNV) +
+                count_kernel(off, mn::kernels::Kernel::MatMulCoop2GluNV),
+            0u);
+}
+
 TEST(LowerPicks, ProducersStageTheRowsOfTheNextProduct) {
   mn::Graph g;
   const mn::Tensor h = mn::rms_norm(g.input("x", {100, 576}), g.parameter("norm", {576}));

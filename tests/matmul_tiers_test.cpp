@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -211,14 +212,28 @@ INSTANTIATE_TEST_SUITE_P(Blocks, AttentionBlocks, ::testing::Range<size_t>(0, at
 
 // The exact per-row forward with its keys split over workgroups (attention.comp's KEY_SPLIT,
 // MEGANEURA_ATTENTION_SPLIT=n: n splits of at least one key wherever the per-row kernel runs) on
-// every forward attention case: rows that see no key, fewer keys than splits, windows, cache
-// positions, grouped heads, head dims 1 to 256, both layouts.
-const char* const kKeySplits[] = {"1", "3", "7"};
+// every forward attention case of fewer than 16 query rows (those the per-row kernel takes
+// unforced): rows that see no key, fewer keys than splits, windows, cache positions, grouped
+// heads, head dims 1 to 256, both layouts.
+const char* const kKeySplits[] = {"3", "7"};
+
+// Query rows of a forward case's attention (its graph built, not run).
+int64_t query_rows(const OpCase& c) {
+  Rng rng;
+  CaseBuilder b(rng);
+  c.build(b);
+  for (const Node& n : b.g.nodes())
+    if (n.op == Op::Attention) {
+      const Shape& q = b.g.node(n.inputs[0]).shape;
+      return q.size() < 2 ? 1 : q[q.size() - (n.attrs.seq_major ? 3 : 2)];
+    }
+  return 0;
+}
 
 std::vector<size_t> forward_attention_cases() {
   std::vector<size_t> idx;
   for (size_t i = 0; i < op_cases().size(); ++i)
-    if (op_cases()[i].op == Op::Attention) idx.push_back(i);
+    if (op_cases()[i].op == Op::Attention && query_rows(op_cases()[i]) < 16) idx.push_back(i);
   return idx;
 }
 
@@ -774,36 +789,150 @@ TEST(MatMulTierSwitches, NormsStageTheRowsTheirProductReads) {
   }
 }
 
+// A gated MLP on a norm's rows, y = swiglu(x·gateᵀ, x·upᵀ)·downᵀ (x [M, K], gate/up [F, K],
+// down [N, F]), and its check: y against the double reference (expect_last_product_near), with
+// random inputs and the up weights scaled by `up_scale` (swiglu values far outside f16's range).
+struct GatedMlp {
+  Graph g;
+  Tensor h, down;
+  int64_t M, K, F, N;
+};
+
+std::unique_ptr<GatedMlp> gated_mlp(int64_t M, int64_t K, int64_t F, int64_t N) {
+  auto m = std::make_unique<GatedMlp>();
+  m->M = M, m->K = K, m->F = F, m->N = N;
+  const MatMulOptions t{.transpose_b = true};
+  Tensor x = rms_norm(m->g.input("x", {M, K}), m->g.parameter("nw", {K}), 1e-5f);
+  Tensor gate = matmul(x, m->g.parameter("gate", {F, K}), t);
+  Tensor up = matmul(x, m->g.parameter("up", {F, K}), t);
+  m->h = swiglu(gate, up);
+  m->down = m->g.parameter("down", {N, F});
+  m->g.output("y", matmul(m->h, m->down, t));
+  return m;
+}
+
+void expect_gated_mlp_near(Session& s, GatedMlp& m, Rng& rng, double up_scale) {
+  const std::map<std::string, HostTensor> inputs{{"x", host_f32({m.M, m.K}, rng.floats(m.M * m.K, -2, 2))}};
+  const std::map<std::string, HostTensor> params{
+      {"nw", host_f32({m.K}, rng.floats(m.K, 0.5, 1.5))},
+      {"gate", host_f32({m.F, m.K}, rng.floats(m.F * m.K, -1, 1))},
+      {"up", host_f32({m.F, m.K}, scaled(rng.floats(m.F * m.K, -1, 1), up_scale))},
+      {"down", host_f32({m.N, m.F}, rng.floats(m.N * m.F, -1, 1))}};
+  expect_last_product_near(s, m.g, inputs, params, m.h, m.down, 3, 6e-3);
+}
+
 // A gated MLP's tensor-core gate/up product stores silu(gate) * up staged for the down product
 // (GLU_STAGED): each 16 x 32 block at the exponent of its largest value, which a pair of
 // subgroups agrees on. Rows off the 64 grid; the up weights at 1, 1e20 and 1e-20 (swiglu values
 // far outside f16's range); against a double reference.
 TEST(MatMulTierSwitches, GatedProductsStageTheirSwiglu) {
   ScopedEnv force("MEGANEURA_MATMUL", "coopmat"), precision("MEGANEURA_MATMUL_PRECISION", "high"),
-      auto_staging("MEGANEURA_COOP_STAGED", std::nullopt), splits("MEGANEURA_SPLIT_K", std::nullopt);
+      auto_staging("MEGANEURA_COOP_STAGED", std::nullopt), splits("MEGANEURA_SPLIT_K", std::nullopt),
+      coop2("MEGANEURA_COOP2", "0");  // GLU_STAGED is the older kernel's (matmul_coop.glsl)
   if (auto why = unavailable()) GTEST_SKIP() << *why;
-  const int64_t M = 100, K = 96, F = 192, N = 70;
   Rng rng;
   SCOPED_TRACE(seed_note(rng.seed()));
   for (double up_scale : {1.0, 1e20, 1e-20}) {
     SCOPED_TRACE("up weights x" + std::to_string(up_scale));
-    Graph g;
-    const MatMulOptions t{.transpose_b = true};
-    Tensor x = rms_norm(g.input("x", {M, K}), g.parameter("nw", {K}), 1e-5f);
-    Tensor gate = matmul(x, g.parameter("gate", {F, K}), t);
-    Tensor up = matmul(x, g.parameter("up", {F, K}), t);
-    Tensor h = swiglu(gate, up), down = g.parameter("down", {N, F});
-    g.output("y", matmul(h, down, t));
-    Session s = build_inference_session(g);
+    const std::unique_ptr<GatedMlp> m = gated_mlp(100, 96, 192, 70);
+    Session s = build_inference_session(m->g);
     const std::string listing = s.listing();
     EXPECT_NE(listing.find("staged for the product]"), std::string::npos) << listing;
     EXPECT_EQ(listing.find("stage A"), std::string::npos) << listing;
-    const std::map<std::string, HostTensor> inputs{{"x", host_f32({M, K}, rng.floats(M * K, -2, 2))}};
-    const std::map<std::string, HostTensor> params{{"nw", host_f32({K}, rng.floats(K, 0.5, 1.5))},
-                                                   {"gate", host_f32({F, K}, rng.floats(F * K, -1, 1))},
-                                                   {"up", host_f32({F, K}, scaled(rng.floats(F * K, -1, 1), up_scale))},
-                                                   {"down", host_f32({N, F}, rng.floats(N * F, -1, 1))}};
-    expect_last_product_near(s, g, inputs, params, h, down, 3, 6e-3);
+    expect_gated_mlp_near(s, *m, rng, up_scale);
+  }
+}
+
+// Builds an inference session for `g` with the workgroup-scope kernel forced (MEGANEURA_COOP2=1),
+// or nothing where the device or the build has none (lavapipe; a build without .tools/glslang).
+std::optional<Session> coop2_session(const Graph& g) {
+  try {
+    return build_inference_session(g);
+  } catch (const Error& e) {
+    const std::string why = e.what();
+    if (why.find("VK_NV_cooperative_matrix2") == std::string::npos && why.find("tensor-core") == std::string::npos)
+      throw;
+    std::printf("  skipped: %s\n", why.c_str());
+    return std::nullopt;
+  }
+}
+
+// Weights whose blocks of 16 rows (of K) sit at 1, 1e8 and 1e-8: staged once at an exponent a
+// block, which the workgroup-scope kernel's epilogue undoes element by element.
+std::vector<float> blocky_weights(Rng& rng, int64_t rows, int64_t K) {
+  std::vector<float> w = rng.floats(rows * K, -1, 1);
+  for (int64_t i = 0; i < rows * K; ++i) w[static_cast<size_t>(i)] *= std::array{1.0f, 1e8f, 1e-8f}[(i / K / 16) % 3];
+  return w;
+}
+
+// MatMulCoop2StagedNV (VK_NV_cooperative_matrix2) on products of a norm's staged rows and weights
+// staged once: a q/k/v group of three (tiles straddling the groups' edges), a product with a
+// residual, and a gated MLP's gate/up pair (both products and the swiglu from its epilogue, then
+// the down projection on the older kernel). Rows, K and N off every tile; against a double
+// reference, each output element within 4e-3 of the sum of its products' magnitudes.
+TEST(MatMulCoop2, OneExponentProductsMatchReference) {
+  ScopedEnv force("MEGANEURA_MATMUL", "coopmat"), precision("MEGANEURA_MATMUL_PRECISION", "high"),
+      coop2("MEGANEURA_COOP2", "1"), splits("MEGANEURA_SPLIT_K", "0"),
+      auto_staging("MEGANEURA_COOP_STAGED", std::nullopt);
+  const int64_t M = 100, K = 200, F = 150;
+  const MatMulOptions t{.transpose_b = true};
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  Graph g;
+  Tensor x = g.input("x", {M, K}), r = g.input("r", {M, 70});
+  Tensor y = rms_norm(x, g.parameter("nw", {K}), 1e-5f);
+  const std::vector<std::pair<std::string, int64_t>> products = {{"q", F}, {"k", 70}, {"v", 70}};
+  for (const auto& [name, n] : products) g.output(name, matmul(y, g.parameter("w" + name, {n, K}), t));
+  g.output("o", matmul_add(y, g.parameter("wo", {70, K}), r, t));
+  std::optional<Session> s = coop2_session(g);
+  if (!s) GTEST_SKIP() << "no VK_NV_cooperative_matrix2 here";
+  EXPECT_GE(count_lines(s->listing(), "dispatch matmul_coop2_staged_nv"), 2) << s->listing();
+  std::map<std::string, HostTensor> feeds{{"x", host_f32({M, K}, rng.floats(M * K, -2, 2))},
+                                          {"r", host_f32({M, 70}, rng.floats(M * 70, -1, 1))},
+                                          {"nw", host_f32({K}, rng.floats(K, 0.5, 1.5))}};
+  for (const char* w : {"wq", "wk", "wv", "wo"}) {
+    const int64_t n = std::string(w) == "wq" ? F : 70;
+    feeds.emplace(w, host_f32({n, K}, blocky_weights(rng, n, K)));
+  }
+  for (const auto& [name, v] : feeds)
+    (name[0] == 'w' || name == "nw") ? s->set_parameter(name, v) : s->set_input(name, v);
+  s->step();
+  const std::vector<RefTensor> ref = evaluate(g, feeds);
+  const std::vector<double>& yv = ref[static_cast<size_t>(y.id())].v;
+  for (const auto& [name, id] : g.outputs()) {
+    SCOPED_TRACE(name);
+    const std::vector<float> out = s->read_output(name).to_f32();
+    const std::vector<float>& w = feeds.at("w" + name).to_f32();
+    const int64_t N = static_cast<int64_t>(out.size()) / M;
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        double scale = 0;
+        for (int64_t k = 0; k < K; ++k)
+          scale += std::abs(yv[static_cast<size_t>(m * K + k)] * w[static_cast<size_t>(n * K + k)]);
+        ASSERT_NEAR(out[static_cast<size_t>(m * N + n)], ref[static_cast<size_t>(id)].v[static_cast<size_t>(m * N + n)],
+                    4e-3 * scale + 1e-6)
+            << "(" << m << ", " << n << ")";
+      }
+  }
+}
+
+// The gate/up pair on MatMulCoop2GluNV (both products and the swiglu from its epilogue), the
+// down projection on the older kernel; rows and F off every tile.
+TEST(MatMulCoop2, GatedProductsMatchReference) {
+  ScopedEnv force("MEGANEURA_MATMUL", "coopmat"), precision("MEGANEURA_MATMUL_PRECISION", "high"),
+      coop2("MEGANEURA_COOP2", "1"), splits("MEGANEURA_SPLIT_K", "0"),
+      auto_staging("MEGANEURA_COOP_STAGED", std::nullopt);
+  Rng rng;
+  SCOPED_TRACE(seed_note(rng.seed()));
+  for (double up_scale : {1.0, 1e20, 1e-20}) {
+    SCOPED_TRACE("up weights x" + std::to_string(up_scale));
+    const std::unique_ptr<GatedMlp> m = gated_mlp(100, 96, 200, 70);
+    std::optional<Session> s = coop2_session(m->g);
+    if (!s) GTEST_SKIP() << "no VK_NV_cooperative_matrix2 here";
+    const std::string listing = s->listing();
+    EXPECT_EQ(count_lines(listing, "dispatch matmul_coop2_glu_nv"), 1) << listing;
+    EXPECT_NE(listing.find("swiglu"), std::string::npos) << listing;
+    expect_gated_mlp_near(*s, *m, rng, up_scale);
   }
 }
 
@@ -818,6 +947,7 @@ TEST(MatMulTierSwitches, BadValuesNameTheVariable) {
                              {"MEGANEURA_SPLIT_K", "65"},
                              {"MEGANEURA_ATTENTION_BLOCKS", "yes"},
                              {"MEGANEURA_COOP_K_STEP", "48"},
+                             {"MEGANEURA_COOP2", "yes"},
                              {"MEGANEURA_COOP_STAGED", "yes"},
                              {"MEGANEURA_GEMV_TEAM", "512"},
                              {"MEGANEURA_GEMV_UNROLL", "3"},

@@ -1,6 +1,6 @@
 // meganeura-coopmat2-probe: how fast a workgroup-scope GL_NV_cooperative_matrix2 matmul runs on
 // this device, before the library builds on it (docs/performance.md, "Cooperative matrix 2").
-//   meganeura-coopmat2-probe SHADER.spv BM BN BK [BM BN BK ...]
+//   meganeura-coopmat2-probe SHADER.spv BMxBNxBK[:VARIANT] ...
 // SHADER is one of this folder's kernels compiled by the build (build/bench/coopmat2/*.spv).
 // Prints what the device offers (the flexible dimensions and features of
 // VK_NV_cooperative_matrix2), then a Markdown table: for each tile and product shape, the median
@@ -64,6 +64,7 @@ struct Shape {
 
 struct Tile {
   uint32_t bm, bn, bk;
+  uint32_t variant;  // spec 4 of matmul_tensor_variants.comp (ignored by the others)
 };
 
 class Probe {
@@ -272,9 +273,9 @@ VkPipeline Probe::pipeline(const std::vector<char>& spirv, const Tile& t) {
   module_info.pCode = reinterpret_cast<const uint32_t*>(spirv.data());
   VkShaderModule module;
   check(vkCreateShaderModule(device_, &module_info, nullptr, &module), "vkCreateShaderModule");
-  const uint32_t tile[3] = {t.bm, t.bn, t.bk};
-  const VkSpecializationMapEntry entries[3] = {{1, 0, 4}, {2, 4, 4}, {3, 8, 4}};
-  const VkSpecializationInfo spec{3, entries, sizeof tile, tile};
+  const uint32_t tile[5] = {t.bm, t.bn, t.bk, t.variant, 256};  // constant 0: a kernel's workgroup size
+  const VkSpecializationMapEntry entries[5] = {{1, 0, 4}, {2, 4, 4}, {3, 8, 4}, {4, 12, 4}, {0, 16, 4}};
+  const VkSpecializationInfo spec{5, entries, sizeof tile, tile};
   auto info = init<VkComputePipelineCreateInfo>(VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO);
   info.stage = init<VkPipelineShaderStageCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO);
   info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
@@ -339,8 +340,8 @@ double max_error(const std::vector<uint16_t>& a, const std::vector<uint16_t>& b,
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 5 || (argc - 2) % 3 != 0) {
-    std::fprintf(stderr, "usage: meganeura-coopmat2-probe SHADER.spv BM BN BK [BM BN BK ...]\n");
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: meganeura-coopmat2-probe SHADER.spv BMxBNxBK[:VARIANT] ...\n");
     return 2;
   }
   std::ifstream file(argv[1], std::ios::binary);
@@ -370,12 +371,15 @@ int main(int argc, char** argv) {
   probe.bind({a, b, c, exponents});
 
   std::printf("| product | tile | µs | TFLOP/s | max error |\n|---|---|---:|---:|---:|\n");
-  for (int i = 2; i + 2 < argc; i += 3) {
-    const Tile t{static_cast<uint32_t>(std::atoi(argv[i])), static_cast<uint32_t>(std::atoi(argv[i + 1])),
-                 static_cast<uint32_t>(std::atoi(argv[i + 2]))};
+  for (int i = 2; i < argc; ++i) {
+    Tile t{};
+    if (std::sscanf(argv[i], "%ux%ux%u:%u", &t.bm, &t.bn, &t.bk, &t.variant) < 3) {
+      std::fprintf(stderr, "coopmat2-probe: '%s' is not BMxBNxBK[:VARIANT]\n", argv[i]);
+      return 2;
+    }
     const VkPipeline pipe = probe.pipeline(spirv, t);
     if (!pipe) {
-      std::printf("| - | %ux%ux%u | refused by the driver | | |\n", t.bm, t.bn, t.bk);
+      std::printf("| - | %ux%ux%u:%u | refused by the driver | | |\n", t.bm, t.bn, t.bk, t.variant);
       continue;
     }
     probe.time_us(pipe, kShapes[0], t, 2);  // warm-up: clocks up before the first figure
@@ -385,8 +389,8 @@ int main(int argc, char** argv) {
         const VkBufferCopy region{0, 0, size_t(s.m) * s.n * 4};
         vkCmdCopyBuffer(probe.cmd, c.buffer, host.buffer, 1, &region);
       });
-      std::printf("| %s | %ux%ux%u | %.1f | %.1f | %.2g |\n", s.what, t.bm, t.bn, t.bk, us, flop / us / 1e6,
-                  max_error(ha, hb, static_cast<const float*>(host.mapped), s));
+      std::printf("| %s | %ux%ux%u:%u | %.1f | %.1f | %.2g |\n", s.what, t.bm, t.bn, t.bk, t.variant, us,
+                  flop / us / 1e6, max_error(ha, hb, static_cast<const float*>(host.mapped), s));
       std::fflush(stdout);
     }
   }

@@ -17,10 +17,11 @@ struct DeviceInfo {
   uint32_t shared_memory = 0;        // bytes per workgroup
   uint32_t multiprocessors = 0;      // SMs (VK_NV_shader_sm_builtins); 0 where the device does not say
   uint64_t device_local_bytes = 0;
-  bool fp16 = false;                        // shaderFloat16
-  bool bf16 = false;                        // VK_KHR_shader_bfloat16
-  bool coopmat_nv = false;                  // VK_NV_cooperative_matrix
-  bool coopmat_khr = false;                 // VK_KHR_cooperative_matrix
+  bool fp16 = false;         // shaderFloat16
+  bool bf16 = false;         // VK_KHR_shader_bfloat16
+  bool coopmat_nv = false;   // VK_NV_cooperative_matrix
+  bool coopmat_khr = false;  // VK_KHR_cooperative_matrix
+  bool coopmat2_nv = false;  // VK_NV_cooperative_matrix2: workgroup-scope matrices, tensor loads, per-element ops
   std::vector<std::string> coopmat_shapes;  // "16x16x16 f16*f16->f32", ...
   // "0: NVIDIA H200 | Vulkan 1.4.312 | driver NVIDIA 580.159 | subgroup 32 | shared 48 KiB | 132 SMs | fp16 bf16 |
   // coopmat NV KHR (16x16x16 f16->f32, ...)" (the SM count only where the device reports it)

@@ -36,6 +36,14 @@
 #define MN_KHR(name) \
   std::span<const uint32_t> {}
 #endif
+#if defined(MEGANEURA_KERNEL_MATMUL_COOP2_STAGED_NV)
+#include "matmul_coop2_glu_nv.spv.h"
+#include "matmul_coop2_staged_nv.spv.h"
+#define MN_COOP2(name) name
+#else
+#define MN_COOP2(name) \
+  std::span<const uint32_t> {}
+#endif
 #if defined(MEGANEURA_KERNEL_MATMUL_COOP_KHR_BF16)
 #include "matmul_coop_khr_bf16.spv.h"
 #define MN_KHR_BF16(name) name
@@ -108,13 +116,18 @@ constexpr Entry entry(Kernel k) {
     case Kernel::MatMulCoopStagedNV: return {"matmul_coop_staged_nv", mn_spv_matmul_coop_staged_nv};
     case Kernel::MatMulCoopStagedTallNV: return {"matmul_coop_staged_tall_nv", mn_spv_matmul_coop_staged_tall_nv};
     case Kernel::MatMulGemvSubgroup: return {"matmul_gemv_subgroup", mn_spv_matmul_gemv_subgroup};
+    case Kernel::MatMulCoop2StagedNV: return {"matmul_coop2_staged_nv", MN_COOP2(mn_spv_matmul_coop2_staged_nv)};
+    case Kernel::MatMulCoop2GluNV: return {"matmul_coop2_glu_nv", MN_COOP2(mn_spv_matmul_coop2_glu_nv)};
     case Kernel::Count: break;
   }
   return {};
 }
 #pragma GCC diagnostic pop
 
-constexpr bool optional_kernel(Kernel k) { return k == Kernel::MatMulCoopKHR || k == Kernel::MatMulCoopKHRBf16; }
+constexpr bool optional_kernel(Kernel k) {
+  return k == Kernel::MatMulCoopKHR || k == Kernel::MatMulCoopKHRBf16 || k == Kernel::MatMulCoop2StagedNV ||
+         k == Kernel::MatMulCoop2GluNV;
+}
 
 constexpr bool every_kernel_embedded() {
   for (size_t i = 0; i < size_t(Kernel::Count); ++i) {

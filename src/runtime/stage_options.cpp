@@ -73,6 +73,20 @@ lower::MatMulTiers matmul_tiers(const DeviceInfo& device) {
     t.k_step = k == "32" ? 32 : 64;
   if (const std::string s = env_choice("MEGANEURA_COOP_STAGED", {"0", "1"}); !s.empty())
     t.staged = s == "1" ? lower::MatMulTiers::Staged::Always : lower::MatMulTiers::Staged::Never;
+  // Workgroup-scope matrices for the staged products at one exponent along K, only when asked
+  // (MEGANEURA_COOP2=1; an error where the device or the build has none): in the library they are
+  // still slower than MatMulCoopStagedNV (docs/performance.md, "Cooperative matrix 2").
+  const std::string coop2 = env_choice("MEGANEURA_COOP2", {"0", "1"});
+  const bool coop2_here = t.coop == lower::MatMulTiers::Coop::NV && !t.bf16 && device.coopmat2_nv &&
+                          kernels::kernel_built(Kernel::MatMulCoop2StagedNV);
+  if (coop2 == "1" && !coop2_here)
+    throw Error("MEGANEURA_COOP2=1: " + device.name + " has no usable VK_NV_cooperative_matrix2 matmul (" +
+                (kernels::kernel_built(Kernel::MatMulCoop2StagedNV)
+                     ? "needs the extension's workgroup scope, tensor addressing and per-element operations, and "
+                       "the tensor-core tier at precision high"
+                     : "this build has no cooperative-matrix-2 kernels: scripts/fetch_glslang.sh, then rebuild") +
+                ")");
+  t.coop2 = coop2_here && coop2 == "1";
   // Teams that add up through subgroup arithmetic where the device has it (MEGANEURA_GEMV_SUBGROUP=0:
   // in shared memory, matmul_gemv.comp; a size: plan for that size instead of the device's, tests).
   const std::string teams = env_choice("MEGANEURA_GEMV_SUBGROUP", {"0", "1", "4", "8", "16", "32", "64", "128"});

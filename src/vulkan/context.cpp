@@ -47,9 +47,9 @@ VkDevice create_device(const DeviceProbe& d, uint32_t family, bool stats) {
   // Optional extensions: tensor cores, bf16, memory budget (for out-of-memory messages), and
   // portability_subset, which must be enabled wherever it is offered (MoltenVK).
   std::vector<const char*> extensions;
-  for (const char* e :
-       {VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME,
-        VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME, "VK_KHR_portability_subset"})
+  for (const char* e : {VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME,
+                        VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME, VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME,
+                        VK_EXT_MEMORY_BUDGET_EXTENSION_NAME, "VK_KHR_portability_subset"})
     if (d.has_extension(e)) extensions.push_back(e);
   // MEGANEURA_LOG=pipelines: the driver's statistics of each pipeline (registers, ...).
   if (stats) extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
@@ -73,6 +73,10 @@ VkDevice create_device(const DeviceProbe& d, uint32_t family, bool stats) {
       init<VkPhysicalDeviceShaderBfloat16FeaturesKHR>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR);
   bf16.shaderBFloat16Type = VK_TRUE;
   bf16.shaderBFloat16CooperativeMatrix = d.bf16_coopmat;
+  auto coop2 = init<VkPhysicalDeviceCooperativeMatrix2FeaturesNV>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV);
+  coop2.cooperativeMatrixWorkgroupScope = coop2.cooperativeMatrixFlexibleDimensions = VK_TRUE;
+  coop2.cooperativeMatrixTensorAddressing = coop2.cooperativeMatrixPerElementOperations = VK_TRUE;
   features.pNext = &v11;
   v11.pNext = &v12;
   void** tail = &v12.pNext;
@@ -83,6 +87,11 @@ VkDevice create_device(const DeviceProbe& d, uint32_t family, bool stats) {
   if (d.info.coopmat_khr) append(coop_khr);
   if (d.info.coopmat_nv) append(coop_nv);
   if (d.info.bf16) append(bf16);
+  if (d.info.coopmat2_nv) append(coop2);
+  auto maintenance4 =
+      init<VkPhysicalDeviceMaintenance4Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_FEATURES);
+  maintenance4.maintenance4 = VK_TRUE;
+  if (d.maintenance4) append(maintenance4);
   auto executables = init<VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR>(
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR);
   executables.pipelineExecutableInfo = VK_TRUE;

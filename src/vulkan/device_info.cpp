@@ -183,6 +183,7 @@ DeviceProbe probe(const Instance& inst, VkPhysicalDevice pd, int index) {
   d.info.coopmat_khr = d.has_extension(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
   d.info.coopmat_nv = d.has_extension(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
   d.info.bf16 = d.has_extension(VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME);
+  d.info.coopmat2_nv = d.has_extension(VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME);
   d.memory_budget = d.has_extension(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
   auto storage16 = init<VkPhysicalDevice16BitStorageFeatures>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES);
   auto float16 =
@@ -193,6 +194,11 @@ DeviceProbe probe(const Instance& inst, VkPhysicalDevice pd, int index) {
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
   auto bf16 =
       init<VkPhysicalDeviceShaderBfloat16FeaturesKHR>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR);
+  auto coop2 = init<VkPhysicalDeviceCooperativeMatrix2FeaturesNV>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV);
+  auto maintenance4 =
+      init<VkPhysicalDeviceMaintenance4Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_FEATURES);
+  const bool v13 = VK_API_VERSION_MINOR(base.apiVersion) >= 3 || VK_API_VERSION_MAJOR(base.apiVersion) > 1;
   auto ubo_layout = init<VkPhysicalDeviceUniformBufferStandardLayoutFeatures>(
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_UNIFORM_BUFFER_STANDARD_LAYOUT_FEATURES);
   auto memory_model =
@@ -208,6 +214,8 @@ DeviceProbe probe(const Instance& inst, VkPhysicalDevice pd, int index) {
   if (d.info.coopmat_khr) link(head, coop_khr);
   if (d.info.coopmat_nv) link(head, coop_nv);
   if (d.info.bf16) link(head, bf16);
+  if (d.info.coopmat2_nv) link(head, coop2);
+  if (v13) link(head, maintenance4);
   features.pNext = head;
   vkGetPhysicalDeviceFeatures2(pd, &features);
   d.shader_int16 = features.features.shaderInt16;
@@ -219,6 +227,12 @@ DeviceProbe probe(const Instance& inst, VkPhysicalDevice pd, int index) {
   // The tensor-core kernels are written against the Vulkan memory model (coop_fragments.glsl).
   d.info.coopmat_khr = d.info.coopmat_khr && coop_khr.cooperativeMatrix && d.memory_model;
   d.info.coopmat_nv = d.info.coopmat_nv && coop_nv.cooperativeMatrix && d.memory_model;
+  // matmul_coop2.glsl: workgroup-scope matrices of its tile sizes, loaded and stored through
+  // tensor layouts, finished element by element; on top of the KHR extension and 16-bit storage.
+  d.maintenance4 = maintenance4.maintenance4;
+  d.info.coopmat2_nv = d.info.coopmat2_nv && d.info.coopmat_khr && d.storage16 && d.info.fp16 && d.maintenance4 &&
+                       coop2.cooperativeMatrixWorkgroupScope && coop2.cooperativeMatrixFlexibleDimensions &&
+                       coop2.cooperativeMatrixTensorAddressing && coop2.cooperativeMatrixPerElementOperations;
   d.info.bf16 = d.info.bf16 && bf16.shaderBFloat16Type;
   d.bf16_coopmat = d.info.bf16 && bf16.shaderBFloat16CooperativeMatrix;
 
@@ -305,6 +319,7 @@ std::string DeviceInfo::banner() const {
   if (!coopmat_nv && !coopmat_khr) return s + " none";
   if (coopmat_nv) s += " NV";
   if (coopmat_khr) s += " KHR";
+  if (coopmat2_nv) s += " NV2";
   if (!coopmat_shapes.empty()) {
     s += " (";
     for (size_t i = 0; i < coopmat_shapes.size(); ++i) s += (i ? ", " : "") + coopmat_shapes[i];

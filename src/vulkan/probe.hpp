@@ -27,6 +27,9 @@ struct DeviceProbe {
   bool memory_budget = false;  // VK_EXT_memory_budget: free bytes for out-of-memory messages
   // vulkanMemoryModel (and its device scope): the tensor-core kernels declare the memory model.
   bool memory_model = false, memory_model_device_scope = false;
+  // maintenance4 (Vulkan 1.3): kernels compiled for Vulkan 1.3 size their workgroup with
+  // LocalSizeId (matmul_coop2.glsl).
+  bool maintenance4 = false;
 
   bool has_extension(const char* name) const;
 };

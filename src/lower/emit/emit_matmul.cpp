@@ -16,8 +16,10 @@ using namespace kernels;
 
 bool is_coop(Kernel k) {
   return k == Kernel::MatMulCoopNV || k == Kernel::MatMulCoopKHR || k == Kernel::MatMulCoopKHRBf16 ||
-         k == Kernel::MatMulCoopStagedNV || k == Kernel::MatMulCoopStagedTallNV;
+         k == Kernel::MatMulCoopStagedNV || k == Kernel::MatMulCoopStagedTallNV || is_coop2(k);
 }
+
+bool is_coop2(Kernel k) { return k == Kernel::MatMulCoop2StagedNV || k == Kernel::MatMulCoop2GluNV; }
 
 bool is_gemv(Kernel k) { return k == Kernel::MatMulGemv || k == Kernel::MatMulGemvSubgroup; }
 
@@ -32,11 +34,16 @@ void tile_spec(const LowerOptions& options, std::vector<uint32_t>& spec, const M
   else if (plan.kernel == Kernel::MatMul && options.cpu_device)
     set_matmul_spec(spec, 11, 1, plan);
   if (plan.one_exponent) set_matmul_spec(spec, 13, 1, plan);
+  if (is_coop2(plan.kernel)) {  // spec 16-18: its tile (matmul_coop2.glsl)
+    set_matmul_spec(spec, 16, plan.tile_m, plan);
+    set_matmul_spec(spec, 17, plan.tile_n, plan);
+    set_matmul_spec(spec, 18, 64, plan);
+  }
 }
 
 void bind_coop_tail(Emitter& e, KernelCall& c, uint64_t batch, uint64_t row_jobs, uint64_t split_tiles) {
   c.tensors.push_back({c.tensors[2].tensor, true});  // 10: GLU_STAGED's copy (C again where none)
-  if (c.kernel != Kernel::MatMulCoopStagedNV && c.kernel != Kernel::MatMulCoopStagedTallNV)
+  if (c.kernel != Kernel::MatMulCoopStagedNV && c.kernel != Kernel::MatMulCoopStagedTallNV && !is_coop2(c.kernel))
     c.tensors.push_back({e.state(batch * (row_jobs + split_tiles) * 4), true});
 }
 
@@ -203,7 +210,7 @@ void bind_finish(Emitter& e, const Dispatch& d, KernelCall& c, int partials, int
 // GLU_STAGED, binding 10; matmul_coop.glsl): where that product's weights are staged once, a
 // batch-1 product, and the columns fill whole 64-wide staged rows (the tiles write every word).
 void stage_glu(Emitter& e, const Dispatch& d, KernelCall& c, int glu) {
-  if (!d.glu_here || !is_coop(d.plan.kernel) || d.p.batch != 1 || d.p.N[0] % 64 != 0) return;
+  if (!d.glu_here || !is_coop(d.plan.kernel) || is_coop2(d.plan.kernel) || d.p.batch != 1 || d.p.N[0] % 64 != 0) return;
   StagedRowsParams layout{};
   // Each 16 x 32 block at its own exponent: the tiles that write a row do not see its maximum.
   const int staged = stage_rows_for_products(e, glu, layout, false);

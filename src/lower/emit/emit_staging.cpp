@@ -85,6 +85,30 @@ bool reads_rows_staged(const Emitter& e, int id, int a) {
              .kernel == Kernel::MatMulCoopNV;
 }
 
+// Whether the staged product runs on workgroup-scope matrices (MatMulCoop2StagedNV): where both
+// operands hold one exponent along K, unsplit, a single product or a group (q/k/v) or a GLU pair.
+bool coop2_takes(const Emitter& e, const Dispatch& d) {
+  return e.options().matmul.coop2 && d.plan.one_exponent && d.plan.splits == 1 && d.p.batch == 1 && d.p.kgroups <= 1 &&
+         d.n_total / 64 + d.p.groups <= kMaxGroups && (d.M + 63) / 64 <= kMaxGroups;
+}
+
+// Its tiles: 128 columns (GLU: 64 of the gate and 64 of the up projection), 128 rows, or 64 where
+// those would leave more than half the SMs without a workgroup (the 1.7B shape's q/k/v at 128
+// tokens: 48 tiles of 128 x 128, 59 µs, against 96 of 64 x 128, 40 µs; bench/coopmat2).
+void plan_coop2(const Emitter& e, Dispatch& d) {
+  MatMulParams& p = d.p;
+  const uint32_t bn = d.glu_here ? 64 : 128;
+  for (uint32_t g = 0; g < p.groups; ++g)
+    p.tile0[g + 1] = p.tile0[g] + u32((p.N[g] + bn - 1) / bn, "matmul column tiles");
+  if (d.glu_here) p.tile0[1] = p.tile0[2] = u32((p.N[0] + bn - 1) / bn, "matmul column tiles");
+  const uint32_t tiles = p.tile0[p.groups], sms = std::max(e.options().matmul.multiprocessors, 2u);
+  const uint64_t tall_tiles = (d.M + 127) / 128 * uint64_t{tiles};
+  d.plan.kernel = d.glu_here ? Kernel::MatMulCoop2GluNV : Kernel::MatMulCoop2StagedNV;
+  d.plan.tile_m = tall_tiles >= sms / 2 ? 128 : 64;
+  d.plan.tile_n = bn;
+  d.groups = {std::min(tiles, kMaxGroups), u32((d.M + d.plan.tile_m - 1) / d.plan.tile_m, "matmul row tiles"), 1};
+}
+
 }  // namespace
 
 // Stages A (unless the kernel that wrote it did) and every group's B for a STAGED product
@@ -125,6 +149,7 @@ void stage_operands(Emitter& e, Dispatch& d) {
   // Weights staged once take one exponent a block of rows along K (WHOLE_ROWS): with A staged
   // the same way, the K loop holds no exponents at all.
   d.plan.one_exponent = constant_b && by_producer && by_producer->one_exponent;
+  if (coop2_takes(e, d)) return plan_coop2(e, d);
   // 128-row tiles where each workgroup runs many K steps and there are still workgroups for every
   // SM (B read by half as many of them: the 1.7B shape's prefill 11.4 -> 8.8 ms on an H200); 64
   // where steps are few (weight gradients over 128 tokens: 45 -> 50 ms a training step with 128

@@ -27,8 +27,9 @@ struct MatMulFusions {
 inline constexpr int64_t kMaxFusedNormDim = 4096;  // matmul_split_sum_norm.comp keeps a row in shared memory
 void emit_matmul(Emitter& e, const DispatchGroup& products);
 void emit_product_sum(Emitter& e, const DispatchGroup& sum);
-bool is_coop(kernels::Kernel k);  // a tensor-core matmul kernel
-bool is_gemv(kernels::Kernel k);  // a matmul kernel for a few rows
+bool is_coop(kernels::Kernel k);   // a tensor-core matmul kernel
+bool is_coop2(kernels::Kernel k);  // one on workgroup-scope matrices (VK_NV_cooperative_matrix2)
+bool is_gemv(kernels::Kernel k);   // a matmul kernel for a few rows
 // Spec 11 of the tiled products (the tensor cores' K_STEP, or the exact kernel's CPU_TILE on
 // lavapipe) and 13 (ONE_EXPONENT), where they are not the defaults.
 void tile_spec(const LowerOptions& options, std::vector<uint32_t>& spec, const MatMulPlan& plan);

@@ -1,0 +1,57 @@
+#version 450
+// matmul_tensor.comp with, one at a time (spec 4 VARIANT, bits), what the library's
+// matmul_coop2.glsl adds around it: 1 element offsets known only at run time (read from
+// binding 3, zero), 2 an epilogue element by element that reads exponents from shared memory,
+// 4 tensor layouts with explicit row strides. Which of them costs what (bench/coopmat2/probe.cpp).
+#extension GL_KHR_cooperative_matrix : require
+#extension GL_NV_cooperative_matrix2 : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int32 : require
+layout(local_size_x = 256) in;
+layout(constant_id = 1) const uint BM = 128;
+layout(constant_id = 2) const uint BN = 128;
+layout(constant_id = 3) const uint BK = 32;
+layout(constant_id = 4) const uint VARIANT = 0;
+layout(push_constant) uniform Shape { uint M, N, K; } p;
+layout(std430, binding = 0) readonly buffer A { float16_t a[]; };
+layout(std430, binding = 1) readonly buffer B { float16_t b[]; };
+layout(std430, binding = 2) writeonly buffer C { float c[]; };
+layout(std430, binding = 3) readonly buffer Exponents { int e[]; };
+shared int row_exp[BM / 16u], col_exp[BN / 16u];
+
+#define LAYOUT tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV>
+#define ACC coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>
+
+LAYOUT layout_of(uint rows, uint cols) {
+  LAYOUT l = setTensorLayoutDimensionNV(createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV), rows, cols);
+  return (VARIANT & 4u) != 0u ? setTensorLayoutStrideNV(l, cols, 1) : l;
+}
+
+float unscale(const in uint32_t row, const in uint32_t col, const in float v) {
+  return v * exp2(float(-(row_exp[row / 16u] + col_exp[col / 16u])));
+}
+
+void main() {
+  const uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * BN, t = gl_LocalInvocationID.x;
+  const uint offset = (VARIANT & 1u) != 0u ? uint(e[1]) : 0u;
+  if ((VARIANT & 2u) != 0u) {
+    if (t < BM / 16u) row_exp[t] = e[2u + m0 / 16u + t];
+    else if (t < BM / 16u + BN / 16u) col_exp[t - BM / 16u] = e[2u + n0 / 16u + t - BM / 16u];
+  }
+  LAYOUT la = layout_of(p.M, p.K), lb = layout_of(p.N, p.K), lc = layout_of(p.M, p.N);
+  tensorViewNV<2, false, 1, 0> transposed = createTensorViewNV(2, false, 1, 0);
+  ACC acc = ACC(0.0);
+  for (uint k = 0; k < p.K; k += BK) {
+    coopmat<float16_t, gl_ScopeWorkgroup, BM, BK, gl_MatrixUseA> ma;
+    coopmat<float16_t, gl_ScopeWorkgroup, BK, BN, gl_MatrixUseB> mb;
+    coopMatLoadTensorNV(ma, a, offset, sliceTensorLayoutNV(la, m0, BM, k, BK));
+    coopMatLoadTensorNV(mb, b, offset, sliceTensorLayoutNV(lb, n0, BN, k, BK), transposed);
+    acc = coopMatMulAdd(ma, mb, acc);
+  }
+  if ((VARIANT & 2u) != 0u) {
+    barrier();
+    coopMatPerElementNV(acc, acc, unscale);
+  }
+  coopMatStoreTensorNV(acc, c, offset, sliceTensorLayoutNV(lc, m0, BM, n0, BN));
+}
