@@ -2,7 +2,9 @@
 // matmul_tensor.comp with, one at a time (spec 4 VARIANT, bits), what the library's
 // matmul_coop2.glsl adds around it: 1 element offsets known only at run time (read from
 // binding 3, zero), 2 an epilogue element by element that reads exponents from shared memory,
-// 4 tensor layouts with explicit row strides. Which of them costs what (bench/coopmat2/probe.cpp).
+// 4 tensor layouts with explicit row strides, 8 B's tile returned by a function and the sum
+// stored by one that takes it by value (as matmul_coop2.glsl's load_b and store). Which of them
+// costs what (bench/coopmat2/probe.cpp).
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_NV_cooperative_matrix2 : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -32,6 +34,17 @@ float unscale(const in uint32_t row, const in uint32_t col, const in float v) {
   return v * exp2(float(-(row_exp[row / 16u] + col_exp[col / 16u])));
 }
 
+coopmat<float16_t, gl_ScopeWorkgroup, BK, BN, gl_MatrixUseB> load_b(LAYOUT lb, uint n0, uint k, uint offset) {
+  tensorViewNV<2, false, 1, 0> transposed = createTensorViewNV(2, false, 1, 0);
+  coopmat<float16_t, gl_ScopeWorkgroup, BK, BN, gl_MatrixUseB> mb;
+  coopMatLoadTensorNV(mb, b, offset, sliceTensorLayoutNV(lb, n0, BN, k, BK), transposed);
+  return mb;
+}
+
+void store(ACC m, LAYOUT lc, uint m0, uint n0, uint offset) {
+  coopMatStoreTensorNV(m, c, offset, sliceTensorLayoutNV(lc, m0, BM, n0, BN));
+}
+
 void main() {
   const uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * BN, t = gl_LocalInvocationID.x;
   const uint offset = (VARIANT & 1u) != 0u ? uint(e[1]) : 0u;
@@ -46,12 +59,18 @@ void main() {
     coopmat<float16_t, gl_ScopeWorkgroup, BM, BK, gl_MatrixUseA> ma;
     coopmat<float16_t, gl_ScopeWorkgroup, BK, BN, gl_MatrixUseB> mb;
     coopMatLoadTensorNV(ma, a, offset, sliceTensorLayoutNV(la, m0, BM, k, BK));
-    coopMatLoadTensorNV(mb, b, offset, sliceTensorLayoutNV(lb, n0, BN, k, BK), transposed);
+    if ((VARIANT & 8u) != 0u)
+      mb = load_b(lb, n0, k, offset);
+    else
+      coopMatLoadTensorNV(mb, b, offset, sliceTensorLayoutNV(lb, n0, BN, k, BK), transposed);
     acc = coopMatMulAdd(ma, mb, acc);
   }
   if ((VARIANT & 2u) != 0u) {
     barrier();
     coopMatPerElementNV(acc, acc, unscale);
   }
-  coopMatStoreTensorNV(acc, c, offset, sliceTensorLayoutNV(lc, m0, BM, n0, BN));
+  if ((VARIANT & 8u) != 0u)
+    store(acc, lc, m0, n0, offset);
+  else
+    coopMatStoreTensorNV(acc, c, offset, sliceTensorLayoutNV(lc, m0, BM, n0, BN));
 }
