@@ -230,10 +230,14 @@ int64_t query_rows(const OpCase& c) {
   return 0;
 }
 
-std::vector<size_t> forward_attention_cases() {
-  std::vector<size_t> idx;
-  for (size_t i = 0; i < op_cases().size(); ++i)
-    if (op_cases()[i].op == Op::Attention && query_rows(op_cases()[i]) < 16) idx.push_back(i);
+// Built once: the instantiation and every test name ask again.
+const std::vector<size_t>& forward_attention_cases() {
+  static const std::vector<size_t> idx = [] {
+    std::vector<size_t> found;
+    for (size_t i = 0; i < op_cases().size(); ++i)
+      if (op_cases()[i].op == Op::Attention && query_rows(op_cases()[i]) < 16) found.push_back(i);
+    return found;
+  }();
   return idx;
 }
 
