@@ -140,7 +140,7 @@ void stage_glu_block(uint largest, uint fm, uint fn, uint n0, uint wn) {
     const uint r = w / 8u, c = 2u * (w % 8u), at = warp * 512u + r * 16u + c;
     glu_staged[(fm + r) * row_words + (fn + c) / 2u] = packHalf2x16(vec2(Cs[at], Cs[at + 1u]) * scale);
   }
-  if (wn == 0u && subgroupElect()) glu_staged[padded_rows * row_words + (fm / 16u) * (row_words / 16u) + n0 / 32u] = uint(e);
+  if (wn == 0u && subgroupElect()) glu_staged[staged_exponent_word(padded_rows, row_words, fm / 16u, n0 / 32u)] = uint(e);
   barrier();  // glu_max is read before the next tile writes it
 }
 

@@ -53,11 +53,11 @@ LAYOUT layout_of(uint rows, uint cols, uint stride) {
 
 // The exponent word of 16-row block `rb` of a staged operand (stage_f16.comp): one along K here.
 int staged_exponent(uint base, uint padded_rows, uint row_words, uint rb) {
-  return int(a_data[base + padded_rows * row_words + rb * (row_words / 16u)]);
+  return int(a_data[base + staged_exponent_word(padded_rows, row_words, rb, 0u)]);
 }
 int staged_b_exponent(uint g, uint rb) {
   const uint padded = (p.N[g] + 63u) / 64u * 64u, words = p.b_row_stride[g];
-  return rb < padded / 16u ? int(b_data[p.b_offset[g] + padded * words + rb * (words / 16u)]) : 0;
+  return rb < padded / 16u ? int(b_data[p.b_offset[g] + staged_exponent_word(padded, words, rb, 0u)]) : 0;
 }
 
 // Element (row, col) of the tile at (m0, n0) of product g, from its scaled sum to C's value.

@@ -17,7 +17,7 @@ const uint A_CHUNKS = BM * BK / 2048u, B_CHUNKS = BN * BK / 2048u;  // 16-byte c
 // Where 16-row block `rb` (of a staged operand at word `base`, `padded_rows` rows of `row_words`)
 // keeps the exponent of the k block at k0.
 uint staged_exp_at(uint base, uint padded_rows, uint row_words, uint rb, uint k0) {
-  return base + padded_rows * row_words + rb * (row_words / 16u) + k0 / 32u;
+  return base + staged_exponent_word(padded_rows, row_words, rb, k0 / 32u);
 }
 
 // Tile column bn's staged row and its operand's base word (GLU: 16-column runs alternate

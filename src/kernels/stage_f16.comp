@@ -64,8 +64,7 @@ void store_block(uint r0, uint k0, float v[16], int e) {
     vec2 pair = vec2(block_values[base + r * 33u + kp], block_values[base + r * 33u + kp + 1u]);
     dst[p.out_offset + (r0 + r) * p.row_words + k0 / 2u + w % 16u] = packFloat2x16(f16vec2(pair));
   }
-  const uint k_blocks = p.row_words / 16u;
-  if (subgroupElect()) dst[p.out_offset + p.padded_rows * p.row_words + (r0 / 16u) * k_blocks + k0 / 32u] = uint(e);
+  if (subgroupElect()) dst[p.out_offset + staged_exponent_word(p.padded_rows, p.row_words, r0 / 16u, k0 / 32u)] = uint(e);
   subgroupMemoryBarrierShared();
   subgroupBarrier();  // the block's values are read before the next block's are written
 }

@@ -53,7 +53,7 @@ void staged_rows_store(uint row, uint w, float lo, float hi, float scale) {
 // The exponents of the blocks of 16 rows that start at `row`, written by its workgroup.
 void staged_rows_exponents(uint row, int e) {
   if (row % 16u != 0u) return;
-  const uint k_blocks = sr.row_words / 16u, at = sr.padded_rows * sr.row_words + (row / 16u) * k_blocks;
+  const uint k_blocks = sr.row_words / 16u, at = staged_exponent_word(sr.padded_rows, sr.row_words, row / 16u, 0u);
   for (uint kb = gl_LocalInvocationID.x; kb < k_blocks; kb += WG) staged_out[at + kb] = uint(e);
 }
 

@@ -84,3 +84,11 @@ STAGE_FN bool stage_fits(uint largest, int e) {
   const int own = stage_exponent(largest, STAGE_EXP_LIMIT);
   return e <= own && e >= own - STAGE_SLACK;
 }
+
+// StageF16's layout (kernel_abi.hpp, StageF16): the word, from the staged operand's start, that
+// holds the exponent of 16-row block `rb` at k block `kb` (32 k a block), after the operand's
+// `padded_rows` rows of `row_words` words. Its writers (stage_f16.comp, stage_rows.glsl, the GLU's
+// staged store) and readers (the staged products) share it.
+STAGE_FN uint staged_exponent_word(uint padded_rows, uint row_words, uint rb, uint kb) {
+  return padded_rows * row_words + rb * (row_words / 16u) + kb;
+}
