@@ -8,7 +8,7 @@
 // keys 9 deep (Dv = 64) instead of 36. Never stores the score matrix; writes lse = m + log(l) after the output for the backward pass.
 // With KEY_SPLIT, several workgroups share a row's keys (flash-decoding): each keeps m, l and its
 // unnormalised sums for its range, and the last to finish rescales and adds them. See
-// kernel_abi.hpp (Attention).
+// attention_abi.hpp (Attention).
 #extension GL_GOOGLE_include_directive : require
 #define MN_WORKGROUP_REDUCE
 #include "common.glsl"

@@ -5,7 +5,7 @@
 // key row of a k/v head, summing over the query rows of every query head that reads it:
 // d k_j = scale sum_i ds_ij q_i, d v_j = sum_i p_ij dO_i; WHICH = d k and d v: both from one
 // pass over the scores. Invocation t owns output element t (head dims <= 256 = WG). See
-// kernel_abi.hpp (AttentionBackward).
+// attention_abi.hpp (AttentionBackward).
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 

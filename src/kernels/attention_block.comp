@@ -7,7 +7,7 @@
 // vectors t % TPR + o·TPR; the online softmax's running max m and sum l are the row's, kept by
 // each of its invocations alike. Shared memory is read 16 bytes at a time (head dims padded to
 // a multiple of 4 with zeros): the kernel is bound by those reads. Same contract, bindings and
-// results as attention.comp (kernel_abi.hpp, Attention and AttentionBlock), lse included.
+// results as attention.comp (attention_abi.hpp, Attention and AttentionBlock), lse included.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 

@@ -1,5 +1,5 @@
 // Shared by attention.comp and attention_backward.comp: the params block (binding 0) and which
-// keys a query row sees (kernel_abi.hpp, Attention). Include after common.glsl, with HAS_POSITION
+// keys a query row sees (attention_abi.hpp, Attention). Include after common.glsl, with HAS_POSITION
 // and `position_data` (the i32 [1] position buffer, read only when HAS_POSITION is set) declared.
 struct AttentionParams {
   uint hq, hkv, sq, sk, d, dv, causal, lse_offset;

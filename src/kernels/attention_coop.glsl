@@ -1,6 +1,6 @@
 #version 450
 // Attention forward on tensor cores (GL_NV_cooperative_matrix), the contract of Attention in
-// kernel_abi.hpp, for D == Dv, D a multiple of 16, D <= 128. Operands are staged as f16, each
+// attention_abi.hpp, for D == Dv, D a multiple of 16, D <= 128. Operands are staged as f16, each
 // block scaled by a power of two into f16's range (coop_stage.glsl); products accumulate in f32;
 // the softmax runs in f32.
 //

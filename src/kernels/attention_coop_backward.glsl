@@ -1,6 +1,6 @@
 #version 450
 // Attention backward on tensor cores (GL_NV_cooperative_matrix), the contract of
-// AttentionBackward in kernel_abi.hpp, for D == Dv, D a multiple of 16, D <= 128. As the
+// AttentionBackward in attention_abi.hpp, for D == Dv, D a multiple of 16, D <= 128. As the
 // forward (attention_coop.glsl): f16 operands scaled per block into f16's range (coop_stage.glsl),
 // f32 accumulation and softmax, 8 subgroups of 32
 // per workgroup, each owning 16 rows, 32-row tiles of the other side staged in shared memory.

@@ -1,5 +1,5 @@
 // Shared by the tensor-core attention forwards (attention_coop.glsl, attention_coop_split.glsl):
-// the Attention contract's bindings (kernel_abi.hpp) and their specialization constants. Include
+// the Attention contract's bindings (attention_abi.hpp) and their specialization constants. Include
 // after common.glsl.
 layout(constant_id = 1) const uint HAS_POSITION = 0u;
 layout(constant_id = 2) const uint HEAD_DIM = 64u;  // D (= Dv): fixed, so the fragment loops unroll

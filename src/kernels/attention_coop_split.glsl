@@ -1,6 +1,6 @@
 #version 450
 // Attention forward on tensor cores for short query blocks (decoding, short sequences): the
-// contract of Attention in kernel_abi.hpp, for D == Dv, D a multiple of 16, D <= 64. Where
+// contract of Attention in attention_abi.hpp, for D == Dv, D a multiple of 16, D <= 64. Where
 // attention_coop.glsl gives each subgroup 16 query rows of a 128-row block (few workgroups when
 // Sq is small), this kernel gives a workgroup 32 query rows and splits the KEYS among its
 // subgroups: subgroup w takes rows 16·(w / 4) .. +15 and, in each 64-key chunk staged in shared
