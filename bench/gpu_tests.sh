@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.." || exit 1
 # shellcheck source=bench/gpu_env.sh  # sets build and out
 source bench/gpu_env.sh
 
-filter='Tiers/MatMulTiers.*:MatMulSplitK.*:MatMulProductSums.*:MatMulGlu.*:MatMulTierSwitches.*:MatMulGemv.*'
+filter='Tiers/MatMulTiers.*:MatMulSplitK.*:MatMulProductSums.*:MatMulGlu.*:MatMulTierSwitches.*:MatMulGemv.*:MatMulCoop2.*'
 filter+=':TensorCoreRange.*:AttentionPicks.*:AttentionKeySplits.*:Splits/AttentionKeySplits.*:Table/OpForward.*atmul*:Table/OpForward.*inear*:Table/OpForward.*ttention*'
 status=0
 run() {  # label, then environment assignments

@@ -310,13 +310,14 @@ TEST(LowerPicks, OperandsStagedBeforeLargeProducts) {
 // A norm or a gate/up product whose output a tensor-core product reads next, weights staged
 // once, stages it as it stores it (StagedRows, GLU_STAGED): the products need no StageF16 for A.
 // Where the weights are written (a training step) nothing is staged that way.
-// On a device with VK_NV_cooperative_matrix2 (and a build with its kernels), asked for
-// (MEGANEURA_COOP2=1; not by default: slower so far), the products whose operands both hold one
-// exponent along K run on workgroup-scope matrices: an inference prefill's
-// q/k/v group and gate/up pair (with its swiglu) a layer, and the LM head; the o and down
-// projections (A staged an exponent a block) keep MatMulCoopStagedNV. The 1.7B shape at 128
-// tokens: q/k/v and this 4096-row head on 64 x 128 tiles (48 and 32 of 128 x 128 would leave
-// most SMs idle), gate/up on 128 rows of 64 columns of each.
+// On a device with VK_NV_cooperative_matrix2 (and a build with its kernels), the products whose
+// operands both hold one exponent along K run on workgroup-scope matrices where they have 1024
+// rows and K of 2048 or more, at any size with MEGANEURA_COOP2=1: an inference prefill's q/k/v
+// group, its gate/up pair (as a group of two, the swiglu a call of its own) and the LM head; the
+// o and down projections (A staged an exponent a block) keep MatMulCoopStagedNV. The 1.7B shape
+// at 128 tokens, asked: q/k/v and this head on 64 x 128 tiles (48 and 32 of 128 rows would
+// leave most SMs idle), gate/up on 128-row ones (128 of them); unasked, none. At 8 x 128 tokens,
+// unasked: all five, on 128-row tiles.
 TEST(LowerPicks, OneExponentProductsTakeWorkgroupScopeMatrices) {
   mn::models::LlamaConfig c = smollm2(2);
   c.hidden_size = 2048;
@@ -334,23 +335,29 @@ TEST(LowerPicks, OneExponentProductsTakeWorkgroupScopeMatrices) {
   unsetenv("MEGANEURA_COOP2");
   std::vector<std::string> picked;
   for (const auto& call : low.calls)
-    if (call.kernel == mn::kernels::Kernel::MatMulCoop2StagedNV ||
-        call.kernel == mn::kernels::Kernel::MatMulCoop2GluNV) {
+    if (call.kernel == mn::kernels::Kernel::MatMulCoop2StagedNV) {
       ASSERT_GE(call.spec.size(), 18u) << call.label;
-      const bool glu = call.kernel == mn::kernels::Kernel::MatMulCoop2GluNV;
-      EXPECT_EQ(glu, call.label.find("swiglu") != std::string::npos) << call.label;
-      EXPECT_EQ(call.spec[15], glu ? 128u : 64u) << call.label;  // BM
-      EXPECT_EQ(call.spec[16], glu ? 64u : 128u) << call.label;  // BN
+      EXPECT_EQ(call.label.find("swiglu"), std::string::npos) << call.label;  // a call of its own
+      const bool gate_up = call.label.find("-> [1,128,8192]") != std::string::npos;
+      EXPECT_EQ(call.spec[15], gate_up ? 128u : 64u) << call.label;  // BM
+      EXPECT_EQ(call.spec[16], 128u) << call.label;                  // BN
       picked.push_back(call.label);
     }
   EXPECT_EQ(picked.size(), 2u * 2 + 1) << ::testing::PrintToString(picked);
   EXPECT_EQ(count_kernel(low, mn::kernels::Kernel::MatMulCoopStagedNV) +
                 count_kernel(low, mn::kernels::Kernel::MatMulCoopStagedTallNV),
             2u * 2);                                           // o and down
-  const mn::lower::Lowered off = lowered(*graph, {}, device);  // unasked
-  EXPECT_EQ(count_kernel(off, mn::kernels::Kernel::MatMulCoop2StagedNV) +
-                count_kernel(off, mn::kernels::Kernel::MatMulCoop2GluNV),
-            0u);
+  const mn::lower::Lowered off = lowered(*graph, {}, device);  // unasked, 128 rows
+  EXPECT_EQ(count_kernel(off, mn::kernels::Kernel::MatMulCoop2StagedNV), 0u);
+  auto batched = mn::models::llama_graph(c, 8, 128, false);
+  const mn::lower::Lowered tall = lowered(*mn::optimize::optimize(*batched.graph), {}, device);
+  size_t tall_picks = 0;
+  for (const auto& call : tall.calls)
+    if (call.kernel == mn::kernels::Kernel::MatMulCoop2StagedNV) {
+      EXPECT_EQ(call.spec[15], 128u) << call.label;
+      ++tall_picks;
+    }
+  EXPECT_EQ(tall_picks, 2u * 2 + 1);
 }
 
 TEST(LowerPicks, ProducersStageTheRowsOfTheNextProduct) {

@@ -920,8 +920,8 @@ TEST(MatMulCoop2, OneExponentProductsMatchReference) {
   }
 }
 
-// The gate/up pair on MatMulCoop2GluNV (both products and the swiglu from its epilogue), the
-// down projection on the older kernel; rows and F off every tile.
+// The gate/up pair on MatMulCoop2StagedNV as a group of two products, the swiglu a call of its
+// own, the down projection on the older kernel; rows and F off every tile.
 TEST(MatMulCoop2, GatedProductsMatchReference) {
   ScopedEnv force("MEGANEURA_MATMUL", "coopmat"), precision("MEGANEURA_MATMUL_PRECISION", "high"),
       coop2("MEGANEURA_COOP2", "1"), splits("MEGANEURA_SPLIT_K", "0"),
@@ -934,7 +934,7 @@ TEST(MatMulCoop2, GatedProductsMatchReference) {
     std::optional<Session> s = coop2_session(m->g);
     if (!s) GTEST_SKIP() << "no VK_NV_cooperative_matrix2 here";
     const std::string listing = s->listing();
-    EXPECT_EQ(count_lines(listing, "dispatch matmul_coop2_glu_nv"), 1) << listing;
+    EXPECT_EQ(count_lines(listing, "dispatch matmul_coop2_staged_nv"), 1) << listing;
     EXPECT_NE(listing.find("swiglu"), std::string::npos) << listing;
     expect_gated_mlp_near(*s, *m, rng, up_scale);
   }

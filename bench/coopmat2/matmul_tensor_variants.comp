@@ -3,8 +3,10 @@
 // matmul_coop2.glsl adds around it: 1 element offsets known only at run time (read from
 // binding 3, zero), 2 an epilogue element by element that reads exponents from shared memory,
 // 4 tensor layouts with explicit row strides, 8 B's tile returned by a function and the sum
-// stored by one that takes it by value (as matmul_coop2.glsl's load_b and store). Which of them
-// costs what (bench/coopmat2/probe.cpp).
+// stored by one that takes it by value (as matmul_coop2.glsl's load_b and store), 16 B from
+// another slice of its buffer each dispatch (p.b_from: weights out of L2, as a model's layers
+// read them; the other bits time B while it sits in L2). Which of them costs what
+// (bench/coopmat2/probe.cpp).
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_NV_cooperative_matrix2 : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -15,7 +17,7 @@ layout(constant_id = 1) const uint BM = 128;
 layout(constant_id = 2) const uint BN = 128;
 layout(constant_id = 3) const uint BK = 32;
 layout(constant_id = 4) const uint VARIANT = 0;
-layout(push_constant) uniform Shape { uint M, N, K; } p;
+layout(push_constant) uniform Shape { uint M, N, K, b_from; } p;
 layout(std430, binding = 0) readonly buffer A { float16_t a[]; };
 layout(std430, binding = 1) readonly buffer B { float16_t b[]; };
 layout(std430, binding = 2) writeonly buffer C { float c[]; };
@@ -59,7 +61,9 @@ void main() {
     coopmat<float16_t, gl_ScopeWorkgroup, BM, BK, gl_MatrixUseA> ma;
     coopmat<float16_t, gl_ScopeWorkgroup, BK, BN, gl_MatrixUseB> mb;
     coopMatLoadTensorNV(ma, a, offset, sliceTensorLayoutNV(la, m0, BM, k, BK));
-    if ((VARIANT & 8u) != 0u)
+    if ((VARIANT & 16u) != 0u)
+      coopMatLoadTensorNV(mb, b, offset + p.b_from, sliceTensorLayoutNV(lb, n0, BN, k, BK), transposed);
+    else if ((VARIANT & 8u) != 0u)
       mb = load_b(lb, n0, k, offset);
     else
       coopMatLoadTensorNV(mb, b, offset, sliceTensorLayoutNV(lb, n0, BN, k, BK), transposed);

@@ -60,7 +60,6 @@ enum class Kernel : uint8_t {
   MatMulCoopStagedTallNV,   // MatMulCoopStagedNV with 128-row tiles, for products of many K steps
   MatMulGemvSubgroup,       // MatMulGemv for [N, K] weights, its team sums through subgroup arithmetic
   MatMulCoop2StagedNV,      // MatMulCoopStagedNV at one exponent along K on workgroup-scope matrices (coopmat2)
-  MatMulCoop2GluNV,         // MatMulCoop2StagedNV for a gate/up pair, swiglu in its epilogue
   Count
 };
 
@@ -254,11 +253,10 @@ struct MatMulParams {
 // MatMulCoopStagedNV reads it (matmul_coop_staged.glsl; spec 13 ONE_EXPONENT where A's blocks
 // also share one exponent along K).
 // MatMulCoop2StagedNV (matmul_coop2.glsl, built where scripts/fetch_glslang.sh's glslang is; needs
-// VK_NV_cooperative_matrix2): MatMulCoopStagedNV's bindings 2-7 and params for operands whose
-// blocks share one exponent along K (ONE_EXPONENT), batch 1, no split: spec 1-3 the epilogue, 9
-// GLU, 16 BM, 17 BN (each accumulator's columns), 18 BK; x = column tiles of BN (tile0 counts
-// them), y = ceil(M / BM). MatMulCoop2GluNV: the same for a gate/up pair (groups 0 and 1, BN
-// columns of each a tile), silu(gate) * up at binding 7; spec 9 unused.
+// VK_NV_cooperative_matrix2): MatMulCoopStagedNV's bindings 2-6 and params for operands whose
+// blocks share one exponent along K (ONE_EXPONENT), batch 1, no split: spec 1-3 the epilogue, 16
+// BM, 17 BN, 18 BK; x = column tiles of BN over the group's products (tile0 counts them), y =
+// ceil(M / BM).
 // A staged A's rows are padded to 128, the rows of MatMulCoopStagedTallNV's tile (128 x 64;
 // MatMulCoopStagedNV's is 64 x 64), so that either reads the same layout.
 inline constexpr uint32_t kStagedRowTile = 128;

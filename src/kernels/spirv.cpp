@@ -37,7 +37,6 @@
   std::span<const uint32_t> {}
 #endif
 #if defined(MEGANEURA_KERNEL_MATMUL_COOP2_STAGED_NV)
-#include "matmul_coop2_glu_nv.spv.h"
 #include "matmul_coop2_staged_nv.spv.h"
 #define MN_COOP2(name) name
 #else
@@ -117,7 +116,6 @@ constexpr Entry entry(Kernel k) {
     case Kernel::MatMulCoopStagedTallNV: return {"matmul_coop_staged_tall_nv", mn_spv_matmul_coop_staged_tall_nv};
     case Kernel::MatMulGemvSubgroup: return {"matmul_gemv_subgroup", mn_spv_matmul_gemv_subgroup};
     case Kernel::MatMulCoop2StagedNV: return {"matmul_coop2_staged_nv", MN_COOP2(mn_spv_matmul_coop2_staged_nv)};
-    case Kernel::MatMulCoop2GluNV: return {"matmul_coop2_glu_nv", MN_COOP2(mn_spv_matmul_coop2_glu_nv)};
     case Kernel::Count: break;
   }
   return {};
@@ -125,8 +123,7 @@ constexpr Entry entry(Kernel k) {
 #pragma GCC diagnostic pop
 
 constexpr bool optional_kernel(Kernel k) {
-  return k == Kernel::MatMulCoopKHR || k == Kernel::MatMulCoopKHRBf16 || k == Kernel::MatMulCoop2StagedNV ||
-         k == Kernel::MatMulCoop2GluNV;
+  return k == Kernel::MatMulCoopKHR || k == Kernel::MatMulCoopKHRBf16 || k == Kernel::MatMulCoop2StagedNV;
 }
 
 constexpr bool every_kernel_embedded() {

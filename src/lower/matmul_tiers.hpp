@@ -44,10 +44,11 @@ struct MatMulTiers {
   // Auto where that pays (emit_staging.cpp, stage_before).
   enum class Staged : uint8_t { Auto, Never, Always };
   Staged staged = Staged::Auto;
-  // Staged products at one exponent along K on workgroup-scope matrices (MatMulCoop2StagedNV,
-  // MatMulCoop2GluNV: VK_NV_cooperative_matrix2 and the kernels built), where MEGANEURA_COOP2=1
-  // asks for them (docs/performance.md, "Cooperative matrix 2").
+  // Staged products at one exponent along K on workgroup-scope matrices (MatMulCoop2StagedNV:
+  // VK_NV_cooperative_matrix2 and the kernel built) where they have at least coop2_min_rows rows
+  // and coop2_min_k of K (docs/performance.md, "Cooperative matrix 2").
   bool coop2 = false;
+  uint32_t coop2_min_rows = 0, coop2_min_k = 0;
   // The GEMV's invocations a column for [N, K] weights: 0 picks (a subgroup, or 32 in shared
   // memory, wider where few columns would leave SMs idle: up to 256 with subgroups, 128 without);
   // 32, 64, 128 or 256 everywhere (tests and measurements; 128 at most in shared memory).

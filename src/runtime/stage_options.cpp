@@ -18,6 +18,13 @@ using util::env_on;
 
 namespace {
 
+// The fewest rows and K at which a one-exponent staged product runs on workgroup-scope matrices
+// unasked. With fewer rows the driver's tiles wait on their loads at one workgroup an SM (the 1.7B
+// shape's q/k/v at 128 tokens: 73 against 56 us on an H100); with K of 576 (SmolLM2-135M at
+// 8 x 512 tokens) every product was slower (q/k/v 86 against 63 us), with K of 2048 (the 1.7B
+// shape) every one faster (docs/performance.md, "Cooperative matrix 2").
+constexpr uint32_t kCoop2MinRows = 1024, kCoop2MinK = 2048;
+
 bool offers(const DeviceInfo& d, const std::string& shape) {
   return std::find(d.coopmat_shapes.begin(), d.coopmat_shapes.end(), shape) != d.coopmat_shapes.end();
 }
@@ -73,9 +80,9 @@ lower::MatMulTiers matmul_tiers(const DeviceInfo& device) {
     t.k_step = k == "32" ? 32 : 64;
   if (const std::string s = env_choice("MEGANEURA_COOP_STAGED", {"0", "1"}); !s.empty())
     t.staged = s == "1" ? lower::MatMulTiers::Staged::Always : lower::MatMulTiers::Staged::Never;
-  // Workgroup-scope matrices for the staged products at one exponent along K, only when asked
-  // (MEGANEURA_COOP2=1; an error where the device or the build has none): in the library they are
-  // still slower than MatMulCoopStagedNV (docs/performance.md, "Cooperative matrix 2").
+  // Workgroup-scope matrices for the staged products at one exponent along K, where they have
+  // enough rows to be faster than MatMulCoopStagedNV (docs/performance.md, "Cooperative matrix 2");
+  // MEGANEURA_COOP2=1 at any size (an error where the device or the build has none), 0 never.
   const std::string coop2 = env_choice("MEGANEURA_COOP2", {"0", "1"});
   const bool coop2_here = t.coop == lower::MatMulTiers::Coop::NV && !t.bf16 && device.coopmat2_nv &&
                           kernels::kernel_built(Kernel::MatMulCoop2StagedNV);
@@ -86,7 +93,9 @@ lower::MatMulTiers matmul_tiers(const DeviceInfo& device) {
                        "the tensor-core tier at precision high"
                      : "this build has no cooperative-matrix-2 kernels: scripts/fetch_glslang.sh, then rebuild") +
                 ")");
-  t.coop2 = coop2_here && coop2 == "1";
+  t.coop2 = coop2_here && coop2 != "0";
+  t.coop2_min_rows = coop2 == "1" ? 0 : kCoop2MinRows;
+  t.coop2_min_k = coop2 == "1" ? 0 : kCoop2MinK;
   // Teams that add up through subgroup arithmetic where the device has it (MEGANEURA_GEMV_SUBGROUP=0:
   // in shared memory, matmul_gemv.comp; a size: plan for that size instead of the device's, tests).
   const std::string teams = env_choice("MEGANEURA_GEMV_SUBGROUP", {"0", "1", "4", "8", "16", "32", "64", "128"});

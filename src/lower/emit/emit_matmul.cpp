@@ -19,7 +19,7 @@ bool is_coop(Kernel k) {
          k == Kernel::MatMulCoopStagedNV || k == Kernel::MatMulCoopStagedTallNV || is_coop2(k);
 }
 
-bool is_coop2(Kernel k) { return k == Kernel::MatMulCoop2StagedNV || k == Kernel::MatMulCoop2GluNV; }
+bool is_coop2(Kernel k) { return k == Kernel::MatMulCoop2StagedNV; }
 
 bool is_gemv(Kernel k) { return k == Kernel::MatMulGemv || k == Kernel::MatMulGemvSubgroup; }
 

@@ -86,24 +86,32 @@ bool reads_rows_staged(const Emitter& e, int id, int a) {
 }
 
 // Whether the staged product runs on workgroup-scope matrices (MatMulCoop2StagedNV): where both
-// operands hold one exponent along K, unsplit, a single product or a group (q/k/v) or a GLU pair.
+// operands hold one exponent along K, unsplit, a single product or a group (q/k/v, gate/up), with
+// the rows and K where that is faster (MatMulTiers::coop2_min_rows, coop2_min_k).
 bool coop2_takes(const Emitter& e, const Dispatch& d) {
-  return e.options().matmul.coop2 && d.plan.one_exponent && d.plan.splits == 1 && d.p.batch == 1 && d.p.kgroups <= 1 &&
-         d.n_total / 64 + d.p.groups <= kMaxGroups && (d.M + 63) / 64 <= kMaxGroups;
+  const MatMulTiers& t = e.options().matmul;
+  return t.coop2 && d.M >= t.coop2_min_rows && d.p.K >= t.coop2_min_k && d.plan.one_exponent && d.plan.splits == 1 &&
+         d.p.batch == 1 && d.p.kgroups <= 1 && d.n_total / 64 + d.p.groups <= kMaxGroups &&
+         (d.M + 63) / 64 <= kMaxGroups;
 }
 
-// Its tiles: 128 columns (GLU: 64 of the gate and 64 of the up projection), 128 rows, or 64 where
-// those would leave more than half the SMs without a workgroup (the 1.7B shape's q/k/v at 128
-// tokens: 48 tiles of 128 x 128, 59 µs, against 96 of 64 x 128, 40 µs; bench/coopmat2).
+// Its tiles: 128 columns, 128 rows, or 64 where those would leave more than half the SMs without
+// a workgroup (the 1.7B shape's q/k/v at 128 tokens: 48 tiles of 128 x 128, 59 µs, against 96 of
+// 64 x 128, 40 µs; bench/coopmat2). A gate/up pair is a group of two products, its swiglu a call
+// of its own after: with both sums in one workgroup (64 or 128 columns of each) the kernel took
+// 3.6-4.0 ms at 8 x 512 tokens of the 1.7B shape, as two products 2.3 ms and the swiglu 0.2.
 void plan_coop2(const Emitter& e, Dispatch& d) {
   MatMulParams& p = d.p;
-  const uint32_t bn = d.glu_here ? 64 : 128;
+  const uint32_t bn = 128;
+  if (d.glu_here) {
+    d.glu_here = false;
+    d.what.erase(d.what.rfind(", swiglu %"));
+  }
   for (uint32_t g = 0; g < p.groups; ++g)
     p.tile0[g + 1] = p.tile0[g] + u32((p.N[g] + bn - 1) / bn, "matmul column tiles");
-  if (d.glu_here) p.tile0[1] = p.tile0[2] = u32((p.N[0] + bn - 1) / bn, "matmul column tiles");
   const uint32_t tiles = p.tile0[p.groups], sms = std::max(e.options().matmul.multiprocessors, 2u);
   const uint64_t tall_tiles = (d.M + 127) / 128 * uint64_t{tiles};
-  d.plan.kernel = d.glu_here ? Kernel::MatMulCoop2GluNV : Kernel::MatMulCoop2StagedNV;
+  d.plan.kernel = Kernel::MatMulCoop2StagedNV;
   d.plan.tile_m = tall_tiles >= sms / 2 ? 128 : 64;
   d.plan.tile_n = bn;
   d.groups = {std::min(tiles, kMaxGroups), u32((d.M + d.plan.tile_m - 1) / d.plan.tile_m, "matmul row tiles"), 1};
