@@ -310,14 +310,16 @@ TEST(LowerPicks, OperandsStagedBeforeLargeProducts) {
 // A norm or a gate/up product whose output a tensor-core product reads next, weights staged
 // once, stages it as it stores it (StagedRows, GLU_STAGED): the products need no StageF16 for A.
 // Where the weights are written (a training step) nothing is staged that way.
-// On a device with VK_NV_cooperative_matrix2 (and a build with its kernels), the products whose
-// operands both hold one exponent along K run on workgroup-scope matrices where they have 1024
-// rows and K of 2048 or more, at any size with MEGANEURA_COOP2=1: an inference prefill's q/k/v
-// group, its gate/up pair (as a group of two, the swiglu a call of its own) and the LM head; the
-// o and down projections (A staged an exponent a block) keep MatMulCoopStagedNV. The 1.7B shape
-// at 128 tokens, asked: q/k/v and this head on 64 x 128 tiles (48 and 32 of 128 rows would
-// leave most SMs idle), gate/up on 128-row ones (128 of them); unasked, none. At 8 x 128 tokens,
-// unasked: all five, on 128-row tiles.
+// On a device with VK_NV_cooperative_matrix2 (and a build with its kernels), the inference
+// products whose operands both hold one exponent along K run on workgroup-scope matrices where
+// they have 1024 rows and K of 2048 or more, at any size with MEGANEURA_COOP2=1: the q/k/v group,
+// the gate/up pair (as a group of two, the swiglu a call of its own), the LM head, and the o and
+// down projections where unsplit (their A then staged at one exponent a block of rows,
+// WHOLE_ROWS) and, as they add a residual, K is 8192 or more: the down projection. The 1.7B
+// shape at 128 tokens, asked: q/k/v and this head on 64 x 128 tiles (48 and 32 of 128 rows would
+// leave most SMs idle), gate/up on 128-row ones (128 of them); o and down, split over K, keep
+// MatMulCoopStagedNV; unasked, none. At 8 x 128 tokens, unasked: every product but o, on
+// 128-row tiles.
 TEST(LowerPicks, OneExponentProductsTakeWorkgroupScopeMatrices) {
   mn::models::LlamaConfig c = smollm2(2);
   c.hidden_size = 2048;
@@ -357,7 +359,15 @@ TEST(LowerPicks, OneExponentProductsTakeWorkgroupScopeMatrices) {
       EXPECT_EQ(call.spec[15], 128u) << call.label;
       ++tall_picks;
     }
-  EXPECT_EQ(tall_picks, 2u * 2 + 1);
+  EXPECT_EQ(tall_picks, 2u * 3 + 1);  // down too (its A staged at one exponent a row block), not o
+  size_t whole_rows_a = 0;
+  for (const auto& call : tall.calls)
+    if (call.kernel == mn::kernels::Kernel::StageF16 && !call.derived) {
+      const bool down = call.label.find("[8,128,8192]") != std::string::npos;
+      EXPECT_EQ(call.spec == std::vector<uint32_t>{1u}, down) << call.label;  // WHOLE_ROWS
+      whole_rows_a += down ? 1 : 0;
+    }
+  EXPECT_EQ(whole_rows_a, 2u);
 }
 
 TEST(LowerPicks, ProducersStageTheRowsOfTheNextProduct) {

@@ -871,30 +871,34 @@ std::vector<float> blocky_weights(Rng& rng, int64_t rows, int64_t K) {
 
 // MatMulCoop2StagedNV (VK_NV_cooperative_matrix2) on products of a norm's staged rows and weights
 // staged once: a q/k/v group of three (tiles straddling the groups' edges), a product with a
-// residual, and a gated MLP's gate/up pair (both products and the swiglu from its epilogue, then
-// the down projection on the older kernel). Rows, K and N off every tile; against a double
-// reference, each output element within 4e-3 of the sum of its products' magnitudes.
+// residual, and one whose A is an input staged at one exponent a block of rows (WHOLE_ROWS), its
+// columns spread over 1e-3..1e3. Rows, K and N off every tile; against a double reference, each
+// output element within 4e-3 of the sum of its products' magnitudes.
 TEST(MatMulCoop2, OneExponentProductsMatchReference) {
   ScopedEnv force("MEGANEURA_MATMUL", "coopmat"), precision("MEGANEURA_MATMUL_PRECISION", "high"),
       coop2("MEGANEURA_COOP2", "1"), splits("MEGANEURA_SPLIT_K", "0"),
-      auto_staging("MEGANEURA_COOP_STAGED", std::nullopt);
+      staging("MEGANEURA_COOP_STAGED", "1");  // p is too small to stage unasked
   const int64_t M = 100, K = 200, F = 150;
   const MatMulOptions t{.transpose_b = true};
   Rng rng;
   SCOPED_TRACE(seed_note(rng.seed()));
   Graph g;
-  Tensor x = g.input("x", {M, K}), r = g.input("r", {M, 70});
+  Tensor x = g.input("x", {M, K}), r = g.input("r", {M, 70}), wide = g.input("z", {M, K});
   Tensor y = rms_norm(x, g.parameter("nw", {K}), 1e-5f);
   const std::vector<std::pair<std::string, int64_t>> products = {{"q", F}, {"k", 70}, {"v", 70}};
   for (const auto& [name, n] : products) g.output(name, matmul(y, g.parameter("w" + name, {n, K}), t));
   g.output("o", matmul_add(y, g.parameter("wo", {70, K}), r, t));
+  g.output("p", matmul(wide, g.parameter("wp", {70, K}), t));
   std::optional<Session> s = coop2_session(g);
   if (!s) GTEST_SKIP() << "no VK_NV_cooperative_matrix2 here";
-  EXPECT_GE(count_lines(s->listing(), "dispatch matmul_coop2_staged_nv"), 2) << s->listing();
+  EXPECT_GE(count_lines(s->listing(), "dispatch matmul_coop2_staged_nv"), 3) << s->listing();
+  std::vector<float> spread = rng.floats(M * K, -1, 1);
+  for (int64_t i = 0; i < M * K; ++i) spread[static_cast<size_t>(i)] *= std::pow(10.0f, float(i % K % 7) - 3.0f);
   std::map<std::string, HostTensor> feeds{{"x", host_f32({M, K}, rng.floats(M * K, -2, 2))},
+                                          {"z", host_f32({M, K}, spread)},
                                           {"r", host_f32({M, 70}, rng.floats(M * 70, -1, 1))},
                                           {"nw", host_f32({K}, rng.floats(K, 0.5, 1.5))}};
-  for (const char* w : {"wq", "wk", "wv", "wo"}) {
+  for (const char* w : {"wq", "wk", "wv", "wo", "wp"}) {
     const int64_t n = std::string(w) == "wq" ? F : 70;
     feeds.emplace(w, host_f32({n, K}, blocky_weights(rng, n, K)));
   }
@@ -902,9 +906,9 @@ TEST(MatMulCoop2, OneExponentProductsMatchReference) {
     (name[0] == 'w' || name == "nw") ? s->set_parameter(name, v) : s->set_input(name, v);
   s->step();
   const std::vector<RefTensor> ref = evaluate(g, feeds);
-  const std::vector<double>& yv = ref[static_cast<size_t>(y.id())].v;
   for (const auto& [name, id] : g.outputs()) {
     SCOPED_TRACE(name);
+    const std::vector<double>& yv = ref[static_cast<size_t>(name == "p" ? wide.id() : y.id())].v;
     const std::vector<float> out = s->read_output(name).to_f32();
     const std::vector<float>& w = feeds.at("w" + name).to_f32();
     const int64_t N = static_cast<int64_t>(out.size()) / M;

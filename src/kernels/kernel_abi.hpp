@@ -247,9 +247,10 @@ struct MatMulParams {
 // padded_rows (a multiple of 64) rows of row_words words (a multiple of 32), two f16 values a word
 // (k even in the low half), zero past rows and K; then a signed exponent a word for each block of
 // 16 rows x 32 k, row blocks major: the block's values are x * 2^e rounded to f16, e from its
-// largest finite magnitude (stage_scale.glsl); with spec 1 WHOLE_ROWS (weights staged once), from
-// the largest of its 16 rows over all of K, so that every block of those rows shares it.
-// Workgroups of 256 (8 subgroups of 32, a block each; WHOLE_ROWS: a block of rows each).
+// largest finite magnitude (stage_scale.glsl); with spec 1 WHOLE_ROWS (weights staged once, the A
+// of a MatMulCoop2StagedNV product), from the largest of its 16 rows over all of K, so that every
+// block of those rows shares it. Workgroups of 256 (8 subgroups of 32, a block each; WHOLE_ROWS:
+// a block of 16 rows a workgroup).
 // MatMulCoopStagedNV reads it (matmul_coop_staged.glsl; spec 13 ONE_EXPONENT where A's blocks
 // also share one exponent along K).
 // MatMulCoop2StagedNV (matmul_coop2.glsl, built where scripts/fetch_glslang.sh's glslang is; needs

@@ -8,10 +8,11 @@
 // largest finite magnitude (stage_scale.glsl, no cap: the product caps as it sums), rounded to
 // f16 as the product's own staging does, so a product of staged blocks equals one staged inside.
 // WHOLE_ROWS (spec 1): every block of 16 rows takes one exponent for all of K, from the largest
-// magnitude of those rows — for weights staged once (an inference session's), so that a product
-// whose other operand is also at one exponent along K (a norm's staged rows) never rescales its
-// accumulators. One subgroup a block (WHOLE_ROWS: a block of rows); the values pass through
-// shared memory to be paired along k.
+// magnitude of those rows — for weights staged once (an inference session's) and for the A of a
+// product on workgroup-scope matrices (matmul_coop2.glsl), so that a product of two such operands
+// never rescales its accumulators. One subgroup a block (WHOLE_ROWS: a workgroup a block of rows,
+// its subgroups taking every SUBGROUPS-th block of 32 k); the values pass through shared memory to
+// be paired along k.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -31,6 +32,7 @@ layout(std430, set = 0, binding = 3) writeonly buffer Out { uint dst[]; };
 
 const uint SUBGROUPS = WG / 32u;
 shared float block_values[SUBGROUPS * 16u * 33u];  // a subgroup's block, rows padded by a word
+shared uint subgroup_largest[SUBGROUPS];            // WHOLE_ROWS: each subgroup's largest magnitude
 
 // This lane's 16 values of the block at rows r0.., k0.. (zero outside the operand), and their
 // largest stage_magnitude. Consecutive lanes walk the operand's contiguous axis: k, or 16 rows
@@ -74,12 +76,18 @@ void main() {
   const uint first = gl_WorkGroupID.x * SUBGROUPS + gl_SubgroupID, stride = gl_NumWorkGroups.x * SUBGROUPS;
   float v[16];
   if (WHOLE_ROWS != 0u) {
-    for (uint rb = first; rb < row_blocks; rb += stride) {
+    for (uint rb = gl_WorkGroupID.x; rb < row_blocks; rb += gl_NumWorkGroups.x) {
       uint largest = 0u;
-      for (uint kb = 0u; kb < k_blocks; ++kb) largest = max(largest, load_block(rb * 16u, kb * 32u, v));
+      for (uint kb = gl_SubgroupID; kb < k_blocks; kb += SUBGROUPS)
+        largest = max(largest, load_block(rb * 16u, kb * 32u, v));
       subgroupBarrier();  // reconverged after the bounds checks: the reduction sees every lane
-      const int e = stage_exponent(subgroupMax(largest), STAGE_EXP_LIMIT);
-      for (uint kb = 0u; kb < k_blocks; ++kb) {
+      largest = subgroupMax(largest);
+      if (subgroupElect()) subgroup_largest[gl_SubgroupID] = largest;
+      barrier();
+      for (uint s = 0u; s < SUBGROUPS; ++s) largest = max(largest, subgroup_largest[s]);
+      barrier();  // every subgroup has read the maxima before the next block of rows writes them
+      const int e = stage_exponent(largest, STAGE_EXP_LIMIT);
+      for (uint kb = gl_SubgroupID; kb < k_blocks; kb += SUBGROUPS) {
         load_block(rb * 16u, kb * 32u, v);
         store_block(rb * 16u, kb * 32u, v, e);
       }

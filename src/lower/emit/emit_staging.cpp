@@ -28,24 +28,24 @@ uint64_t staged_words(uint64_t padded_rows, uint64_t row_words) {
 
 // One StageF16 call: rows x K of `tensor` (element (r, k) at offset + r * row_stride + k *
 // col_stride) into `staged` from word `at`; returns the words it fills. `derived`: a constant
-// parameter's, run when parameters change rather than every step.
+// parameter's, run when parameters change rather than every step. `whole_rows`: each block of 16
+// rows at one exponent for all of K (stage_f16.comp's WHOLE_ROWS).
 uint64_t stage_operand(Emitter& e, const Dispatch& d, const std::string& what, int tensor, int staged, uint64_t at,
-                       StageF16Params sp, bool derived = false) {
+                       StageF16Params sp, bool derived, bool whole_rows) {
   sp.out_offset = u32(at, "staged operand offset");
   std::string label = "stage ";
   label += what;
   KernelCall& c = e.call(Kernel::StageF16, d.id, label);
   c.derived = derived;
   c.tensors = {{tensor, false}, {staged, true}};
-  // A subgroup a block, 8 a workgroup. Constant weights: a subgroup a block of 16 rows, staged at
-  // one exponent for all of K (stage_f16.comp's WHOLE_ROWS), so that their products with a
-  // norm's staged rows never rescale (SmolLM2-135M inference on an H200: performance.md).
-  uint64_t blocks = uint64_t{sp.padded_rows} / 16;
-  if (derived)
-    c.spec = {1u};
-  else
-    blocks *= sp.row_words / 16;
-  c.groups = {static_cast<uint32_t>(std::min<uint64_t>((blocks + 7) / 8, kMaxGroups)), 1, 1};
+  // A subgroup a block, 8 a workgroup. Whole rows (constant weights; the A of a product on
+  // workgroup-scope matrices): a workgroup a block of 16 rows, staged at one exponent for all of
+  // K, so that their products with a norm's staged rows never rescale (SmolLM2-135M inference on
+  // an H200: performance.md).
+  const uint64_t row_blocks = uint64_t{sp.padded_rows} / 16;
+  if (whole_rows) c.spec = {1u};
+  const uint64_t groups = whole_rows ? row_blocks : (row_blocks * (sp.row_words / 16) + 7) / 8;
+  c.groups = {static_cast<uint32_t>(std::min<uint64_t>(groups, kMaxGroups)), 1, 1};
   Emitter::set_params(c, sp);
   return staged_words(sp.padded_rows, sp.row_words);
 }
@@ -85,14 +85,17 @@ bool reads_rows_staged(const Emitter& e, int id, int a) {
              .kernel == Kernel::MatMulCoopNV;
 }
 
-// Whether the staged product runs on workgroup-scope matrices (MatMulCoop2StagedNV): where both
-// operands hold one exponent along K, unsplit, a single product or a group (q/k/v, gate/up), with
-// the rows and K where that is faster (MatMulTiers::coop2_min_rows, coop2_min_k).
-bool coop2_takes(const Emitter& e, const Dispatch& d) {
+// Whether the staged product can run on workgroup-scope matrices (MatMulCoop2StagedNV) once both
+// operands hold one exponent along K: unsplit, a single product or a group (q/k/v, gate/up), with
+// the rows and K where that is faster (MatMulTiers::coop2_min_rows, coop2_min_k). A residual,
+// which its epilogue reads element by element, needs 4 times the K: the 1.7B shape's o projection
+// at 8 x 512 tokens (K 2048) took 483 µs against 406, its down projection (K 8192) 1,219 against
+// 1,390 (and 42 more to stage its A at one exponent a block of rows).
+bool coop2_fits(const Emitter& e, const Dispatch& d) {
   const MatMulTiers& t = e.options().matmul;
-  return t.coop2 && d.M >= t.coop2_min_rows && d.p.K >= t.coop2_min_k && d.plan.one_exponent && d.plan.splits == 1 &&
-         d.p.batch == 1 && d.p.kgroups <= 1 && d.n_total / 64 + d.p.groups <= kMaxGroups &&
-         (d.M + 63) / 64 <= kMaxGroups;
+  const uint64_t min_k = uint64_t{t.coop2_min_k} * (d.epilogue.size() > 2 && d.epilogue[2] != 0 ? 4 : 1);
+  return t.coop2 && d.M >= t.coop2_min_rows && d.p.K >= min_k && d.plan.splits == 1 && d.p.batch == 1 &&
+         d.p.kgroups <= 1 && d.n_total / 64 + d.p.groups <= kMaxGroups && (d.M + 63) / 64 <= kMaxGroups;
 }
 
 // Its tiles: 128 columns, 128 rows, or 64 where those would leave more than half the SMs without
@@ -127,13 +130,19 @@ void stage_operands(Emitter& e, Dispatch& d) {
   const uint32_t row_words = u32(round64(p.K) / 2, "staged row");
   auto words = [&](uint64_t rows) { return staged_words(round64(rows), row_words); };
   const Emitter::StagedCopy* by_producer = staged_by_producer(e, d);
+  const bool constant_b = constant_parameter(e, d.weights);  // staged once, kept
+  // Weights staged once take one exponent a block of rows along K (WHOLE_ROWS): with A staged
+  // the same way (by a norm as it writes it, or here where that lets the product run on
+  // workgroup-scope matrices: the o and down projections of a large prefill), the K loop holds no
+  // exponents at all.
+  const bool whole_a = !by_producer && constant_b && coop2_fits(e, d);
   const int staged_a = by_producer ? by_producer->tensor : e.scratch(staged_words(round_rows(p.M), row_words) * 4);
   if (!by_producer)
     stage_operand(e, d, "A", d.a_tensor, staged_a, 0,
-                  {p.M, p.K, p.a_offset, p.a_row_stride, p.a_col_stride, 0, row_words, u32(round_rows(p.M), "rows")});
+                  {p.M, p.K, p.a_offset, p.a_row_stride, p.a_col_stride, 0, row_words, u32(round_rows(p.M), "rows")},
+                  false, whole_a);
   uint64_t b_words = 0;
   for (uint32_t g = 0; g < p.groups; ++g) b_words += words(p.N[g]);
-  const bool constant_b = constant_parameter(e, d.weights);  // staged once, kept
   const int staged_b = constant_b ? e.state(b_words * 4) : e.scratch(b_words * 4);
   uint64_t at = 0;
   for (uint32_t g = 0; g < p.groups; ++g) {
@@ -143,7 +152,7 @@ void stage_operands(Emitter& e, Dispatch& d) {
     at += stage_operand(
         e, d, what, d.weights, staged_b, at,
         {p.N[g], p.K, p.b_offset[g], p.b_col_stride[g], p.b_row_stride[g], 0, row_words, u32(round64(p.N[g]), "rows")},
-        constant_b);
+        constant_b, constant_b);
     p.b_offset[g] = from;
     p.b_row_stride[g] = row_words;
     p.b_col_stride[g] = 1;
@@ -154,10 +163,8 @@ void stage_operands(Emitter& e, Dispatch& d) {
   d.a_tensor = staged_a;
   d.weights = staged_b;
   d.layout = {0u, 0u, 1u, 0u};  // B_KCONTIG: staged B is [n][k]
-  // Weights staged once take one exponent a block of rows along K (WHOLE_ROWS): with A staged
-  // the same way, the K loop holds no exponents at all.
-  d.plan.one_exponent = constant_b && by_producer && by_producer->one_exponent;
-  if (coop2_takes(e, d)) return plan_coop2(e, d);
+  d.plan.one_exponent = constant_b && (by_producer ? by_producer->one_exponent : whole_a);
+  if (d.plan.one_exponent && coop2_fits(e, d)) return plan_coop2(e, d);
   // 128-row tiles where each workgroup runs many K steps and there are still workgroups for every
   // SM (B read by half as many of them: the 1.7B shape's prefill 11.4 -> 8.8 ms on an H200); 64
   // where steps are few (weight gradients over 128 tokens: 45 -> 50 ms a training step with 128
