@@ -298,4 +298,22 @@ TEST(HungStep, ABadTimeoutIsAnError) {
               HasSubstr("MEGANEURA_TIMEOUT_S=soon is not a positive number"));
 }
 
+// A device that binds fewer storage buffers to a stage than a kernel needs (a few mobile GPUs
+// allow 4 to 8): the build names the kernel and the limit, and a later build on a device with
+// room succeeds.
+TEST(DeviceLimits, TooFewStorageBuffersAStageIsAClearError) {
+  Graph g;
+  g.output("y", matmul(g.input("a", {5, 7}), g.input("b", {7, 3})));
+  fault::arm_storage_buffers(3);
+  const std::string msg = mntest::message_of<DeviceError>([&] { build_inference_session(g); });
+  fault::arm_storage_buffers(0);
+  EXPECT_THAT(msg, AllOf(HasSubstr("kernel matmul"), HasSubstr("storage buffers"),
+                         HasSubstr("maxPerStageDescriptorStorageBuffers 3")));
+  Session s = build_inference_session(g);
+  s.set_input("a", std::vector<float>(35, 1));
+  s.set_input("b", std::vector<float>(21, 1));
+  s.step();
+  EXPECT_EQ(s.read_output("y").to_f32(), std::vector<float>(15, 7));
+}
+
 }  // namespace

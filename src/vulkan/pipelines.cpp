@@ -44,7 +44,19 @@ PipelineCache::~PipelineCache() {
   vkDestroyPipelineCache(device_, cache_, nullptr);
 }
 
-const PipelineCache::Layout& PipelineCache::layout(uint32_t tensor_bindings) {
+const PipelineCache::Layout& PipelineCache::layout(uint32_t tensor_bindings, std::string_view name) {
+  // More buffers than the device binds to one stage (few on some mobile GPUs) would fail the
+  // layout, or the pipeline, without saying why.
+  const VkPhysicalDeviceLimits& limits = ctx_.limits();
+  const uint32_t total = kFixedBindings + tensor_bindings;
+  const uint32_t storage = total - (params_ == VK_DESCRIPTOR_TYPE_STORAGE_BUFFER ? 0 : 1);
+  const uint32_t per_stage = fault::storage_buffer_limit(limits.maxPerStageDescriptorStorageBuffers);
+  if (storage > std::min(per_stage, limits.maxDescriptorSetStorageBuffers) || total > limits.maxPerStageResources)
+    throw DeviceError("kernel " + std::string(name) + " binds " + std::to_string(storage) + " storage buffers (" +
+                      std::to_string(total) + " resources), more than " + ctx_.info().name +
+                      " allows a compute stage (maxPerStageDescriptorStorageBuffers " + std::to_string(per_stage) +
+                      ", maxDescriptorSetStorageBuffers " + std::to_string(limits.maxDescriptorSetStorageBuffers) +
+                      ", maxPerStageResources " + std::to_string(limits.maxPerStageResources) + ")");
   auto it = layouts_.find(tensor_bindings);
   if (it != layouts_.end()) return it->second;
   std::vector<VkDescriptorSetLayoutBinding> bindings(kFixedBindings + tensor_bindings);
@@ -197,7 +209,7 @@ const Pipeline& PipelineCache::pipeline(VkShaderModule module, std::string_view 
                                         uint32_t tensor_bindings) {
   Key key{module, std::vector<uint32_t>(spec.begin(), spec.end()), tensor_bindings};
   if (auto it = pipelines_.find(key); it != pipelines_.end()) return it->second;
-  const Layout& l = layout(tensor_bindings);
+  const Layout& l = layout(tensor_bindings, name);
   Pipeline p{create(module, name, spec, l.pipeline), l.pipeline, l.set, tensor_bindings};
   unsaved_ = true;
   return pipelines_.emplace(std::move(key), p).first->second;
@@ -222,7 +234,8 @@ void PipelineCache::prepare(std::span<const PipelineWant> wants) {
       Key key{m, w.generated ? std::vector<uint32_t>{} : std::vector<uint32_t>(w.spec.begin(), w.spec.end()),
               w.tensor_bindings};
       if (pipelines_.count(key) || !queued.insert(key).second) continue;
-      jobs.push_back({std::move(key), std::move(name), layout(w.tensor_bindings), VK_NULL_HANDLE, nullptr});
+      const Layout& l = layout(w.tensor_bindings, name);
+      jobs.push_back({std::move(key), std::move(name), l, VK_NULL_HANDLE, nullptr});
     }
   }
   if (jobs.empty()) return;

@@ -51,8 +51,8 @@ class PipelineCache {
     VkDescriptorSetLayout set = VK_NULL_HANDLE;
     VkPipelineLayout pipeline = VK_NULL_HANDLE;
   };
-  // All called with mutex_ held.
-  const Layout& layout(uint32_t tensor_bindings);
+  // All called with mutex_ held. `name`: the kernel whose layout it is, for errors.
+  const Layout& layout(uint32_t tensor_bindings, std::string_view name);
   VkShaderModule create_module(std::span<const uint32_t> code, std::string_view name);
   VkShaderModule module(kernels::Kernel k);
   VkShaderModule module(const kernels::GeneratedKernel& k);  // SPIR-V from generated_spirv the first time
