@@ -80,7 +80,9 @@ class Probe {
   void upload(const Buffer& dst, const Buffer& staging, const void* data, size_t bytes);
   VkPipeline pipeline(const std::vector<char>& spirv, const Tile& t);
   double time_us(VkPipeline pipe, const Shape& s, const Tile& t, int reps);
-  void bind(const std::vector<Buffer>& buffers);
+  // The storage buffers at bindings 0.., and `shape`, a host-visible uniform buffer at kBindings
+  // that time_us fills with M, N, K (read by matmul_tensor_variants.comp's variant 32).
+  void bind(const std::vector<Buffer>& buffers, const Buffer& shape);
 
   VkCommandBuffer cmd = VK_NULL_HANDLE;
 
@@ -99,6 +101,7 @@ class Probe {
   VkPipelineLayout layout_ = VK_NULL_HANDLE;
   VkDescriptorSet set_ = VK_NULL_HANDLE;
   VkQueryPool queries_ = VK_NULL_HANDLE;
+  uint32_t* shape_ = nullptr;  // the uniform buffer's M, N, K
 };
 
 constexpr size_t kMaxA = 4096ull * 8192, kMaxB = 16384ull * 8192, kMaxC = 4096ull * 16384;
@@ -174,8 +177,9 @@ void Probe::open_device() {
   std::vector<VkDescriptorSetLayoutBinding> bindings;
   for (uint32_t i = 0; i < kBindings; ++i)
     bindings.push_back({i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr});
+  bindings.push_back({kBindings, VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr});
   auto set_info = init<VkDescriptorSetLayoutCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO);
-  set_info.bindingCount = kBindings;
+  set_info.bindingCount = kBindings + 1;
   set_info.pBindings = bindings.data();
   check(vkCreateDescriptorSetLayout(device_, &set_info, nullptr, &set_layout_), "vkCreateDescriptorSetLayout");
   const VkPushConstantRange shape{VK_SHADER_STAGE_COMPUTE_BIT, 0, 16};  // M, N, K, B's first element
@@ -185,11 +189,12 @@ void Probe::open_device() {
   layout_info.pushConstantRangeCount = 1;
   layout_info.pPushConstantRanges = &shape;
   check(vkCreatePipelineLayout(device_, &layout_info, nullptr, &layout_), "vkCreatePipelineLayout");
-  const VkDescriptorPoolSize sizes{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kBindings};
+  const VkDescriptorPoolSize sizes[2] = {{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kBindings},
+                                         {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, 1}};
   auto pool_info = init<VkDescriptorPoolCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO);
   pool_info.maxSets = 1;
-  pool_info.poolSizeCount = 1;
-  pool_info.pPoolSizes = &sizes;
+  pool_info.poolSizeCount = 2;
+  pool_info.pPoolSizes = sizes;
   VkDescriptorPool pool;
   check(vkCreateDescriptorPool(device_, &pool_info, nullptr, &pool), "vkCreateDescriptorPool");
   auto set_alloc = init<VkDescriptorSetAllocateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO);
@@ -252,18 +257,21 @@ void Probe::upload(const Buffer& dst, const Buffer& staging, const void* data, s
   });
 }
 
-void Probe::bind(const std::vector<Buffer>& buffers) {
+void Probe::bind(const std::vector<Buffer>& buffers, const Buffer& shape) {
   std::vector<VkDescriptorBufferInfo> infos;
   for (const Buffer& b : buffers) infos.push_back({b.buffer, 0, VK_WHOLE_SIZE});
-  std::vector<VkWriteDescriptorSet> writes(buffers.size(),
+  infos.push_back({shape.buffer, 0, VK_WHOLE_SIZE});
+  std::vector<VkWriteDescriptorSet> writes(infos.size(),
                                            init<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET));
-  for (size_t i = 0; i < buffers.size(); ++i) {
+  for (size_t i = 0; i < infos.size(); ++i) {
     writes[i].dstSet = set_;
     writes[i].dstBinding = static_cast<uint32_t>(i);
     writes[i].descriptorCount = 1;
-    writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    writes[i].descriptorType =
+        i < buffers.size() ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER : VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER;
     writes[i].pBufferInfo = &infos[i];
   }
+  shape_ = static_cast<uint32_t*>(shape.mapped);
   vkUpdateDescriptorSets(device_, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
 }
 
@@ -293,6 +301,7 @@ VkPipeline Probe::pipeline(const std::vector<char>& spirv, const Tile& t) {
 // Median over 5 submissions of the GPU µs a product takes, `reps` products a submission.
 double Probe::time_us(VkPipeline pipe, const Shape& s, const Tile& t, int reps) {
   uint32_t shape[4] = {s.m, s.n, s.k, 0};
+  std::memcpy(shape_, shape, 12);  // the uniform copy (host-coherent: seen by the next submission)
   const uint64_t b_elements = uint64_t{s.n} * s.k, slices = std::max<uint64_t>(kMaxB / b_elements, 1);
   std::vector<double> us;
   for (int round = 0; round < 5; ++round) {
@@ -372,7 +381,9 @@ int main(int argc, char** argv) {
   probe.upload(b, host, hb.data(), kMaxB * 2);
   const std::vector<int32_t> zero_exponents(1u << 20, 0);  // every block at 2^0: results as unscaled
   probe.upload(exponents, host, zero_exponents.data(), 4u << 20);
-  probe.bind({a, b, c, exponents});
+  const Buffer shape = probe.buffer(256, VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT,
+                                    VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+  probe.bind({a, b, c, exponents}, shape);
 
   std::printf("| product | tile | µs | TFLOP/s | max error |\n|---|---|---:|---:|---:|\n");
   for (int i = 2; i < argc; ++i) {
