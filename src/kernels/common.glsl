@@ -87,6 +87,10 @@ void kahan_add(inout float s, inout float c, float x) {
   s = t;
 }
 
+// A norm's 1/sqrt(mean square + eps) from the row's sum of squares (of x, or of x - mean), in
+// one place for every kernel that normalises. inversesqrt() may be approximate.
+float norm_rstd(float sum_squares, uint dim, float eps) { return 1.0f / sqrt(sum_squares / float(dim) + eps); }
+
 // ---- workgroup reductions (call from uniform control flow; every invocation gets the result) --
 // log-sum-exp over a row, given its max m: sum_l exp(x_l - m) = ones + rest, where `ones` counts
 // the terms with x_l == m (each exactly 1) and `rest` sums the others (all < 1). Then
@@ -162,6 +166,6 @@ float wg_max(float v) {
     }                                                                                       \
     float ss_;                                                                              \
     ROW_SUM(ss_, dim, (uintBitsToFloat(X[(base) + l_]) - mean) * (uintBitsToFloat(X[(base) + l_]) - mean)) \
-    rstd = 1.0f / sqrt(ss_ / float(dim) + (eps)); /* inversesqrt() may be approximate */    \
+    rstd = norm_rstd(ss_, dim, eps);                                                        \
   }
 #endif

@@ -80,7 +80,7 @@ float row_scale(uint r, uint c) {
     for (uint s = 0u; s < SEGMENTS; ++s) sq += segment_ss[r][c * SEGMENTS + s];
   else
     for (uint l = 0u; l < T; ++l) sq += partial_ss[r][c * T + l];
-  return 1.0f / sqrt(sq / float(p.K) + NORM_EPS);  // inversesqrt() may be approximate
+  return norm_rstd(sq, p.K, NORM_EPS);
 }
 
 void main() {

@@ -153,7 +153,7 @@ float row_scale(uint r) {
   float sq = 0.0f;
   for (uint rr = 0u; rr < ROWS; ++rr)
     if (rr == r) sq = ss[rr];
-  return 1.0f / sqrt(sq / float(p.K) + NORM_EPS);  // inversesqrt() may be approximate
+  return norm_rstd(sq, p.K, NORM_EPS);
 }
 
 // Column c of the team's (constant indices: the array stays in registers).

@@ -75,14 +75,14 @@ void main() {
     c = 0.0f;
     for (uint j = t; j < N; j += WG) kahan_add(s, c, (row_values[j] - mean) * (row_values[j] - mean));
     if (STAGE_ROWS == 0u) {
-      const float rstd = 1.0f / sqrt(wg_sum(s) / float(N) + NORM_EPS);  // inversesqrt() may be approximate
+      const float rstd = norm_rstd(wg_sum(s), N, NORM_EPS);
       for (uint j = t; j < N; j += WG) norm_y[base + j] = floatBitsToUint(normalised(j, mean, rstd));
       continue;
     }
     // The weight's bound rides the sum of squares' reduction, whose barriers also order the
     // columns that other invocations wrote (a word pairs two).
     const vec3 stats = staged_rows_reduce(vec3(s, w_max, b_max));
-    const float rstd = 1.0f / sqrt(stats.x / float(N) + NORM_EPS);
+    const float rstd = norm_rstd(stats.x, N, NORM_EPS);
     const int e = staged_rows_exponent(stats.yz, N);
     const float scale = stage_pow2(e);
     for (uint wd = t; wd < sr.row_words; wd += WG) {  // two columns a word, both copies

@@ -63,7 +63,7 @@ void main() {
       kahan_add(ss, c, d * d);
     }
     const vec3 stats = staged_rows_reduce(vec3(ss, w_max, b_max));
-    r = 1.0f / sqrt(stats.x / float(p.dim) + p.eps);  // as NORM_ROW_STATS
+    r = norm_rstd(stats.x, p.dim, p.eps);
     const int e = staged_rows_exponent(stats.yz, p.dim);
     const float scale = stage_pow2(e);
     for (uint wd = t; wd < sr.row_words; wd += WG) {  // two columns a word, both copies

@@ -64,7 +64,7 @@ void main() {
           float v = uintBitsToFloat(x[base + l]) - mean;
           kahan_add(ss, sc, v * v);
         }
-      const float rstd = 1.0f / sqrt(slice_sum(ss) / float(p.dim) + p.eps);  // inversesqrt() may be approximate
+      const float rstd = norm_rstd(slice_sum(ss), p.dim, p.eps);
       if (row_in && d < p.dim)
         kahan_add(s, c, uintBitsToFloat(dy[base + d]) * ((uintBitsToFloat(x[base + d]) - mean) * rstd));
     }
