@@ -1,7 +1,8 @@
 // Test-only fault injection (docs/environment.md, docs/reliability.md): a device allocation that
 // fails with VK_ERROR_OUT_OF_DEVICE_MEMORY, a submission or fence wait that reports the device
-// lost, a fence that never signals, a device that binds few storage buffers to a stage. All off unless a test arms them, here or through the
-// MEGANEURA_FAULT_* variables (read once, at the first call). Thread-safe.
+// lost, a fence that never signals, a device that binds few storage buffers to a stage. All
+// off unless a test arms them, here or through the MEGANEURA_FAULT_* variables (read once, at the
+// first call). Thread-safe.
 #pragma once
 #include <vulkan/vulkan.h>
 
