@@ -59,7 +59,7 @@ const PipelineCache::Layout& PipelineCache::layout(uint32_t tensor_bindings, std
                       ", maxPerStageResources " + std::to_string(limits.maxPerStageResources) + ")");
   auto it = layouts_.find(tensor_bindings);
   if (it != layouts_.end()) return it->second;
-  std::vector<VkDescriptorSetLayoutBinding> bindings(kFixedBindings + tensor_bindings);
+  std::vector<VkDescriptorSetLayoutBinding> bindings(total);
   for (uint32_t i = 0; i < bindings.size(); ++i) {
     bindings[i].binding = i;
     bindings[i].descriptorType = i == 0 ? params_ : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;

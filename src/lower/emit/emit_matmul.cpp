@@ -157,10 +157,8 @@ Dispatch plan_dispatch(Emitter& e, const std::vector<int>& products, const Opera
   d.glu_here = f.glu >= 0 && (is_coop(d.plan.kernel) || is_gemv(d.plan.kernel)) && d.plan.splits == 1 &&
                products.size() == 2 && p.N[0] == p.N[1] &&
                (d.plan.kernel != Kernel::MatMulGemvSubgroup || d.plan.team_cols % 2 == 0);
-  if (d.glu_here) {
+  if (d.glu_here)
     p.tile0[1] = p.tile0[2] = u32((p.N[0] + d.plan.tile_n / 2 - 1) / (d.plan.tile_n / 2), "matmul column tiles");
-    d.what += ", swiglu %" + std::to_string(f.glu);
-  }
   p.splits = d.plan.splits;
   p.k_chunk = d.plan.k_chunk;
   const uint64_t row_jobs = (d.M + d.plan.tile_m - 1) / d.plan.tile_m * d.plan.splits;
@@ -210,7 +208,7 @@ void bind_finish(Emitter& e, const Dispatch& d, KernelCall& c, int partials, int
 // GLU_STAGED, binding 10; matmul_coop.glsl): where that product's weights are staged once, a
 // batch-1 product, and the columns fill whole 64-wide staged rows (the tiles write every word).
 void stage_glu(Emitter& e, const Dispatch& d, KernelCall& c, int glu) {
-  if (!d.glu_here || !is_coop(d.plan.kernel) || is_coop2(d.plan.kernel) || d.p.batch != 1 || d.p.N[0] % 64 != 0) return;
+  if (!d.glu_here || !is_coop(d.plan.kernel) || d.p.batch != 1 || d.p.N[0] % 64 != 0) return;
   StagedRowsParams layout{};
   // Each 16 x 32 block at its own exponent: the tiles that write a row do not see its maximum.
   const int staged = stage_rows_for_products(e, glu, layout, false);
@@ -221,10 +219,12 @@ void stage_glu(Emitter& e, const Dispatch& d, KernelCall& c, int glu) {
 }
 
 void one_pass(Emitter& e, const Dispatch& d, const MatMulFusions& f) {
+  // Named here, where it is final: the staging may still hand a GLU pair to another kernel.
+  const std::string glu = d.glu_here ? ", swiglu %" + std::to_string(f.glu) : "";
   const std::string norm_a =
       d.norm_a_here ? (d.what.empty() ? "" : ", ") + std::string("rms_norm %") + std::to_string(f.norm_a) + " as A"
                     : "";
-  KernelCall& c = e.call(d.plan.kernel, d.id, d.what + norm_a);
+  KernelCall& c = e.call(d.plan.kernel, d.id, d.what + glu + norm_a);
   c.tensors = {{d.a_tensor, false}, {d.weights, false}, {d.outputs, true}, {d.bias, false}, {d.res, false}};
   const bool gemv = is_gemv(d.plan.kernel);
   if (!gemv) bind_glu(d, c, f.glu);

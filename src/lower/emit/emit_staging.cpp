@@ -106,10 +106,7 @@ bool coop2_fits(const Emitter& e, const Dispatch& d) {
 void plan_coop2(const Emitter& e, Dispatch& d) {
   MatMulParams& p = d.p;
   const uint32_t bn = 128;
-  if (d.glu_here) {
-    d.glu_here = false;
-    d.what.erase(d.what.rfind(", swiglu %"));
-  }
+  d.glu_here = false;  // one_pass then emits the swiglu as a call of its own
   for (uint32_t g = 0; g < p.groups; ++g)
     p.tile0[g + 1] = p.tile0[g] + u32((p.N[g] + bn - 1) / bn, "matmul column tiles");
   const uint32_t tiles = p.tile0[p.groups], sms = std::max(e.options().matmul.multiprocessors, 2u);
