@@ -25,6 +25,7 @@ layout(constant_id = 18) const uint BK = 64u;   // K a step
 layout(std430, set = 0, binding = 2) readonly buffer A16 { float16_t a16[]; };
 layout(std430, set = 0, binding = 3) readonly buffer B16 { float16_t b16[]; };
 layout(std430, set = 0, binding = 4) writeonly buffer C32 { float c32[]; };
+layout(std430, set = 0, binding = 6) readonly buffer Res32 { float res32[]; };
 
 const uint STAGED_ROWS = 128u;  // a staged A's rows are padded to it (kStagedRowTile)
 shared int row_exp[BM / 16u];   // the exponents of the tile's blocks of 16 rows of A
@@ -51,12 +52,14 @@ int staged_b_exponent(uint g, uint rb) {
   return rb < padded / 16u ? int(b_data[p.b_offset[g] + staged_exponent_word(padded, words, rb, 0u)]) : 0;
 }
 
-// Element (row, col) of the tile at (m0, n0) of product g, from its scaled sum to C's value.
+// Element (row, col) of the tile at (m0, n0) of product g, from its scaled sum to C's value;
+// `rows_residual`: the residual is added after, as a matrix (its rows contiguous).
 float finish(const in uint32_t row, const in uint32_t col, const in float v, const in uint m0, const in uint n0,
-             const in uint g) {
+             const in uint g, const in bool rows_residual) {
   const uint gm = m0 + row, gn = n0 + col;
   if (gm >= p.M || gn >= p.N[g]) return 0.0f;
-  return epilogue(stage_unscale(v, row_exp[row / 16u] + col_exp[col / 16u]), 0u, gm, gn);
+  const float sum = stage_unscale(v, row_exp[row / 16u] + col_exp[col / 16u]);
+  return rows_residual ? epilogue_of(sum, bias_at(gn), 0.0f) : epilogue(sum, 0u, gm, gn);
 }
 
 void main() {
@@ -79,7 +82,16 @@ void main() {
   }
   barrier();  // the exponents are in shared memory
 
-  coopMatPerElementNV(acc, acc, finish, m0, n0, g);
+  // A residual whose rows are contiguous is loaded as a matrix through a tensor layout and added
+  // (read element by element it cost the 1.7B o projection 483 against 406 us at 8 x 512 tokens).
+  const bool rows_residual = HAS_RESIDUAL != 0u && p.r_col_stride == 1u;
+  coopMatPerElementNV(acc, acc, finish, m0, n0, g, rows_residual);
   const uint N = p.N[g];
+  if (rows_residual) {
+    ACC residual;
+    coopMatLoadTensorNV(residual, res32, p.r_offset,
+                        sliceTensorLayoutNV(layout_of(p.M, N, p.r_row_stride), m0, BM, n0, BN));
+    acc += residual;
+  }
   coopMatStoreTensorNV(acc, c32, p.c_offset[g], sliceTensorLayoutNV(layout_of(p.M, N, N), m0, BM, n0, BN));
 }

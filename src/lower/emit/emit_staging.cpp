@@ -87,14 +87,10 @@ bool reads_rows_staged(const Emitter& e, int id, int a) {
 
 // Whether the staged product can run on workgroup-scope matrices (MatMulCoop2StagedNV) once both
 // operands hold one exponent along K: unsplit, a single product or a group (q/k/v, gate/up), with
-// the rows and K where that is faster (MatMulTiers::coop2_min_rows, coop2_min_k). A residual,
-// which its epilogue reads element by element, needs 4 times the K: the 1.7B shape's o projection
-// at 8 x 512 tokens (K 2048) took 483 µs against 406, its down projection (K 8192) 1,219 against
-// 1,390 (and 42 more to stage its A at one exponent a block of rows).
+// the rows and K where that is faster (MatMulTiers::coop2_min_rows, coop2_min_k).
 bool coop2_fits(const Emitter& e, const Dispatch& d) {
   const MatMulTiers& t = e.options().matmul;
-  const uint64_t min_k = uint64_t{t.coop2_min_k} * (d.epilogue.size() > 2 && d.epilogue[2] != 0 ? 4 : 1);
-  return t.coop2 && d.M >= t.coop2_min_rows && d.p.K >= min_k && d.plan.splits == 1 && d.p.batch == 1 &&
+  return t.coop2 && d.M >= t.coop2_min_rows && d.p.K >= t.coop2_min_k && d.plan.splits == 1 && d.p.batch == 1 &&
          d.p.kgroups <= 1 && d.n_total / 64 + d.p.groups <= kMaxGroups && (d.M + 63) / 64 <= kMaxGroups;
 }
 
