@@ -8,7 +8,9 @@
 // read them; the other bits time B while it sits in L2), 32 M, N and K from a uniform buffer (as
 // the library's params block) instead of push constants, 64 B as three products of N / 3 columns
 // whose workgroups each pick their product's base and layout at run time (as the library's q/k/v
-// group; where N / 3 is a multiple of BN). Which of them costs what (bench/coopmat2/probe.cpp).
+// group; where N / 3 is a multiple of BN), 128 the next K step's tiles loaded before this step's
+// product (software pipelining; the tensor loads clamp past K, so the last step loads zeros).
+// Which of them costs what (bench/coopmat2/probe.cpp).
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_NV_cooperative_matrix2 : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -65,6 +67,22 @@ void main() {
   LAYOUT la = layout_of(M, K), lb = layout_of(group_n, K), lc = layout_of(M, N);
   tensorViewNV<2, false, 1, 0> transposed = createTensorViewNV(2, false, 1, 0);
   ACC acc = ACC(0.0);
+  if ((VARIANT & 128u) != 0u) {
+    const uint b_at = offset + b_base + ((VARIANT & 16u) != 0u ? p.b_from : 0u);
+    coopmat<float16_t, gl_ScopeWorkgroup, BM, BK, gl_MatrixUseA> ma, next_a;
+    coopmat<float16_t, gl_ScopeWorkgroup, BK, BN, gl_MatrixUseB> mb, next_b;
+    coopMatLoadTensorNV(ma, a, offset, sliceTensorLayoutNV(la, m0, BM, 0, BK));
+    coopMatLoadTensorNV(mb, b, b_at, sliceTensorLayoutNV(lb, nb, BN, 0, BK), transposed);
+    for (uint k = 0; k < K; k += BK) {
+      coopMatLoadTensorNV(next_a, a, offset, sliceTensorLayoutNV(la, m0, BM, k + BK, BK));
+      coopMatLoadTensorNV(next_b, b, b_at, sliceTensorLayoutNV(lb, nb, BN, k + BK, BK), transposed);
+      acc = coopMatMulAdd(ma, mb, acc);
+      ma = next_a;
+      mb = next_b;
+    }
+    coopMatStoreTensorNV(acc, c, offset, sliceTensorLayoutNV(lc, m0, BM, n0, BN));
+    return;
+  }
   for (uint k = 0; k < K; k += BK) {
     coopmat<float16_t, gl_ScopeWorkgroup, BM, BK, gl_MatrixUseA> ma;
     coopmat<float16_t, gl_ScopeWorkgroup, BK, BN, gl_MatrixUseB> mb;
