@@ -60,6 +60,7 @@ enum class Kernel : uint8_t {
   MatMulCoopStagedTallNV,   // MatMulCoopStagedNV with 128-row tiles, for products of many K steps
   MatMulGemvSubgroup,       // MatMulGemv for [N, K] weights, its team sums through subgroup arithmetic
   MatMulCoop2StagedNV,      // MatMulCoopStagedNV at one exponent along K on workgroup-scope matrices (coopmat2)
+  RotaryAppend,             // Rotary of one or two tensors with up to two KV cache appends (RotaryAppendParams)
   Count
 };
 
@@ -148,6 +149,20 @@ struct RotaryParams {
   uint32_t parts, pad[3];
   RotaryPart part[2];
 };
+// RotaryAppend: Rotary (not transposed; bindings 2..7 as Rotary's) and up to two KV cache
+// appends (`appends`), each as CacheWrite's IndexParams with its `source`: 0 or 1, part 0's or
+// part 1's y; 2, the `copied` words at binding 8. Binding 9: the position (i32), 10 and 11: the
+// appends' caches (a second, otherwise unused tensor where there is one append). Invocation i:
+// element i of part 0, then of part 1, then of binding 8, grid-stride.
+struct CacheAppend {
+  uint32_t source, outer, len, inner, n_idx, node, pad[2];
+};
+struct RotaryAppendParams {
+  uint32_t parts, appends, copied, pad;
+  RotaryPart part[2];
+  CacheAppend append[2];
+};
+inline constexpr uint32_t kAppendFromRows = 2;  // CacheAppend::source of binding 8's rows
 
 struct ElementwiseParams {
   uint32_t n, rank, out_offset, in_offset[3];

@@ -25,12 +25,11 @@ void main() {
     for (uint k = 0u; k < 2u; ++k) {
       const uint first = p.c_offset[r.product[k]];
       if (i < first || i - first >= r.part[k].n) continue;
-      const uint e = i - first, h = r.part[k].shape[r.part[k].rank - 1u] / 2u;
-      uint c_at, s_at, last;
-      rotary_at(r.part[k], e, c_at, s_at, last);
-      const bool lo = last < h;
-      const float partner = split_sum(lo ? i + h : i - h);
-      const float y = x * cos_t[c_at] + (lo ? -partner : partner) * sin_t[s_at];
+      const uint e = i - first;
+      uint partner_at, c_at, s_at;
+      float sign;
+      rotary_element(r.part[k], e, false, partner_at, c_at, s_at, sign);
+      const float y = x * cos_t[c_at] + sign * split_sum(first + partner_at) * sin_t[s_at];
       if (k == 0u) y0[e] = y;
       else y1[e] = y;
     }

@@ -23,22 +23,11 @@ layout(std430, set = 0, binding = 7) writeonly buffer Y1 { float y1[]; };
 void main() {
   uint total = p.part[0].n + (p.parts > 1u ? p.part[1].n : 0u);
   for (uint i = gl_GlobalInvocationID.x; i < total; i += gl_NumWorkGroups.x * WG) {
-    uint k = i < p.part[0].n ? 0u : 1u, e = k == 0u ? i : i - p.part[0].n;
-    uint rank = p.part[k].rank, d_len = p.part[k].shape[rank - 1u], h = d_len / 2u;
-    uint c_at, s_at, last;
-    rotary_at(p.part[k], e, c_at, s_at, last);
-    bool lo = last < h;
-    uint partner_at = lo ? e + h : e - h;
-    float x = k == 0u ? x0[e] : x1[e], partner = k == 0u ? x0[partner_at] : x1[partner_at], s;
-    if (TRANSPOSED == 0u) {
-      s = sin_t[s_at];
-      partner = lo ? -partner : partner;
-    } else {  // sin at the partner's place, signs flipped
-      uint stride = p.part[k].sin_stride[rank - 1u];
-      s = sin_t[lo ? s_at + h * stride : s_at - h * stride];
-      partner = lo ? partner : -partner;
-    }
-    float y = x * cos_t[c_at] + partner * s;
+    uint k = i < p.part[0].n ? 0u : 1u, e = k == 0u ? i : i - p.part[0].n, partner_at, c_at, s_at;
+    float sign;
+    rotary_element(p.part[k], e, TRANSPOSED != 0u, partner_at, c_at, s_at, sign);
+    float x = k == 0u ? x0[e] : x1[e], partner = k == 0u ? x0[partner_at] : x1[partner_at];
+    float y = x * cos_t[c_at] + sign * partner * sin_t[s_at];
     if (k == 0u) y0[e] = y;
     else y1[e] = y;
   }

@@ -21,3 +21,20 @@ void rotary_at(RotaryPart part, uint e, out uint c_at, out uint s_at, out uint l
     s_at += c * part.sin_stride[d];
   }
 }
+
+// Element e of a part: where its partner (the other half of the head dim) is, where its cos and
+// sin are (TRANSPOSED: sin at the partner's place), and the sign the partner takes, so that
+// y = x * cos_t[c_at] + sign * x[partner_at] * sin_t[s_at] (rotary.comp, rotary_append.comp).
+void rotary_element(RotaryPart part, uint e, bool transposed, out uint partner_at, out uint c_at, out uint s_at,
+                    out float sign) {
+  uint last;
+  rotary_at(part, e, c_at, s_at, last);
+  const uint h = part.shape[part.rank - 1u] / 2u;
+  const bool lo = last < h;
+  partner_at = lo ? e + h : e - h;
+  sign = lo != transposed ? -1.0f : 1.0f;
+  if (transposed) {
+    const uint stride = part.sin_stride[part.rank - 1u];
+    s_at = lo ? s_at + h * stride : s_at - h * stride;
+  }
+}

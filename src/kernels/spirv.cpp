@@ -57,6 +57,7 @@
 #include "optimizer.spv.h"
 #include "reduce.spv.h"
 #include "rotary.spv.h"
+#include "rotary_append.spv.h"
 #include "scatter_add.spv.h"
 #include "softmax.spv.h"
 #include "softmax_backward.spv.h"
@@ -116,6 +117,7 @@ constexpr Entry entry(Kernel k) {
     case Kernel::MatMulCoopStagedTallNV: return {"matmul_coop_staged_tall_nv", mn_spv_matmul_coop_staged_tall_nv};
     case Kernel::MatMulGemvSubgroup: return {"matmul_gemv_subgroup", mn_spv_matmul_gemv_subgroup};
     case Kernel::MatMulCoop2StagedNV: return {"matmul_coop2_staged_nv", MN_COOP2(mn_spv_matmul_coop2_staged_nv)};
+    case Kernel::RotaryAppend: return {"rotary_append", mn_spv_rotary_append};
     case Kernel::Count: break;
   }
   return {};

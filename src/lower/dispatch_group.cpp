@@ -43,6 +43,7 @@ const char* fused_as_name(FusedAs f) {
     case FusedAs::Add: return "add";
     case FusedAs::Map: return "map";
     case FusedAs::Summed: return "summed";
+    case FusedAs::Append: return "append";
   }
   return "?";
 }

@@ -44,13 +44,14 @@ enum class FusedAs : uint8_t {
   Add,      // the add that a norm backward's store performs (the anchor)
   Map,      // the product or |x| a reduction maps as it loads
   Summed,   // an add or product a sum of products takes in
+  Append,   // a KV cache append of a rotary's rows or of rows ready before it, in the rotary's dispatch
 };
 const char* fused_as_name(FusedAs f);
 
 struct Fused {
   FusedAs as;
   int node;
-  uint32_t slot = 0;  // Rotary: which product of the group it rotates
+  uint32_t slot = 0;  // Rotary: which product of the group it rotates; Append: the rows' source
 };
 
 struct DispatchGroup {

@@ -15,6 +15,18 @@ static int64_t prod(const Shape& s, size_t from, size_t to) {
   return p;
 }
 
+IndexParams cache_write_params(const Emitter& e, int id) {
+  const Node& n = e.node(id);
+  const Shape& rows = e.node(n.inputs[1]).shape;
+  IndexParams p{};
+  p.node = static_cast<uint32_t>(id);
+  p.outer = u32(prod(rows, 0, rows.size() - 2), "cache outer");
+  p.len = u32(n.shape[n.shape.size() - 2], "cache slots");
+  p.inner = u32(rows.back(), "cache row");
+  p.n_idx = u32(rows[rows.size() - 2], "cache rows written");
+  return p;
+}
+
 void emit_index(Emitter& e, int id) {
   const Node& n = e.node(id);
   IndexParams p{};
@@ -36,11 +48,8 @@ void emit_index(Emitter& e, int id) {
       return;
     }
     case Op::CacheWrite: {  // the output is the state itself (an alias): only the rows are written
+      p = cache_write_params(e, id);
       const Shape& rows = e.node(n.inputs[1]).shape;
-      p.outer = u32(prod(rows, 0, rows.size() - 2), "cache outer");
-      p.len = u32(n.shape[n.shape.size() - 2], "cache slots");
-      p.inner = u32(rows.back(), "cache row");
-      p.n_idx = u32(rows[rows.size() - 2], "cache rows written");
       KernelCall& c = e.call(Kernel::CacheWrite, id, "");
       c.tensors = {{n.inputs[1], false}, {n.inputs[2], false}, {id, true}};
       c.groups = {groups_for(numel(rows)), 1, 1};

@@ -1,5 +1,6 @@
 // Rotary embedding: one dispatch per rotary node, or per pair of them (a layer's q and k) that
-// share cos and sin. See kernel_abi.hpp (Rotary).
+// share cos and sin, with the KV cache appends cache_appends_in_rotary gave it (RotaryAppend).
+// See kernel_abi.hpp (Rotary, RotaryAppend).
 #include "lower/emit/emitters.hpp"
 #include "meganeura/error.hpp"
 
@@ -27,12 +28,58 @@ RotaryPart rotary_part(const Emitter& e, int id) {
   return p;
 }
 
-void emit_rotary(Emitter& e, int id, int partner) {
+namespace {
+
+// A RotaryAppend call: the rotary's parts as Rotary's, and the group's appends (rotary_append.comp).
+void emit_rotary_appends(Emitter& e, const DispatchGroup& g, const RotaryParams& rotary, int x1, int y1,
+                         const std::string& what) {
+  RotaryAppendParams p{};
+  p.parts = rotary.parts;
+  p.part[0] = rotary.part[0];
+  p.part[1] = rotary.part[1];
+  std::string label = what;
+  int rows = -1, position = -1, caches[2] = {-1, -1};
+  for (const Fused& f : g.extras) {
+    if (f.as != FusedAs::Append) continue;
+    const Node& w = e.node(f.node);
+    const IndexParams ip = cache_write_params(e, f.node);
+    if (p.appends >= 2 || (position >= 0 && w.inputs[2] != position))
+      throw Error("internal: a rotary's cache appends must be at most two, at one position");
+    CacheAppend& a = p.append[p.appends];
+    a = {f.slot, ip.outer, ip.len, ip.inner, ip.n_idx, ip.node, {}};
+    if (f.slot == kAppendFromRows) {
+      rows = w.inputs[1];
+      p.copied = u32(numel(e.node(rows).shape), "cache rows");
+    }
+    position = w.inputs[2];
+    caches[p.appends++] = f.node;
+    label += (label.empty() ? "appends %" : ", appends %") + std::to_string(f.node);
+  }
+  const int id = g.anchor;
+  KernelCall& c = e.call(Kernel::RotaryAppend, id, label);
+  const Node& n = e.node(id);
+  // Unused bindings take scratch words: never a tensor this call reads or writes otherwise.
+  c.tensors = {{n.inputs[0], false},
+               {x1, false},
+               {n.inputs[1], false},
+               {n.inputs[2], false},
+               {id, true},
+               {y1, true},
+               {rows >= 0 ? rows : e.scratch(4), false},
+               {position, false},
+               {caches[0], true},
+               {caches[1] >= 0 ? caches[1] : e.scratch(4), true}};
+  c.groups = {groups_for(int64_t{p.part[0].n} + (p.parts > 1 ? int64_t{p.part[1].n} : 0) + p.copied), 1, 1};
+  Emitter::set_params(c, p);
+}
+
+}  // namespace
+
+void emit_rotary(Emitter& e, int id, int partner, const DispatchGroup* group) {
   const Node& n = e.node(id);
   const bool transposed = n.attrs.count != 0;
   std::string what = transposed ? "transposed" : "";
   if (partner >= 0) what += (what.empty() ? "with %" : ", with %") + std::to_string(partner);
-  KernelCall& c = e.call(Kernel::Rotary, id, what);
   RotaryParams p{};
   p.parts = partner >= 0 ? 2 : 1;
   p.part[0] = rotary_part(e, id);
@@ -40,6 +87,8 @@ void emit_rotary(Emitter& e, int id, int partner) {
   const int x1 = partner >= 0 ? e.node(partner).inputs[0] : n.inputs[0];
   // Alone, binding 7 takes a scratch word: never a tensor this call reads (the sync checker).
   const int y1 = partner >= 0 ? partner : e.scratch(4);
+  if (group && group->extra(FusedAs::Append) >= 0) return emit_rotary_appends(e, *group, p, x1, y1, what);
+  KernelCall& c = e.call(Kernel::Rotary, id, what);
   c.tensors = {{n.inputs[0], false}, {x1, false}, {n.inputs[1], false}, {n.inputs[2], false}, {id, true}, {y1, true}};
   c.spec = {transposed ? 1u : 0u};
   c.groups = {groups_for(int64_t{p.part[0].n} + (partner >= 0 ? int64_t{p.part[1].n} : 0)), 1, 1};

@@ -22,7 +22,7 @@ constexpr Row kTable[] = {
     {Archetype::Reduce, [](Emitter& e, const DispatchGroup& g) { emit_reduce(e, g.anchor, g.extra(FusedAs::Map)); }},
     {Archetype::Row, [](Emitter& e, const DispatchGroup& g) { emit_row(e, g.anchor); }},
     {Archetype::Rotary,
-     [](Emitter& e, const DispatchGroup& g) { emit_rotary(e, g.anchor, g.extra(FusedAs::Partner)); }},
+     [](Emitter& e, const DispatchGroup& g) { emit_rotary(e, g.anchor, g.extra(FusedAs::Partner), &g); }},
     {Archetype::Index, [](Emitter& e, const DispatchGroup& g) { emit_index(e, g.anchor); }},
     {Archetype::Backward, [](Emitter& e, const DispatchGroup& g) { emit_backward(e, g.anchor); }},
     {Archetype::NormBackward,

@@ -46,6 +46,7 @@ void bind_coop_tail(Emitter& e, KernelCall& c, uint64_t batch, uint64_t row_jobs
 void emit_reduce(Emitter& e, int node, int map = -1);
 void emit_row(Emitter& e, int node);    // softmax, log_softmax, rms_norm, layer_norm
 void emit_index(Emitter& e, int node);  // gather, scatter_add, one_hot, cache_write, cross_entropy
+kernels::IndexParams cache_write_params(const Emitter& e, int cache_write);  // its rows' layout in the cache
 // The fused backward ops of autodiff: softmax/log_softmax, norm weight gradients, cross_entropy,
 // slice (gelu/gelu_tanh/silu_backward are elementwise).
 void emit_backward(Emitter& e, int node);
@@ -53,7 +54,8 @@ void emit_backward(Emitter& e, int node);
 // the same pass, or -1.
 void emit_norm_backward(Emitter& e, int node, int add = -1);
 void emit_attention(Emitter& e, int node, int partner = -1);  // attention and attention_backward
-void emit_rotary(Emitter& e, int node, int partner = -1);     // rotary (or its transpose), alone or paired
+// Rotary (or its transpose), alone or paired; with its group, the cache appends that joined it.
+void emit_rotary(Emitter& e, int node, int partner = -1, const DispatchGroup* group = nullptr);
 void emit_training(Emitter& e, const DispatchGroup& grp);     // the training ops, alone or over a pack
 kernels::RotaryPart rotary_part(const Emitter& e, int node);  // a rotary node as a kernel part
 

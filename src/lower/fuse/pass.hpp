@@ -54,6 +54,7 @@ void map_in_reduction(PassContext& c, Grouping& groups);
 void swiglu_in_matmul(PassContext& c, Grouping& groups);
 void rotary_in_matmul(PassContext& c, Grouping& groups);
 void rms_norm_in_gemv(PassContext& c, Grouping& groups);
+void cache_appends_in_rotary(PassContext& c, Grouping& groups);
 void product_sums(PassContext& c, Grouping& groups);
 void update_packs(PassContext& c, Grouping& groups);
 

@@ -21,6 +21,8 @@ const std::vector<Pass>& fusion_passes() {
       {"swiglu_in_matmul", "swiglu(gate, up) of a gate/up pair: in the tensor-core or GEMV store", swiglu_in_matmul},
       {"rotary_in_matmul", "the q/k rotary pair of a q/k/v group: in its split-K summing pass", rotary_in_matmul},
       {"rms_norm_in_gemv", "rms_norm(x, w) as a GEMV's A: normalised as it loads", rms_norm_in_gemv},
+      {"cache_appends_in_rotary", "KV cache appends of a rotary's k and of v beside it: in the rotary's dispatch",
+       cache_appends_in_rotary},
       {"product_sums", "dq·Wq + dk·Wk + dv·Wv and the like: one split-K dispatch", product_sums},
       {"update_packs", "optimizer updates (and accumulations) of many parameters: one dispatch a pack", update_packs,
        true},
