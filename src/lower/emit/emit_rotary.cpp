@@ -31,7 +31,7 @@ RotaryPart rotary_part(const Emitter& e, int id) {
 namespace {
 
 // A RotaryAppend call: the rotary's parts as Rotary's, and the group's appends (rotary_append.comp).
-void emit_rotary_appends(Emitter& e, const DispatchGroup& g, const RotaryParams& rotary, int x1, int y1,
+void emit_rotary_appends(Emitter& e, const DispatchGroup& g, int id, const RotaryParams& rotary, int x1, int y1,
                          const std::string& what) {
   RotaryAppendParams p{};
   p.parts = rotary.parts;
@@ -53,9 +53,8 @@ void emit_rotary_appends(Emitter& e, const DispatchGroup& g, const RotaryParams&
     }
     position = w.inputs[2];
     caches[p.appends++] = f.node;
-    label += (label.empty() ? "appends %" : ", appends %") + std::to_string(f.node);
+    label += (label.empty() ? "appends %" : p.appends == 1 ? ", appends %" : ", %") + std::to_string(f.node);
   }
-  const int id = g.anchor;
   KernelCall& c = e.call(Kernel::RotaryAppend, id, label);
   const Node& n = e.node(id);
   // Unused bindings take scratch words: never a tensor this call reads or writes otherwise.
@@ -87,7 +86,7 @@ void emit_rotary(Emitter& e, int id, int partner, const DispatchGroup* group) {
   const int x1 = partner >= 0 ? e.node(partner).inputs[0] : n.inputs[0];
   // Alone, binding 7 takes a scratch word: never a tensor this call reads (the sync checker).
   const int y1 = partner >= 0 ? partner : e.scratch(4);
-  if (group && group->extra(FusedAs::Append) >= 0) return emit_rotary_appends(e, *group, p, x1, y1, what);
+  if (group && group->extra(FusedAs::Append) >= 0) return emit_rotary_appends(e, *group, id, p, x1, y1, what);
   KernelCall& c = e.call(Kernel::Rotary, id, what);
   c.tensors = {{n.inputs[0], false}, {x1, false}, {n.inputs[1], false}, {n.inputs[2], false}, {id, true}, {y1, true}};
   c.spec = {transposed ? 1u : 0u};

@@ -1,11 +1,13 @@
 // A decoding step's KV cache appends in its rotary's dispatch: a cache_write whose rows are (through
-// reshapes) one of a rotary group's outputs — a layer's k — joins that group, and then a
-// cache_write at the same position whose rows are ready before the group — the layer's v. The
-// RotaryAppend kernel (emit_rotary.cpp) rotates q and k and writes k and v into their caches: one
-// dispatch where three were, each costing a few µs of launch and drain when a token is a few
-// hundred of them. The appends move to the rotary's place: nothing else may read their caches
-// in between.
+// reshapes) one of a rotary pair's outputs — a layer's k — joins the pair's group (a rotary group,
+// or the q/k/v matmul group that rotary_in_matmul gave it), and then a cache_write at the same
+// position whose rows are ready by then — the layer's v. The RotaryAppend kernel (emit_rotary.cpp)
+// rotates q and k and writes k and v into their caches: one dispatch where three were, each
+// costing a few µs of launch and drain when a token is a few hundred of them. Where the matmul
+// group rotates in its split-K summing pass instead, the appends follow it as CacheWrite calls. The appends move to the
+// rotary's place: nothing else may read their caches in between.
 #include <algorithm>
+#include <array>
 
 #include "lower/fuse/pass.hpp"
 
@@ -18,14 +20,30 @@ int through_views(const Graph& g, int id) {
   return id;
 }
 
-// Its value exists before group `grp` runs: a leaf, a node of a group emitted before it, or a
-// view of such.
+// Its value exists before group `grp` rotates: a leaf, a node of a group emitted before it or one
+// of the group's own products (a matmul group rotates after them), or a view of such.
 bool ready_before(const PassContext& c, const Grouping& groups, int node, int grp) {
   const Node& n = c.node(node);
   if (is_view(c.g, n))
     return std::all_of(n.inputs.begin(), n.inputs.end(), [&](int in) { return ready_before(c, groups, in, grp); });
   const int owner = groups.owner(node);
+  if (owner == grp && groups.group(grp).archetype == Archetype::MatMul) {
+    const std::vector<int>& products = groups.group(grp).nodes;
+    return std::find(products.begin(), products.end(), node) != products.end();
+  }
   return owner < 0 || groups.group(owner).anchor < groups.group(grp).anchor;
+}
+
+// The rotary parts of group `grp`: a rotary group's anchor and partner, or a matmul group's
+// rotary pair (FusedAs::Rotary, in the order its emitter takes them); -1 where there is none.
+std::array<int, 2> rotary_parts(const Grouping& groups, int grp) {
+  const DispatchGroup& group = groups.group(grp);
+  if (group.archetype == Archetype::Rotary) return {group.anchor, group.extra(FusedAs::Partner)};
+  std::array<int, 2> parts = {-1, -1};
+  size_t k = 0;
+  for (const Fused& f : group.extras)
+    if (f.as == FusedAs::Rotary && k < 2) parts[k++] = f.node;
+  return parts;
 }
 
 // Nothing reads `w`'s value (the cache after the append) before group `grp` runs.
@@ -58,10 +76,11 @@ bool moves_past_no_reader(const PassContext& c, const Grouping& groups, int w, i
 
 // Where append `w` would take its rows in rotary group `grp`: part 0 or 1, the copied rows, or -1.
 int source_in(const PassContext& c, const Grouping& groups, int grp, int w) {
-  const DispatchGroup& group = groups.group(grp);
   const int rows = through_views(c.g, c.node(w).inputs[1]);
-  if (rows == group.anchor) return 0;
-  if (rows == group.extra(FusedAs::Partner)) return 1;
+  const std::array<int, 2> parts = rotary_parts(groups, grp);
+  if (parts[0] < 0) return -1;
+  if (rows == parts[0]) return 0;
+  if (rows == parts[1]) return 1;
   return ready_before(c, groups, c.node(w).inputs[1], grp) ? static_cast<int>(kernels::kAppendFromRows) : -1;
 }
 
@@ -69,7 +88,7 @@ int source_in(const PassContext& c, const Grouping& groups, int grp, int w) {
 bool can_join(const PassContext& c, const Grouping& groups, int grp, int w, int source) {
   const Node& n = c.node(w);
   const DispatchGroup& group = groups.group(grp);
-  if (source < 0 || c.node(group.anchor).attrs.count != 0) return false;  // not a transposed rotary
+  if (source < 0 || c.node(rotary_parts(groups, grp)[0]).attrs.count != 0) return false;  // not a transposed one
   int appends = 0, position = -1;
   bool copies = false;
   for (const Fused& f : group.extras) {
@@ -80,7 +99,8 @@ bool can_join(const PassContext& c, const Grouping& groups, int grp, int w, int 
   }
   const bool copy = source == static_cast<int>(kernels::kAppendFromRows);
   return appends < 2 && (position < 0 || position == n.inputs[2]) && !(copy && copies) &&
-         ready_before(c, groups, n.inputs[2], grp) && moves_past_no_reader(c, groups, w, grp) && read_after(c, groups, w, grp);
+         ready_before(c, groups, n.inputs[2], grp) && moves_past_no_reader(c, groups, w, grp) &&
+         read_after(c, groups, w, grp);
 }
 
 bool is_append(const PassContext& c, const Grouping& groups, int w) {
@@ -96,7 +116,7 @@ void cache_appends_in_rotary(PassContext& c, Grouping& groups) {
   for (int w = 0; w < c.g.size(); ++w) {
     if (!is_append(c, groups, w)) continue;
     const int grp = groups.owner(through_views(c.g, c.node(w).inputs[1]));
-    if (grp < 0 || groups.group(grp).archetype != Archetype::Rotary) continue;
+    if (grp < 0) continue;
     const int source = source_in(c, groups, grp, w);
     if (source == static_cast<int>(kernels::kAppendFromRows) || !can_join(c, groups, grp, w, source)) continue;
     groups.absorb(grp, w, FusedAs::Append, static_cast<uint32_t>(source));
