@@ -216,6 +216,31 @@ TEST(LowerPicks, DecodingAppendsJoinEveryLayersRotary) {
   EXPECT_EQ(count_kernel(prefill, mn::kernels::Kernel::CacheWrite), 4u);
 }
 
+// A generator's graph holds its prefill and its decoding step, reading the same weights: the
+// step's q/k/v and gate/up products group as they do alone, sharing the prefill's packed weights.
+TEST(LowerPicks, ADecodingStepBesideItsPrefillGroupsItsProducts) {
+  const mn::models::LlamaConfig c = smollm2(2);
+  mn::Graph g;
+  mn::models::Llama model(g, c);
+  std::vector<mn::models::Llama::Cache> caches;
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l)
+    caches.push_back({g.state(std::string("k").append(std::to_string(l)), model.cache_shape(1, 256)),
+                      g.state(std::string("v").append(std::to_string(l)), model.cache_shape(1, 256))});
+  for (int64_t tokens : {int64_t{64}, int64_t{1}}) {
+    const std::string at = std::to_string(tokens);
+    mn::Tensor hidden =
+        model.forward_cached(g.input("ids" + at, {1, tokens}, mn::i32), g.input("positions" + at, {tokens}, mn::i32),
+                             g.input("start" + at, {1}, mn::i32), caches);
+    g.output("logits" + at, model.head(mn::gather(hidden, g.input("last" + at, {1}, mn::i32), 1)));
+  }
+  const auto gemvs = [](const mn::lower::Lowered& low) {
+    return count_kernel(low, mn::kernels::Kernel::MatMulGemv) +
+           count_kernel(low, mn::kernels::Kernel::MatMulGemvSubgroup);
+  };
+  const size_t alone = gemvs(lowered(*mn::optimize::optimize(*decode_step(c, 256))));
+  EXPECT_EQ(gemvs(lowered(*mn::optimize::optimize(g))), alone + 1);  // + the prefill's LM head on its last row
+}
+
 // The tensor-core attention takes 128 query rows a workgroup. Its forward runs from 512 full
 // blocks (the 1.7B shape at 4 x 512 tokens), its backward from 64 (at 1 x 256); at 128 tokens
 // (32 blocks) the exact kernels do both, 2.4x faster forward on an H200. Never for a decoding

@@ -4,6 +4,7 @@
 // their outputs likewise, so that the grouped kernel binds one B and one C and indexes each
 // product's part by offset. A lowering decision, not an e-graph rewrite: one e-class holds one
 // value, and a group has several.
+#include <algorithm>
 #include <map>
 #include <tuple>
 
@@ -42,15 +43,19 @@ int pack(Lowered& out, const std::vector<int>& members, Role role) {
 void matmul_siblings(PassContext& c, Grouping& groups) {
   if (!c.options.group_matmuls) return;
   const Graph& g = c.g;
-  // Same A, same transposes: the products differ only in B and N.
+  // Same A, same transposes: the products differ only in B and N. A weight appears once a list.
   std::map<std::tuple<int, bool, bool>, std::vector<int>> by_input;
-  std::vector<bool> weight_taken(static_cast<size_t>(g.size()), false);
   for (int id = 0; id < g.size(); ++id) {
     const Node& n = g.node(id);
-    if (!candidate(g, groups, id) || weight_taken[static_cast<size_t>(n.inputs[1])]) continue;
-    weight_taken[static_cast<size_t>(n.inputs[1])] = true;  // a weight joins one group at most
-    by_input[{n.inputs[0], n.attrs.transpose_a, n.attrs.transpose_b}].push_back(id);
+    if (!candidate(g, groups, id)) continue;
+    std::vector<int>& ids = by_input[{n.inputs[0], n.attrs.transpose_a, n.attrs.transpose_b}];
+    if (std::none_of(ids.begin(), ids.end(), [&](int m) { return g.node(m).inputs[1] == n.inputs[1]; }))
+      ids.push_back(id);
   }
+  // Weights are packed once: a second group of the same weights in the same order (a generator's
+  // decoding step beside its prefill) shares the packing; other arrangements stay ungrouped.
+  std::map<std::vector<int>, int> packed_weights;
+  std::vector<bool> weight_packed(static_cast<size_t>(g.size()), false);
   for (auto& [key, ids] : by_input)
     for (size_t first = 0; first + 1 < ids.size(); first += kernels::kMatMulMaxGroups) {
       const size_t last = std::min(ids.size(), first + kernels::kMatMulMaxGroups);
@@ -59,10 +64,16 @@ void matmul_siblings(PassContext& c, Grouping& groups) {
       if (members.size() < 2) break;
       std::vector<int> weights;
       for (int m : members) weights.push_back(g.node(m).inputs[1]);
-      const int packed_b = pack(c.out, weights, Role::Parameter);
+      auto packed = packed_weights.find(weights);
+      if (packed == packed_weights.end()) {
+        if (std::any_of(weights.begin(), weights.end(), [&](int w) { return weight_packed[static_cast<size_t>(w)]; }))
+          continue;
+        for (int w : weights) weight_packed[static_cast<size_t>(w)] = true;
+        packed = packed_weights.emplace(weights, pack(c.out, weights, Role::Parameter)).first;
+      }
       const int packed_c = pack(c.out, members, Role::Intermediate);
       DispatchGroup& grp = groups.group(groups.merge(Archetype::MatMul, members[0], members));
-      grp.packed_b = packed_b;
+      grp.packed_b = packed->second;
       grp.packed_c = packed_c;
     }
 }
