@@ -2,7 +2,7 @@
 # One round of fuzzing on the GPU machine's 16 CPUs (docs/reliability.md#fuzzing): every target
 # at once, SECONDS each, from the committed seeds and the corpus of earlier rounds
 # (.gpu/fzc/corpus.tgz); writes the new corpus, libFuzzer's final stats and any crash to $OUT.
-# Carry .gl and .gpu; .gpu/fz.tar.xz holds fz/fuzz_* (build-fuzz's targets, debug info
+# Carry .gl and .gpu; .gpu/fz.tar.xz holds fz/fuzz_* (build-asan's fuzz targets, debug info
 # stripped) and fz/lib/ (the Debian libraries they link that the machine lacks: ldd, less
 # glibc's own). Run from the repository root: bash fuzz/device_round.sh 530
 set -uo pipefail

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Fuzzes the file readers with libFuzzer (fuzz/; docs/reliability.md#fuzzing): builds build-fuzz/
-# with clang (ASan + UBSan, coverage), then runs each target — or the ones named — for SECONDS
-# (default 60) each, starting from its committed seeds (fuzz/corpus/<target>/) and its dictionary
+# Fuzzes the file readers with libFuzzer (fuzz/; docs/reliability.md#fuzzing): builds the targets
+# in build-asan/ (scripts/configure_asan.sh: clang, ASan + UBSan, coverage), then runs each
+# target — or the ones named — for SECONDS (default 60) each, starting from its committed seeds (fuzz/corpus/<target>/) and its dictionary
 # (fuzz/dict/<target>.dict). New inputs go to out/fuzz/<target>/corpus/, crashes to
 # out/fuzz/<target>/crashes/, libFuzzer's output to out/fuzz/<target>/log (out/ is not tracked).
 # Prints executions and corpus size per target; exits 1 if any target found a crash.
 #   scripts/fuzz.sh 600                 # every target, 10 minutes each
 #   scripts/fuzz.sh 30 idx tokenizer    # two targets, 30 s each
-# Reproduce a crash: build-fuzz/fuzz/fuzz_<target> out/fuzz/<target>/crashes/crash-<sha1>
+# Reproduce a crash: build-asan/fuzz/fuzz_<target> out/fuzz/<target>/crashes/crash-<sha1>
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,17 +22,12 @@ for t in "${targets[@]}"; do
 done
 
 scripts/setup.sh
-launcher=()
-command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-echo "fuzz: configuring build-fuzz/ (clang, ASan + UBSan, libFuzzer)"
-cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
-  "${launcher[@]}" -DMEGANEURA_BUILD_FUZZ=ON -DMEGANEURA_BUILD_TESTS=OFF -DMEGANEURA_BUILD_BENCH=OFF \
-  -DMEGANEURA_BUILD_EXAMPLES=OFF >/dev/null
+scripts/configure_asan.sh  # the build scripts/sanitize.sh address runs the suite in
 build_targets=()
 for t in "${targets[@]}"; do build_targets+=(--target "fuzz_$t"); done
 echo "fuzz: building ${targets[*]}"
-cmake --build build-fuzz "${build_targets[@]}" -j "$(nproc)" >build-fuzz/build.log 2>&1 ||
-  { tail -n 40 build-fuzz/build.log >&2; echo "fuzz: the build failed (build-fuzz/build.log)" >&2; exit 1; }
+cmake --build build-asan "${build_targets[@]}" -j "$(nproc)" >build-asan/fuzz-build.log 2>&1 ||
+  { tail -n 40 build-asan/fuzz-build.log >&2; echo "fuzz: the build failed (build-asan/fuzz-build.log)" >&2; exit 1; }
 
 # Leaks are findings, except Mesa's (lavapipe, under fuzz_session_load): fuzz/lsan.supp says why.
 export LSAN_OPTIONS="suppressions=$PWD/fuzz/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
@@ -49,7 +44,7 @@ for i in "${!targets[@]}"; do
   echo "fuzz: [$((i + 1))/${#targets[@]}] $t for ${seconds} s (log: $dir/log)"
   # The first folder receives new inputs; the committed seeds are only read. A 10 s input is a hang.
   status=0
-  build-fuzz/fuzz/fuzz_"$t" "$dir/corpus" "fuzz/corpus/$t" "${dict[@]}" -max_total_time="$seconds" -timeout=10 \
+  build-asan/fuzz/fuzz_"$t" "$dir/corpus" "fuzz/corpus/$t" "${dict[@]}" -max_total_time="$seconds" -timeout=10 \
     -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$dir/crashes/" >"$dir/log" 2>&1 &
   pid=$!
   # Progress: libFuzzer's latest status line every 10 s.

@@ -25,7 +25,8 @@ echo "test: ctest --test-dir build --output-on-failure -j $(nproc) $*"
 ctest --test-dir build --output-on-failure -j "$(nproc)" "$@" || status=1
 echo "test: CI: $((SECONDS - started)) s so far"
 # Every reader's fuzz target for a few seconds from its committed seeds (the inputs that once
-# crashed included): a clang build of its own (build-fuzz/), about a minute of fuzzing.
+# crashed included), about a minute of fuzzing; then the suite under ASan + UBSan. Both build in
+# build-asan/ (scripts/configure_asan.sh: one clang build, instrumented for both).
 echo "test: CI: the fuzz targets, 7 s each (scripts/fuzz.sh)"
 scripts/fuzz.sh 7 || status=1
 echo "test: CI: $((SECONDS - started)) s so far"

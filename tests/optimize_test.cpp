@@ -377,7 +377,7 @@ std::vector<RuleCase> gelu_cases() {
       names.push_back(std::string("gelu_") + inner_name + "_" + outer_name);
       const bool is_tanh = std::string(inner_name).starts_with("tanh");
       cases.push_back({names.back().c_str(),
-                       [inner, outer](Graph& g) {
+                       [inner = inner, outer = outer](Graph& g) {
                          auto x = g.input("x", {3, 5, 33});
                          g.output("y", outer(x, inner(x)));
                        },
@@ -416,7 +416,7 @@ std::vector<RuleCase> attention_cases() {
       static const char* mask_name[] = {"", "_causal", "_causal_swapped"};
       names.push_back(std::string("attention_") + score_name + mask_name[mask]);
       cases.push_back({names.back().c_str(),
-                       [score, mask](Graph& g) {
+                       [score = score, mask](Graph& g) {
                          // decode-like with the mask: fewer queries than keys; -1e9 on one side
                          const int64_t sq = mask ? 3 : 5, sk = 7;
                          auto q = g.input("q", {2, 3, sq, 8}), k = g.input("k", {2, 3, sk, 8});

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <span>
 
+#include "util/half.hpp"
+
 namespace meganeura::kernels::staging {
 
 // GLSL's names for what stage_scale.glsl uses.
@@ -21,8 +23,9 @@ using std::min;
 #include "kernels/stage_scale.glsl"
 #undef STAGE_FN
 
-// f32 to f16 and back, rounding to nearest even as the GPU's conversion does (subnormals kept).
-inline float round_to_f16(float x) { return static_cast<float>(static_cast<_Float16>(x)); }
+// f32 to f16 and back, rounding to nearest even as the GPU's conversion does (subnormals kept);
+// util/half.hpp's conversions, not _Float16, which clang 14 refuses on x86-64.
+inline float round_to_f16(float x) { return half::f16_to_f32(half::f32_to_f16(x)); }
 
 // A block of values staged at exponent `e` as the tensor cores see it: x * 2^e rounded to f16.
 inline float staged(float x, int e) { return round_to_f16(x * stage_pow2(e)); }
