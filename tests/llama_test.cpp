@@ -232,6 +232,15 @@ TEST(LlamaVsTransformers, SmolLM2ShapedGreedyTokensWithCache) {
   EXPECT_EQ(greedy_with_cache(f, 8), f["generate"]["cache"].get<std::vector<int32_t>>());
 }
 
+// Every product split 4 ways along K, as a GPU splits a prefill's narrow products: the second
+// layer's q/k/v group rotates q and k in its split-K summing pass, and the KV cache appends that
+// joined the group follow it as their own calls (cache_appends_in_rotary).
+TEST(LlamaVsTransformers, SmolLM2ShapedGreedyTokensWithCacheOnSplitProducts) {
+  mntest::ScopedEnv split("MEGANEURA_SPLIT_K", "4");
+  const json f = fixture("smollm2_2layers");
+  EXPECT_EQ(greedy_with_cache(f, 16), f["generate"]["cache"].get<std::vector<int32_t>>());
+}
+
 TEST(Sampling, GreedyTopKTopP) {
   std::mt19937_64 rng(7);
   const std::vector<float> logits = {0.0f, 3.0f, 1.0f, 3.0f, -2.0f};
