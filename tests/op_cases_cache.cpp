@@ -144,6 +144,18 @@ TEST(CacheWrite, AppendsJoinTheRotaryDispatchWithTheSameResults) {
     EXPECT_EQ(with[2][slot * 18 + 1] != 0.0f, slot == 0 || slot == 3) << "slot " << slot;
 }
 
+// A step whose append at position 4 is past its cache's end: an error naming the node (`scope`)
+// and the position.
+void expect_past_the_end(Session& s, const std::string& scope) {
+  try {
+    s.step();
+    FAIL() << "no error";
+  } catch (const RuntimeDataError& e) {
+    EXPECT_NE(std::string(e.what()).find(scope), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("position 4"), std::string::npos) << e.what();
+  }
+}
+
 // Past the end, the fused append reports as the cache_write did, naming its node.
 TEST(CacheWrite, AFusedAppendPastTheEndIsAnErrorNamingTheNode) {
   DecodingStep step;
@@ -151,13 +163,7 @@ TEST(CacheWrite, AFusedAppendPastTheEndIsAnErrorNamingTheNode) {
   ASSERT_EQ(count_lines(s.listing(), "dispatch rotary_append"), 1u) << s.listing();
   DecodingStep::run(s);
   s.set_input("position", HostTensor::i32s({1}, std::vector<int32_t>{4}));
-  try {
-    s.step();
-    FAIL() << "no error";
-  } catch (const RuntimeDataError& e) {
-    EXPECT_NE(std::string(e.what()).find("layers.0"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("position 4"), std::string::npos) << e.what();
-  }
+  expect_past_the_end(s, "layers.0");
 }
 
 TEST(CacheWrite, PastTheEndIsAnErrorNamingTheNode) {
@@ -171,13 +177,7 @@ TEST(CacheWrite, PastTheEndIsAnErrorNamingTheNode) {
   Session s = build_inference_session(g);
   s.set_input("rows", HostTensor::f32s({1, 2, 4}, std::vector<float>(8, 1.0f)));
   s.set_input("position", HostTensor::i32s({1}, std::vector<int32_t>{4}));
-  try {
-    s.step();
-    FAIL() << "no error";
-  } catch (const RuntimeDataError& e) {
-    EXPECT_NE(std::string(e.what()).find("layers.0.k_cache"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("position 4"), std::string::npos) << e.what();
-  }
+  expect_past_the_end(s, "layers.0.k_cache");
   s.set_input("position", HostTensor::i32s({1}, std::vector<int32_t>{3}));
   EXPECT_NO_THROW(s.step());
 }

@@ -13,12 +13,7 @@
 struct CacheAppend { uint source, outer, len, inner, n_idx, node, pad0, pad1; };
 struct RotaryAppendParams { uint parts, appends, copied, pad0; RotaryPart part[2]; CacheAppend append[2]; };
 PARAMS_BLOCK { RotaryAppendParams p; };
-layout(std430, set = 0, binding = 2) readonly buffer X0 { float x0[]; };
-layout(std430, set = 0, binding = 3) readonly buffer X1 { float x1[]; };
-layout(std430, set = 0, binding = 4) readonly buffer Cos { float cos_t[]; };
-layout(std430, set = 0, binding = 5) readonly buffer Sin { float sin_t[]; };
-layout(std430, set = 0, binding = 6) writeonly buffer Y0 { float y0[]; };
-layout(std430, set = 0, binding = 7) writeonly buffer Y1 { float y1[]; };
+#include "rotary_parts.glsl"
 layout(std430, set = 0, binding = 8) readonly buffer Rows { uint rows[]; };
 layout(std430, set = 0, binding = 9) readonly buffer Position { int position[]; };
 layout(std430, set = 0, binding = 10) writeonly buffer Cache0 { uint cache0[]; };
@@ -43,23 +38,13 @@ void main() {
     if (a < p.appends && !fits[a] && gl_GlobalInvocationID.x == 0u)
       report(STATUS_INDEX_OUT_OF_RANGE, p.append[a].node, pos, p.append[a].len - p.append[a].n_idx);
   }
-  const uint n0 = p.part[0].n, rotated = n0 + (p.parts > 1u ? p.part[1].n : 0u);
+  const uint rotated = rotary_elements();
   for (uint i = gl_GlobalInvocationID.x; i < rotated + p.copied; i += gl_NumWorkGroups.x * WG) {
     uint source = FROM_ROWS, e = i - rotated, word;
-    if (i < rotated) {
-      source = i < n0 ? 0u : 1u;
-      e = source == 0u ? i : i - n0;
-      uint partner_at, c_at, s_at;
-      float sign;
-      rotary_element(p.part[source], e, false, partner_at, c_at, s_at, sign);
-      const float x = source == 0u ? x0[e] : x1[e], partner = source == 0u ? x0[partner_at] : x1[partner_at];
-      const float y = x * cos_t[c_at] + sign * partner * sin_t[s_at];
-      if (source == 0u) y0[e] = y;
-      else y1[e] = y;
-      word = floatBitsToUint(y);
-    } else {
+    if (i < rotated)
+      word = floatBitsToUint(rotate_element(i, false, source, e));
+    else
       word = rows[e];
-    }
     for (uint a = 0u; a < 2u; ++a)
       if (fits[a] && p.append[a].source == source) append_at(a, e, uint(pos), word);
   }

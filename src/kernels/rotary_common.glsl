@@ -1,6 +1,6 @@
-// Shared by rotary.comp and matmul_split_sum_rotary.comp: one part of a rotary call (x's shape
-// collapsed with its last axis D kept; cos/sin strides over it, kernel_abi.hpp RotaryPart) and
-// where its element e finds cos and sin.
+// Shared by the rotary kernels (rotary.comp, rotary_append.comp, matmul_split_sum_rotary.comp):
+// one part of a rotary call (x's shape collapsed with its last axis D kept; cos/sin strides over
+// it, kernel_abi.hpp RotaryPart) and where its element e finds cos and sin.
 struct RotaryPart {
   uint n, rank, cos_offset, sin_offset;
   uint shape[8], cos_stride[8], sin_stride[8];
@@ -24,7 +24,8 @@ void rotary_at(RotaryPart part, uint e, out uint c_at, out uint s_at, out uint l
 
 // Element e of a part: where its partner (the other half of the head dim) is, where its cos and
 // sin are (TRANSPOSED: sin at the partner's place), and the sign the partner takes, so that
-// y = x * cos_t[c_at] + sign * x[partner_at] * sin_t[s_at] (rotary.comp, rotary_append.comp).
+// y = x * cos_t[c_at] + sign * x[partner_at] * sin_t[s_at] (rotary_parts.glsl,
+// matmul_split_sum_rotary.comp).
 void rotary_element(RotaryPart part, uint e, bool transposed, out uint partner_at, out uint c_at, out uint s_at,
                     out float sign) {
   uint last;

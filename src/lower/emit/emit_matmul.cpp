@@ -251,7 +251,7 @@ void one_pass(Emitter& e, const Dispatch& d, const MatMulFusions& f) {
   Emitter::set_params(c, d.p);
   if (f.norm >= 0) emit_row(e, f.norm);
   if (f.glu >= 0 && !d.glu_here) emit_elementwise(e, f.glu);
-  if (f.rotary[0] >= 0) emit_rotary(e, f.rotary[0], f.rotary[1], f.appends);
+  if (f.rotary[0] >= 0) emit_rotary(e, f.rotary[0], f.rotary[1], f.group);
 }
 
 // Split-K whose last split of each tile adds the partials (with the epilogue) as it finishes.
@@ -337,8 +337,9 @@ void split_k(Emitter& e, Dispatch& d, const MatMulFusions& f) {
   if (f.norm >= 0 && f.rotary[0] < 0) return sum_pass_norm(e, d, partials, f.norm);
   if (f.rotary[0] >= 0) {
     sum_pass_rotary(e, d, partials, f);
-    for (const Fused& x : f.appends ? f.appends->extras : std::vector<Fused>{})  // after the rotary, alone
-      if (x.as == FusedAs::Append) emit_index(e, x.node);
+    if (f.group)  // the cache appends after the rotary, as calls of their own
+      for (const Fused& x : f.group->extras)
+        if (x.as == FusedAs::Append) emit_index(e, x.node);
   } else {
     KernelCall& sum = e.call(Kernel::MatMulSplitSum, d.id, "split-K sum");
     sum.tensors = {{partials, false}, {d.weights, false}, {d.outputs, true}, {d.bias, false}, {d.res, false}};
@@ -366,7 +367,7 @@ void emit_matmul(Emitter& e, const DispatchGroup& grp) {
   f.norm = grp.extra(FusedAs::Norm);
   f.glu = grp.extra(FusedAs::Glu);
   f.norm_a = grp.extra(FusedAs::NormA);
-  f.appends = &grp;
+  f.group = &grp;
   int k = 0;
   for (const Fused& x : grp.extras)
     if (x.as == FusedAs::Rotary && k < 2) {

@@ -30,9 +30,10 @@ RotaryPart rotary_part(const Emitter& e, int id) {
 
 namespace {
 
-// A RotaryAppend call: the rotary's parts as Rotary's, and the group's appends (rotary_append.comp).
-void emit_rotary_appends(Emitter& e, const DispatchGroup& g, int id, const RotaryParams& rotary, int x1, int y1,
-                         const std::string& what) {
+// A RotaryAppend call: the rotary's parts and bindings (2..7) as Rotary's, then the group's
+// appends (rotary_append.comp).
+void emit_rotary_appends(Emitter& e, const DispatchGroup& g, int id, const RotaryParams& rotary,
+                         std::vector<Access> tensors, int64_t rotated, const std::string& what) {
   RotaryAppendParams p{};
   p.parts = rotary.parts;
   p.part[0] = rotary.part[0];
@@ -45,8 +46,7 @@ void emit_rotary_appends(Emitter& e, const DispatchGroup& g, int id, const Rotar
     const IndexParams ip = cache_write_params(e, f.node);
     if (p.appends >= 2 || (position >= 0 && w.inputs[2] != position))
       throw Error("internal: a rotary's cache appends must be at most two, at one position");
-    CacheAppend& a = p.append[p.appends];
-    a = {f.slot, ip.outer, ip.len, ip.inner, ip.n_idx, ip.node, {}};
+    p.append[p.appends] = {f.slot, ip.outer, ip.len, ip.inner, ip.n_idx, ip.node, {}};
     if (f.slot == kAppendFromRows) {
       rows = w.inputs[1];
       p.copied = u32(numel(e.node(rows).shape), "cache rows");
@@ -56,19 +56,13 @@ void emit_rotary_appends(Emitter& e, const DispatchGroup& g, int id, const Rotar
     label += (label.empty() ? "appends %" : p.appends == 1 ? ", appends %" : ", %") + std::to_string(f.node);
   }
   KernelCall& c = e.call(Kernel::RotaryAppend, id, label);
-  const Node& n = e.node(id);
   // Unused bindings take scratch words: never a tensor this call reads or writes otherwise.
-  c.tensors = {{n.inputs[0], false},
-               {x1, false},
-               {n.inputs[1], false},
-               {n.inputs[2], false},
-               {id, true},
-               {y1, true},
-               {rows >= 0 ? rows : e.scratch(4), false},
-               {position, false},
-               {caches[0], true},
-               {caches[1] >= 0 ? caches[1] : e.scratch(4), true}};
-  c.groups = {groups_for(int64_t{p.part[0].n} + (p.parts > 1 ? int64_t{p.part[1].n} : 0) + p.copied), 1, 1};
+  tensors.insert(tensors.end(), {{rows >= 0 ? rows : e.scratch(4), false},
+                                 {position, false},
+                                 {caches[0], true},
+                                 {caches[1] >= 0 ? caches[1] : e.scratch(4), true}});
+  c.tensors = std::move(tensors);
+  c.groups = {groups_for(rotated + p.copied), 1, 1};
   Emitter::set_params(c, p);
 }
 
@@ -86,11 +80,15 @@ void emit_rotary(Emitter& e, int id, int partner, const DispatchGroup* group) {
   const int x1 = partner >= 0 ? e.node(partner).inputs[0] : n.inputs[0];
   // Alone, binding 7 takes a scratch word: never a tensor this call reads (the sync checker).
   const int y1 = partner >= 0 ? partner : e.scratch(4);
-  if (group && group->extra(FusedAs::Append) >= 0) return emit_rotary_appends(e, *group, id, p, x1, y1, what);
+  std::vector<Access> tensors = {{n.inputs[0], false}, {x1, false}, {n.inputs[1], false},
+                                 {n.inputs[2], false}, {id, true},  {y1, true}};
+  const int64_t rotated = int64_t{p.part[0].n} + (partner >= 0 ? int64_t{p.part[1].n} : 0);
+  if (group && group->extra(FusedAs::Append) >= 0)
+    return emit_rotary_appends(e, *group, id, p, std::move(tensors), rotated, what);
   KernelCall& c = e.call(Kernel::Rotary, id, what);
-  c.tensors = {{n.inputs[0], false}, {x1, false}, {n.inputs[1], false}, {n.inputs[2], false}, {id, true}, {y1, true}};
+  c.tensors = std::move(tensors);
   c.spec = {transposed ? 1u : 0u};
-  c.groups = {groups_for(int64_t{p.part[0].n} + (partner >= 0 ? int64_t{p.part[1].n} : 0)), 1, 1};
+  c.groups = {groups_for(rotated), 1, 1};
   Emitter::set_params(c, p);
 }
 

@@ -23,7 +23,7 @@ struct MatMulFusions {
   int rotary[2] = {-1, -1};             // a q/k rotary pair of two products: in the split-K summing pass
   uint32_t rotary_product[2] = {0, 0};  // which product each rotates
   int norm_a = -1;  // rms_norm(x, w) that is the products' A: in the GEMV's loads (x·w, rstd at the store)
-  const DispatchGroup* appends = nullptr;  // its cache appends (FusedAs::Append), written with the rotary pair
+  const DispatchGroup* group = nullptr;  // the group: its cache appends (FusedAs::Append) go with the rotary pair
 };
 inline constexpr int64_t kMaxFusedNormDim = 4096;  // matmul_split_sum_norm.comp keeps a row in shared memory
 void emit_matmul(Emitter& e, const DispatchGroup& products);
