@@ -90,7 +90,7 @@ TEST(TrainClip, GlobalNormAboveTheMaxScalesBothParameters) {
     ASSERT_GT(std::sqrt(nb) * h.last_clip_scale, 0.05) << "b must carry a share of the global norm";
     ASSERT_GT(std::sqrt(nw) * h.last_clip_scale, 0.05);
     // read_grad is the raw gradient (before clipping).
-    EXPECT_TRUE(same_values(s.read_grad("W"), hg.grads.at("W"), 1e-5, "raw gradient of W"));
+    EXPECT_TRUE(same_grad(s, hg, "W", "raw gradient of W"));
     expect_params(s, h, 1e-5, "step " + std::to_string(k));
   }
 }
@@ -267,7 +267,7 @@ TEST(TrainAccumulation, UpdatesOnceAWindowWithTheMeanGradient) {
       const HostGrad hg = h.step(b);
       EXPECT_EQ(s.optimizer_steps(), k / 3) << at;
       EXPECT_EQ(s.stats().steps, static_cast<uint64_t>(k)) << at;
-      EXPECT_TRUE(same_values(s.read_grad("W"), hg.grads.at("W"), 1e-5, at + ": read_grad is this step's gradient"));
+      EXPECT_TRUE(same_grad(s, hg, "W", at + ": read_grad is this step's gradient"));
       EXPECT_NEAR(s.read_loss(), hg.loss, 1e-5 * std::max(1.0, hg.loss)) << at;
       if (k % 3 != 0) {
         EXPECT_TRUE(s.read_parameter("W").bytes == before.bytes)
@@ -518,8 +518,8 @@ TEST(TrainReadback, LossAndGradientsMatchTheHost) {
     s.step();
     const HostGrad hg = host_loss_and_grad(p, b);
     EXPECT_NEAR(s.read_loss(), hg.loss, 1e-5 * std::max(1.0, hg.loss));
-    EXPECT_TRUE(same_values(s.read_grad("W"), hg.grads.at("W"), 1e-5, "d loss / d W"));
-    EXPECT_TRUE(same_values(s.read_grad("b"), hg.grads.at("b"), 1e-5, "d loss / d b"));
+    EXPECT_TRUE(same_grad(s, hg, "W", "d loss / d W"));
+    EXPECT_TRUE(same_grad(s, hg, "b", "d loss / d b"));
     const HostTensor g = s.read_grad("W");
     EXPECT_EQ(g.shape, (Shape{7, 5}));
     EXPECT_EQ(g.dtype, f32);

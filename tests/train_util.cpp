@@ -62,6 +62,7 @@ HostGrad host_loss_and_grad(const Params& p, const Batch& b) {
   const Vec& bias = p.at("b");
   HostGrad h;
   Vec dW(static_cast<size_t>(I * O), 0.0), db(static_cast<size_t>(O), 0.0);
+  Vec mW(dW.size(), 0.0), mb(db.size(), 0.0);
   const double k = 2.0 / static_cast<double>(N * O);
   for (int64_t n = 0; n < N; ++n)
     for (int64_t o = 0; o < O; ++o) {
@@ -70,10 +71,16 @@ HostGrad host_loss_and_grad(const Params& p, const Batch& b) {
       const double r = y - static_cast<double>(b.t[n * O + o]);
       h.loss += r * r / static_cast<double>(N * O);
       db[o] += k * r;
-      for (int64_t i = 0; i < I; ++i) dW[i * O + o] += k * r * static_cast<double>(b.x[n * I + i]);
+      mb[o] += std::fabs(k * r);
+      for (int64_t i = 0; i < I; ++i) {
+        dW[i * O + o] += k * r * static_cast<double>(b.x[n * I + i]);
+        mW[i * O + o] += std::fabs(k * r * static_cast<double>(b.x[n * I + i]));
+      }
     }
   h.grads["W"] = std::move(dW);
   h.grads["b"] = std::move(db);
+  h.magnitudes["W"] = std::move(mW);
+  h.magnitudes["b"] = std::move(mb);
   return h;
 }
 
@@ -182,8 +189,18 @@ std::vector<float> to_floats(const HostTensor& t) {
   return {d.begin(), d.end()};
 }
 
-::testing::AssertionResult same_values(const HostTensor& got, const Vec& want, double rtol, const std::string& what) {
-  return compare(RefTensor{got.shape, f32, want}, got, rtol, what);
+::testing::AssertionResult same_values(const HostTensor& got, const Vec& want, double rtol, const std::string& what,
+                                       double scale) {
+  return compare(RefTensor{got.shape, f32, want}, got, rtol, what, scale);
+}
+
+::testing::AssertionResult same_grad(const Session& s, const HostGrad& h, const std::string& name,
+                                     const std::string& what) {
+  const Vec& m = h.magnitudes.at(name);
+  double mean = 0;
+  for (double e : m) mean += e;
+  mean /= m.empty() ? 1.0 : static_cast<double>(m.size());
+  return same_values(s.read_grad(name), h.grads.at(name), 1e-5, what, mean);
 }
 
 void expect_params(const Session& s, const HostTrainer& h, double rtol, const std::string& what) {
@@ -212,7 +229,7 @@ void run_side_by_side(const TrainConfig& cfg, int steps, Rng& rng, bool unused, 
     EXPECT_NEAR(s.read_loss(), hg.loss, 1e-5 * std::max(1.0, std::fabs(hg.loss))) << at;
     for (const auto& [name, v] : start) {
       if (h.trainable(name)) {
-        EXPECT_TRUE(same_values(s.read_grad(name), hg.grads.at(name), 1e-5, at + ": gradient of " + name));
+        EXPECT_TRUE(same_grad(s, hg, name, at + ": gradient of " + name));
       } else {
         EXPECT_TRUE(same_values(s.read_grad(name), Vec(v.size(), 0.0), 0, at + ": gradient of untrained " + name));
       }

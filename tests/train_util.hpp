@@ -39,6 +39,9 @@ void set_params(meganeura::Session& s, const Regression& r, const Params& p);
 struct HostGrad {
   double loss = 0;
   Params grads;  // "W" and "b"
+  // Each gradient element's summands' magnitudes (sum of |k r x|): the scale its f32 rounding
+  // follows, which cancellation can make far larger than the element itself.
+  Params magnitudes;
 };
 // The loss and its gradient with respect to W and b, in double.
 HostGrad host_loss_and_grad(const Params& p, const Batch& b);
@@ -70,7 +73,10 @@ class HostTrainer {
 
 // A session parameter against host values (f32, shape from the session) at rtol.
 ::testing::AssertionResult same_values(const meganeura::HostTensor& got, const Vec& want, double rtol,
-                                       const std::string& what);
+                                       const std::string& what, double scale = 0);
+// The session's gradient of `name` against the host's, at rtol 1e-5 of its summands' magnitudes.
+::testing::AssertionResult same_grad(const meganeura::Session& s, const HostGrad& h, const std::string& name,
+                                     const std::string& what);
 // Every parameter of the session against the host trainer's.
 void expect_params(const meganeura::Session& s, const HostTrainer& h, double rtol, const std::string& what);
 
