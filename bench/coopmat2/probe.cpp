@@ -18,22 +18,13 @@
 #include <string>
 #include <vector>
 
-#include "vulkan/vk_ext.hpp"
+#include "probe_vk.hpp"
 
 namespace {
 
-template <class T>
-T init(VkStructureType type) {  // a Vulkan struct, zeroed, with its type
-  T t{};
-  t.sType = type;
-  return t;
-}
-
-void check(VkResult r, const char* what) {
-  if (r == VK_SUCCESS) return;
-  std::fprintf(stderr, "coopmat2-probe: %s failed (VkResult %d)\n", what, static_cast<int>(r));
-  std::exit(1);
-}
+using probe::Buffer;
+using probe::check;
+using probe::init;
 
 uint16_t to_half(float f) {  // round to nearest; the probe's values are normal
   uint32_t x;
@@ -51,12 +42,6 @@ float from_half(uint16_t h) {
   return (h & 0x8000u) ? -v : v;
 }
 
-struct Buffer {
-  VkBuffer buffer = VK_NULL_HANDLE;
-  VkDeviceMemory memory = VK_NULL_HANDLE;
-  void* mapped = nullptr;
-};
-
 struct Shape {
   uint32_t m, n, k;
   const char* what;
@@ -69,14 +54,19 @@ struct Tile {
 
 class Probe {
  public:
-  Probe() {
-    open_instance();
+  Probe() : q(probe::Queue::first_device()) {
+    VkPhysicalDeviceProperties props;
+    vkGetPhysicalDeviceProperties(q.physical, &props);
+    timestamp_ns_ = props.limits.timestampPeriod;
+    std::printf("device: %s\n", props.deviceName);
     describe();
     open_device();
   }
 
-  Buffer buffer(VkDeviceSize bytes, VkBufferUsageFlags usage, VkMemoryPropertyFlags flags);
-  void run(const std::function<void()>& record);
+  Buffer buffer(VkDeviceSize bytes, VkBufferUsageFlags usage, VkMemoryPropertyFlags flags) const {
+    return q.buffer(bytes, usage, flags);
+  }
+  void run(const std::function<void()>& record) const { q.run(record); }
   void upload(const Buffer& dst, const Buffer& staging, const void* data, size_t bytes);
   VkPipeline pipeline(const std::vector<char>& spirv, const Tile& t);
   double time_us(VkPipeline pipe, const Shape& s, const Tile& t, int reps);
@@ -84,20 +74,14 @@ class Probe {
   // that time_us fills with M, N, K (read by matmul_tensor_variants.comp's variant 32).
   void bind(const std::vector<Buffer>& buffers, const Buffer& shape);
 
-  VkCommandBuffer cmd = VK_NULL_HANDLE;
+  probe::Queue q;
+  const VkCommandBuffer& cmd = q.cmd;
 
  private:
-  void open_instance();
   void describe();
   void open_device();
 
-  VkInstance instance_ = VK_NULL_HANDLE;
-  VkPhysicalDevice physical_ = VK_NULL_HANDLE;
-  VkDevice device_ = VK_NULL_HANDLE;
-  VkQueue queue_ = VK_NULL_HANDLE;
-  VkPhysicalDeviceMemoryProperties memory_{};
   float timestamp_ns_ = 1;
-  VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
   VkPipelineLayout layout_ = VK_NULL_HANDLE;
   VkDescriptorSet set_ = VK_NULL_HANDLE;
   VkQueryPool queries_ = VK_NULL_HANDLE;
@@ -107,35 +91,16 @@ class Probe {
 constexpr size_t kMaxA = 4096ull * 8192, kMaxB = 16384ull * 8192, kMaxC = 4096ull * 16384;
 constexpr int kBindings = 4;  // A, B, C and the exponents (read by the rescaled kernel only)
 
-void Probe::open_instance() {
-  auto app = init<VkApplicationInfo>(VK_STRUCTURE_TYPE_APPLICATION_INFO);
-  app.apiVersion = VK_API_VERSION_1_3;
-  auto info = init<VkInstanceCreateInfo>(VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO);
-  info.pApplicationInfo = &app;
-  check(vkCreateInstance(&info, nullptr, &instance_), "vkCreateInstance");
-  uint32_t count = 0;
-  vkEnumeratePhysicalDevices(instance_, &count, nullptr);
-  if (count == 0) check(VK_ERROR_INITIALIZATION_FAILED, "finding a Vulkan device");
-  std::vector<VkPhysicalDevice> all(count);
-  vkEnumeratePhysicalDevices(instance_, &count, all.data());
-  physical_ = all[0];
-  VkPhysicalDeviceProperties props;
-  vkGetPhysicalDeviceProperties(physical_, &props);
-  timestamp_ns_ = props.limits.timestampPeriod;
-  vkGetPhysicalDeviceMemoryProperties(physical_, &memory_);
-  std::printf("device: %s\n", props.deviceName);
-}
-
 void Probe::describe() {
   auto flexible = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV>(
-      vkGetInstanceProcAddr(instance_, "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV"));
+      vkGetInstanceProcAddr(q.instance, "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV"));
   if (!flexible) check(VK_ERROR_EXTENSION_NOT_PRESENT, "VK_NV_cooperative_matrix2");
   uint32_t count = 0;
-  flexible(physical_, &count, nullptr);
+  flexible(q.physical, &count, nullptr);
   std::vector<VkCooperativeMatrixFlexibleDimensionsPropertiesNV> dims(
       count, init<VkCooperativeMatrixFlexibleDimensionsPropertiesNV>(
                  VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV));
-  flexible(physical_, &count, dims.data());
+  flexible(q.physical, &count, dims.data());
   for (const auto& d : dims)  // component types as VkComponentTypeKHR numbers (0 f16, 1 f32, 1000141000 bf16)
     std::printf("flexible: M %u N %u K %u granules, A %d B %d C %d result %d, scope %d, %u invocations\n",
                 d.MGranularity, d.NGranularity, d.KGranularity, d.AType, d.BType, d.CType, d.ResultType, d.scope,
@@ -156,97 +121,18 @@ void Probe::open_device() {
   v11.pNext = &v12;
   auto features = init<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
   features.pNext = &v11;
-  vkGetPhysicalDeviceFeatures2(physical_, &features);  // every feature offered is enabled
+  vkGetPhysicalDeviceFeatures2(q.physical, &features);  // every feature offered is enabled
   std::printf("features: workgroup scope %u, flexible dimensions %u, tensor addressing %u, per-element %u\n",
               coop2.cooperativeMatrixWorkgroupScope, coop2.cooperativeMatrixFlexibleDimensions,
               coop2.cooperativeMatrixTensorAddressing, coop2.cooperativeMatrixPerElementOperations);
-  const float priority = 1;
-  auto queue = init<VkDeviceQueueCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO);
-  queue.queueCount = 1;
-  queue.pQueuePriorities = &priority;
-  const char* extensions[] = {VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME, VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME};
-  auto info = init<VkDeviceCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO);
-  info.pNext = &features;
-  info.queueCreateInfoCount = 1;
-  info.pQueueCreateInfos = &queue;
-  info.enabledExtensionCount = 2;
-  info.ppEnabledExtensionNames = extensions;
-  check(vkCreateDevice(physical_, &info, nullptr, &device_), "vkCreateDevice");
-  vkGetDeviceQueue(device_, 0, 0, &queue_);
+  q.open(&features, {VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME, VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME});
 
-  std::vector<VkDescriptorSetLayoutBinding> bindings;
-  for (uint32_t i = 0; i < kBindings; ++i)
-    bindings.push_back({i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr});
-  bindings.push_back({kBindings, VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr});
-  auto set_info = init<VkDescriptorSetLayoutCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO);
-  set_info.bindingCount = kBindings + 1;
-  set_info.pBindings = bindings.data();
-  check(vkCreateDescriptorSetLayout(device_, &set_info, nullptr, &set_layout_), "vkCreateDescriptorSetLayout");
-  const VkPushConstantRange shape{VK_SHADER_STAGE_COMPUTE_BIT, 0, 16};  // M, N, K, B's first element
-  auto layout_info = init<VkPipelineLayoutCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO);
-  layout_info.setLayoutCount = 1;
-  layout_info.pSetLayouts = &set_layout_;
-  layout_info.pushConstantRangeCount = 1;
-  layout_info.pPushConstantRanges = &shape;
-  check(vkCreatePipelineLayout(device_, &layout_info, nullptr, &layout_), "vkCreatePipelineLayout");
-  const VkDescriptorPoolSize sizes[2] = {{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kBindings},
-                                         {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, 1}};
-  auto pool_info = init<VkDescriptorPoolCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO);
-  pool_info.maxSets = 1;
-  pool_info.poolSizeCount = 2;
-  pool_info.pPoolSizes = sizes;
-  VkDescriptorPool pool;
-  check(vkCreateDescriptorPool(device_, &pool_info, nullptr, &pool), "vkCreateDescriptorPool");
-  auto set_alloc = init<VkDescriptorSetAllocateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO);
-  set_alloc.descriptorPool = pool;
-  set_alloc.descriptorSetCount = 1;
-  set_alloc.pSetLayouts = &set_layout_;
-  check(vkAllocateDescriptorSets(device_, &set_alloc, &set_), "vkAllocateDescriptorSets");
-  auto cmd_pool_info = init<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
-  cmd_pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
-  VkCommandPool cmd_pool;
-  check(vkCreateCommandPool(device_, &cmd_pool_info, nullptr, &cmd_pool), "vkCreateCommandPool");
-  auto cmd_info = init<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
-  cmd_info.commandPool = cmd_pool;
-  cmd_info.commandBufferCount = 1;
-  check(vkAllocateCommandBuffers(device_, &cmd_info, &cmd), "vkAllocateCommandBuffers");
-  auto query_info = init<VkQueryPoolCreateInfo>(VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO);
-  query_info.queryType = VK_QUERY_TYPE_TIMESTAMP;
-  query_info.queryCount = 2;
-  check(vkCreateQueryPool(device_, &query_info, nullptr, &queries_), "vkCreateQueryPool");
-}
-
-Buffer Probe::buffer(VkDeviceSize bytes, VkBufferUsageFlags usage, VkMemoryPropertyFlags flags) {
-  Buffer b;
-  auto info = init<VkBufferCreateInfo>(VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO);
-  info.size = bytes;
-  info.usage = usage;
-  check(vkCreateBuffer(device_, &info, nullptr, &b.buffer), "vkCreateBuffer");
-  VkMemoryRequirements needs;
-  vkGetBufferMemoryRequirements(device_, b.buffer, &needs);
-  uint32_t type = 0;
-  while (type < memory_.memoryTypeCount &&
-         !((needs.memoryTypeBits >> type & 1u) && (memory_.memoryTypes[type].propertyFlags & flags) == flags))
-    ++type;
-  auto alloc = init<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO);
-  alloc.allocationSize = needs.size;
-  alloc.memoryTypeIndex = type;
-  check(vkAllocateMemory(device_, &alloc, nullptr, &b.memory), "vkAllocateMemory");
-  check(vkBindBufferMemory(device_, b.buffer, b.memory, 0), "vkBindBufferMemory");
-  if (flags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) check(vkMapMemory(device_, b.memory, 0, bytes, 0, &b.mapped), "map");
-  return b;
-}
-
-void Probe::run(const std::function<void()>& record) {
-  auto begin = init<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
-  check(vkBeginCommandBuffer(cmd, &begin), "vkBeginCommandBuffer");
-  record();
-  check(vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
-  auto submit = init<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
-  submit.commandBufferCount = 1;
-  submit.pCommandBuffers = &cmd;
-  check(vkQueueSubmit(queue_, 1, &submit, VK_NULL_HANDLE), "vkQueueSubmit");
-  check(vkQueueWaitIdle(queue_), "vkQueueWaitIdle");
+  std::vector<VkDescriptorType> types(kBindings, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
+  types.push_back(VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER);  // M, N, K for variant 32
+  const probe::Bindings b = q.bindings(types, 16);     // push constants: M, N, K, B's first element
+  layout_ = b.layout;
+  set_ = b.set;
+  queries_ = q.timestamps(2);
 }
 
 void Probe::upload(const Buffer& dst, const Buffer& staging, const void* data, size_t bytes) {
@@ -258,44 +144,18 @@ void Probe::upload(const Buffer& dst, const Buffer& staging, const void* data, s
 }
 
 void Probe::bind(const std::vector<Buffer>& buffers, const Buffer& shape) {
-  std::vector<VkDescriptorBufferInfo> infos;
-  for (const Buffer& b : buffers) infos.push_back({b.buffer, 0, VK_WHOLE_SIZE});
-  infos.push_back({shape.buffer, 0, VK_WHOLE_SIZE});
-  std::vector<VkWriteDescriptorSet> writes(infos.size(),
-                                           init<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET));
-  for (size_t i = 0; i < infos.size(); ++i) {
-    writes[i].dstSet = set_;
-    writes[i].dstBinding = static_cast<uint32_t>(i);
-    writes[i].descriptorCount = 1;
-    writes[i].descriptorType =
-        i < buffers.size() ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER : VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER;
-    writes[i].pBufferInfo = &infos[i];
-  }
+  std::vector<Buffer> all = buffers;
+  all.push_back(shape);
+  std::vector<VkDescriptorType> types(buffers.size(), VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
+  types.push_back(VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER);
+  q.bind(set_, all, types);
   shape_ = static_cast<uint32_t*>(shape.mapped);
-  vkUpdateDescriptorSets(device_, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
 }
 
 // The tile's pipeline, or VK_NULL_HANDLE where the driver refuses it (a size it does not take).
 VkPipeline Probe::pipeline(const std::vector<char>& spirv, const Tile& t) {
-  auto module_info = init<VkShaderModuleCreateInfo>(VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO);
-  module_info.codeSize = spirv.size();
-  module_info.pCode = reinterpret_cast<const uint32_t*>(spirv.data());
-  VkShaderModule module;
-  check(vkCreateShaderModule(device_, &module_info, nullptr, &module), "vkCreateShaderModule");
-  const uint32_t tile[5] = {t.bm, t.bn, t.bk, t.variant, 256};  // constant 0: a kernel's workgroup size
-  const VkSpecializationMapEntry entries[5] = {{1, 0, 4}, {2, 4, 4}, {3, 8, 4}, {4, 12, 4}, {0, 16, 4}};
-  const VkSpecializationInfo spec{5, entries, sizeof tile, tile};
-  auto info = init<VkComputePipelineCreateInfo>(VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO);
-  info.stage = init<VkPipelineShaderStageCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO);
-  info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
-  info.stage.module = module;
-  info.stage.pName = "main";
-  info.stage.pSpecializationInfo = &spec;
-  info.layout = layout_;
-  VkPipeline pipe = VK_NULL_HANDLE;
-  if (vkCreateComputePipelines(device_, VK_NULL_HANDLE, 1, &info, nullptr, &pipe) != VK_SUCCESS) pipe = VK_NULL_HANDLE;
-  vkDestroyShaderModule(device_, module, nullptr);
-  return pipe;
+  // Constant 0 is a kernel's workgroup size.
+  return q.pipeline(spirv, layout_, {{1, t.bm}, {2, t.bn}, {3, t.bk}, {4, t.variant}, {0, 256}});
 }
 
 // Median over 5 submissions of the GPU µs a product takes, `reps` products a submission.
@@ -324,7 +184,7 @@ double Probe::time_us(VkPipeline pipe, const Shape& s, const Tile& t, int reps) 
       vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_, 1);
     });
     uint64_t stamps[2];
-    check(vkGetQueryPoolResults(device_, queries_, 0, 2, sizeof stamps, stamps, 8,
+    check(vkGetQueryPoolResults(q.device, queries_, 0, 2, sizeof stamps, stamps, 8,
                                 VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
           "vkGetQueryPoolResults");
     us.push_back(static_cast<double>(stamps[1] - stamps[0]) * timestamp_ns_ / 1000.0 / reps);
@@ -353,16 +213,7 @@ double max_error(const std::vector<uint16_t>& a, const std::vector<uint16_t>& b,
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 3) {
-    std::fprintf(stderr, "usage: meganeura-coopmat2-probe SHADER.spv BMxBNxBK[:VARIANT] ...\n");
-    return 2;
-  }
-  std::ifstream file(argv[1], std::ios::binary);
-  const std::vector<char> spirv((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  if (spirv.empty()) {
-    std::fprintf(stderr, "coopmat2-probe: cannot read %s\n", argv[1]);
-    return 1;
-  }
+  const std::vector<char> spirv = probe::read_spirv(argc, argv, 3, "SHADER.spv BMxBNxBK[:VARIANT] ...");
   Probe probe;
   const VkBufferUsageFlags use =
       VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT;
