@@ -168,7 +168,8 @@ int main(int argc, char** argv) {
   constexpr uint32_t kPrefetch = 8;  // 16-byte loads a lane: a 1024-deep column of a subgroup of 32
   const VkPipeline per_phase = dev.pipeline(spirv, 0, 0), persistent = dev.pipeline(spirv, 1, 0),
                    prefetching = dev.pipeline(spirv, 1, kPrefetch), chained = dev.pipeline(spirv, 2, 0),
-                   chained_prefetching = dev.pipeline(spirv, 2, kPrefetch);
+                   chained_prefetching = dev.pipeline(spirv, 2, kPrefetch),
+                   per_phase_prefetching = dev.pipeline(spirv, 0, kPrefetch);
 
   const bool quick = argc > 3 && std::string(argv[3]) == "quick";
   const int rounds = quick ? 3 : 15;
@@ -204,10 +205,13 @@ int main(int argc, char** argv) {
       vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, dev.layout, 0, 1, &dev.set, 0, nullptr);
     };
     // A dispatch a phase: ordered by barriers, by counters (`pipe` is chained) or not at all.
-    auto dispatches = [&](bool barriers, VkPipeline pipe) {
+    // With `other`, odd phases run it: a pipeline switch (and a descriptor set bound) a dispatch,
+    // as a model's step has.
+    auto dispatches = [&](bool barriers, VkPipeline pipe, VkPipeline other = VK_NULL_HANDLE) {
       start();
       bind(pipe);
       for (uint32_t p = 0; p < n; ++p) {
+        if (other) bind(p % 2 ? other : pipe);
         const Push push{p, 1, (c.phases[p].n + 7) / 8, kMaxPhases};
         vkCmdPushConstants(cmd, dev.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof push, &push);
         vkCmdDispatch(cmd, (c.phases[p].n + 7) / 8, 1, 1);
@@ -234,6 +238,12 @@ int main(int argc, char** argv) {
     row("a dispatch a phase, barriers", barriers_us);
     row("a dispatch a phase, no barriers (wrong results)",
         dev.median_us(rounds, [&] { dispatches(false, per_phase); }));
+    row("… two pipelines taking turns, barriers",
+        dev.median_us(rounds, [&] { dispatches(true, per_phase, per_phase_prefetching); }));
+    row("… two pipelines taking turns, no barriers (wrong results)",
+        dev.median_us(rounds, [&] { dispatches(false, per_phase, per_phase_prefetching); }));
+    row("… two pipelines taking turns, chained by counters",
+        dev.median_us(rounds, [&] { dispatches(false, chained, chained_prefetching); }));
     for (const bool early : {false, true}) {
       const double us = dev.median_us(rounds, [&] { dispatches(false, early ? chained_prefetching : chained); });
       const bool timed_out = *static_cast<const uint32_t*>(flag.mapped) != 0;
