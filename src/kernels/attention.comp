@@ -23,6 +23,8 @@ layout(std430, set = 0, binding = 4) readonly buffer V { uint v[]; };
 layout(std430, set = 0, binding = 5) readonly buffer Position { uint position_data[]; };
 layout(std430, set = 0, binding = 6) writeonly buffer O { uint o[]; };
 layout(constant_id = 4) const uint KEY_SPLIT = 0u;
+// V rows a slice loads before the tile's score reductions (the vec4 path).
+const uint V_EARLY = 4u;
 // KEY_SPLIT: each split's m, l and Dv sums; the splits of a row that have stored theirs. Coherent:
 // the last split reads what the others wrote in this dispatch.
 layout(std430, set = 0, binding = 7) coherent buffer Partials { float part[]; };
@@ -142,6 +144,15 @@ void main() {
         }
         s = dot_qk * p.scale;
       }
+      // The first V rows of this slice's keys, loaded now: they do not depend on the scores, so
+      // their latency overlaps the reductions below (a decoding step's row is a chain of
+      // latencies, not of bandwidth).
+      const uint n = min(WG, hi - j0), at4 = (kv_first + j0 * kv_step) * DV / 4u + d_out, step4 = kv_step * DV / 4u;
+      vec4 v_early[V_EARLY];
+      for (uint u = 0u; u < V_EARLY; ++u) {
+        const uint jj = slice + u * slices;
+        v_early[u] = vec_v && slice < slices && jj < n ? v4[at4 + jj * step4] : vec4(0.0f);
+      }
       float m_new = max_nan(m, wg_max(s));  // finite unless a score is NaN: key j0 is visible
       float e = j < hi ? exp_diff(s, m_new) : 0.0f;
       prob[t] = e;
@@ -150,8 +161,10 @@ void main() {
       l = l * alpha + tile_sum;
       if (slice < slices && vec_v) {
         vec4 a = acc4 * alpha, b2 = vec4(0.0f), c2 = vec4(0.0f), e2 = vec4(0.0f);  // four loads in flight
-        uint n = min(WG, hi - j0), jj = slice, at = (kv_first + j0 * kv_step) * DV / 4u + d_out;
-        uint step = kv_step * DV / 4u;
+        uint jj = slice;
+        const uint at = at4, step = step4;
+        for (uint u = 0u; u < V_EARLY; ++u, jj += slices)
+          if (jj < n) a += prob[jj] * v_early[u];
         for (; jj + 3u * slices < n; jj += 4u * slices) {
           a += prob[jj] * v4[at + jj * step];
           b2 += prob[jj + slices] * v4[at + (jj + slices) * step];
@@ -162,7 +175,7 @@ void main() {
         acc4 = a + (b2 + c2 + e2);
       } else if (slice < slices) {
         float a = acc * alpha, b2 = 0.0f, c2 = 0.0f, e2 = 0.0f;  // four chains: four loads in flight
-        uint n = min(WG, hi - j0), jj = slice, at = (kv_first + j0 * kv_step) * DV + d_out, step = kv_step * DV;
+        uint jj = slice, at = (kv_first + j0 * kv_step) * DV + d_out, step = kv_step * DV;
         for (; jj + 3u * slices < n; jj += 4u * slices) {
           a += prob[jj] * uintBitsToFloat(v[at + jj * step]);
           b2 += prob[jj + slices] * uintBitsToFloat(v[at + (jj + slices) * step]);
