@@ -12,6 +12,8 @@
 struct SumRotary { uint product[2], pad0, pad1; RotaryPart part[2]; };
 #define MATMUL_PARAMS_TAIL SumRotary r;
 #include "matmul_common.glsl"
+#define ROTARY_PART(k) r.part[k]
+#include "rotary_index.glsl"
 
 layout(std430, set = 0, binding = 7) readonly buffer Cos { float cos_t[]; };
 layout(std430, set = 0, binding = 8) readonly buffer Sin { float sin_t[]; };
@@ -28,7 +30,7 @@ void main() {
       const uint e = i - first;
       uint partner_at, c_at, s_at;
       float sign;
-      rotary_element(r.part[k], e, false, partner_at, c_at, s_at, sign);
+      rotary_element(k, e, false, partner_at, c_at, s_at, sign);
       const float y = x * cos_t[c_at] + sign * split_sum(first + partner_at) * sin_t[s_at];
       if (k == 0u) y0[e] = y;
       else y1[e] = y;

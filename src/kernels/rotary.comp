@@ -13,6 +13,8 @@ layout(constant_id = 1) const uint TRANSPOSED = 0u;
 
 struct RotaryParams { uint parts, pad0, pad1, pad2; RotaryPart part[2]; };
 PARAMS_BLOCK { RotaryParams p; };
+#define ROTARY_PART(k) p.part[k]
+#include "rotary_index.glsl"
 #include "rotary_parts.glsl"
 
 void main() {

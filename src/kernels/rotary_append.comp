@@ -13,6 +13,8 @@
 struct CacheAppend { uint source, outer, len, inner, n_idx, node, pad0, pad1; };
 struct RotaryAppendParams { uint parts, appends, copied, pad0; RotaryPart part[2]; CacheAppend append[2]; };
 PARAMS_BLOCK { RotaryAppendParams p; };
+#define ROTARY_PART(k) p.part[k]
+#include "rotary_index.glsl"
 #include "rotary_parts.glsl"
 layout(std430, set = 0, binding = 8) readonly buffer Rows { uint rows[]; };
 layout(std430, set = 0, binding = 9) readonly buffer Position { int position[]; };

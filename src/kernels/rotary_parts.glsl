@@ -1,5 +1,5 @@
 // Rotary's bindings 2..7 and one element of its one or two parts, shared by rotary.comp and
-// rotary_append.comp (kernel_abi.hpp, Rotary). Included after rotary_common.glsl and a params
+// rotary_append.comp (kernel_abi.hpp, Rotary). Included after rotary_index.glsl and a params
 // block `p` with `parts` and `part[2]`.
 layout(std430, set = 0, binding = 2) readonly buffer X0 { float x0[]; };
 layout(std430, set = 0, binding = 3) readonly buffer X1 { float x1[]; };
@@ -18,7 +18,7 @@ float rotate_element(uint i, bool transposed, out uint k, out uint e) {
   e = k == 0u ? i : i - p.part[0].n;
   uint partner_at, c_at, s_at;
   float sign;
-  rotary_element(p.part[k], e, transposed, partner_at, c_at, s_at, sign);
+  rotary_element(k, e, transposed, partner_at, c_at, s_at, sign);
   const float x = k == 0u ? x0[e] : x1[e], partner = k == 0u ? x0[partner_at] : x1[partner_at];
   const float y = x * cos_t[c_at] + sign * partner * sin_t[s_at];
   if (k == 0u) y0[e] = y;
