@@ -14,6 +14,8 @@ namespace mntest {
 namespace {
 
 using namespace meganeura;
+using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
 using ::testing::UnorderedElementsAre;
 
 // A long chain on [257,129]: pointwise ops interleaved with row ops (so that even a fusing
@@ -373,4 +375,32 @@ TEST(Session, ProgramsRunWhatTheirOutputsNeed) {
 }
 
 }  // namespace
+// A program's listing and profile are its own command list's: program 0 runs the product and
+// relu of `y`, program 1 the exp of `z`, and neither shows the other's dispatches.
+TEST(Session, ProgramsHaveTheirOwnListingAndProfile) {
+  Graph g;
+  Tensor x = g.input("x", {5, 9});
+  g.output("y", relu(matmul(x, g.parameter("w", {9, 3}))));
+  g.output("z", exp(g.input("u", {7})));
+  Session s = build_inference_session(g, {.profile = true, .programs = {{"y"}, {"z"}}});
+  s.set_input("x", std::vector<float>(45, 0.5f));
+  s.set_input("u", std::vector<float>(7, 0.0f));
+  s.set_parameter("w", std::vector<float>(27, 1.0f));
+  EXPECT_TRUE(s.profile(1).empty() || s.profile(1)[0].second == 0.0) << "nothing ran yet";
+  s.run(1);
+  EXPECT_EQ(s.read_output("z").to_f32(), std::vector<float>(7, 1.0f));
+  const std::string only_z = s.listing(1);
+  EXPECT_NE(only_z.find("exp"), std::string::npos) << only_z;
+  EXPECT_EQ(only_z.find("matmul"), std::string::npos) << only_z;
+  EXPECT_NE(s.listing(0).find("matmul"), std::string::npos) << s.listing(0);
+  const auto prof = s.profile(1);
+  ASSERT_FALSE(prof.empty());
+  for (const auto& [label, ns] : prof) {
+    EXPECT_EQ(label.find("matmul"), std::string::npos) << label;
+    EXPECT_GE(ns, 0.0) << label;
+  }
+  EXPECT_THAT([&] { (void)s.listing(2); }, ThrowsMessage<Error>(HasSubstr("the session has 2 programs")));
+  EXPECT_THAT([&] { (void)s.profile(2); }, ThrowsMessage<Error>(HasSubstr("the session has 2 programs")));
+}
+
 }  // namespace mntest

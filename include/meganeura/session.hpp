@@ -111,8 +111,12 @@ class Session {
   SessionStats stats() const;
   // One line per command of the recorded step: dispatch labels, copies, barriers.
   std::string listing() const;
+  // The same for SessionOptions::programs[program], as run(program) records it.
+  std::string listing(size_t program) const;
   // With SessionOptions::profile: (label, GPU ns) of each dispatch in the last step.
   std::vector<std::pair<std::string, double>> profile() const;
+  // The same for the last run(program) (empty before the first).
+  std::vector<std::pair<std::string, double>> profile(size_t program) const;
 
   struct Impl;
 

@@ -324,31 +324,51 @@ SessionStats Session::stats() const {
   return {impl_->exe->recordings(), impl_->steps, impl_->planned.dispatches, impl_->planned.barriers};
 }
 
-std::string Session::listing() const {
+// The commands of executable list `list` (0: the step, 1 + p: program p) and its dispatch times.
+static const std::vector<plan::Command>& commands_of(const Session::Impl& m, size_t list, const char* what) {
+  if (list == 0) return m.planned.program.commands;
+  if (list - 1 >= m.program_inputs.size())
+    throw Error(std::string(what) + "(" + std::to_string(list - 1) + "): the session has " +
+                std::to_string(m.program_inputs.size()) + " programs (SessionOptions::programs)");
+  return m.planned.program.extra.at(list - 1);
+}
+
+static std::string listing_of(const Session::Impl& m, size_t list) {
   static const char* kBarrier[] = {"transfer -> compute", "compute -> compute", "compute -> transfer",
                                    "transfer -> host"};
   std::ostringstream o;
-  for (const plan::Command& c : impl_->planned.program.commands) {
+  for (const plan::Command& c : commands_of(m, list, "listing")) {
     if (auto* d = std::get_if<plan::Dispatch>(&c))
       o << "dispatch " << (d->generated >= 0 ? "generated" : kernels::kernel_name(d->kernel)) << " (" << d->groups[0]
         << "," << d->groups[1] << "," << d->groups[2] << ")  " << d->label << "\n";
     else if (auto* cp = std::get_if<plan::Copy>(&c))
-      o << "copy     " << impl_->planned.program.buffers[cp->src.buffer].name << " -> "
-        << impl_->planned.program.buffers[cp->dst.buffer].name << " (" << cp->src.size << " bytes)\n";
+      o << "copy     " << m.planned.program.buffers[cp->src.buffer].name << " -> "
+        << m.planned.program.buffers[cp->dst.buffer].name << " (" << cp->src.size << " bytes)\n";
     else
       o << "barrier  " << kBarrier[std::get<plan::Barrier>(c).kind] << "\n";
   }
   return o.str();
 }
 
-std::vector<std::pair<std::string, double>> Session::profile() const {
-  if (!impl_->options.profile) throw Error("profile() needs SessionOptions{.profile = true}");
-  std::vector<double> ns = impl_->exe->dispatch_times_ns();
+static std::vector<std::pair<std::string, double>> profile_of(const Session::Impl& m, size_t list) {
+  if (!m.options.profile) throw Error("profile() needs SessionOptions{.profile = true}");
+  const std::vector<plan::Command>& commands = commands_of(m, list, "profile");
+  std::vector<vk::DispatchTime> times = m.exe->dispatch_intervals_ns(list);
   std::vector<std::pair<std::string, double>> out;
   size_t i = 0;
-  for (const plan::Command& c : impl_->planned.program.commands)
-    if (auto* d = std::get_if<plan::Dispatch>(&c)) out.emplace_back(d->label, i < ns.size() ? ns[i++] : 0.0);
+  for (const plan::Command& c : commands)
+    if (auto* d = std::get_if<plan::Dispatch>(&c)) {
+      out.emplace_back(d->label, i < times.size() ? times[i].end_ns - times[i].begin_ns : 0.0);
+      ++i;
+    }
   return out;
+}
+
+std::string Session::listing() const { return listing_of(*impl_, 0); }
+std::string Session::listing(size_t program) const { return listing_of(*impl_, 1 + program); }
+std::vector<std::pair<std::string, double>> Session::profile() const { return profile_of(*impl_, 0); }
+std::vector<std::pair<std::string, double>> Session::profile(size_t program) const {
+  return profile_of(*impl_, 1 + program);
 }
 
 }  // namespace meganeura
