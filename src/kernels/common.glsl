@@ -102,28 +102,40 @@ void lse_add(inout float ones, inout float rest, inout float c, float x, float m
 }
 
 #ifdef MN_WORKGROUP_REDUCE
+// Workgroup reductions in three barriers rather than a tree's log2(WG) + 1: every invocation
+// stores its value, WG_GROUPS invocations each reduce a run of WG / WG_GROUPS, and every
+// invocation reads the WG_GROUPS results (the same words: broadcasts). Every invocation gets the
+// result; call from uniform control flow.
+const uint WG_GROUPS = WG < 16u ? WG : 16u, WG_RUN = WG / WG_GROUPS;
 shared float wg_scratch[WG];
+shared float wg_runs[WG_GROUPS];
 float wg_sum(float v) {
-  uint t = gl_LocalInvocationID.x;
+  const uint t = gl_LocalInvocationID.x;
   wg_scratch[t] = v;
   barrier();
-  for (uint s = WG / 2u; s > 0u; s >>= 1u) {
-    if (t < s) wg_scratch[t] = wg_scratch[t] + wg_scratch[t + s];
-    barrier();
+  if (t < WG_GROUPS) {
+    float s = 0.0f;
+    for (uint i = 0u; i < WG_RUN; ++i) s += wg_scratch[t * WG_RUN + i];
+    wg_runs[t] = s;
   }
-  float r = wg_scratch[0];
-  barrier();  // wg_scratch is free again on return
+  barrier();
+  float r = 0.0f;
+  for (uint g = 0u; g < WG_GROUPS; ++g) r += wg_runs[g];
+  barrier();  // wg_scratch and wg_runs are free again on return
   return r;
 }
 float wg_max(float v) {
-  uint t = gl_LocalInvocationID.x;
+  const uint t = gl_LocalInvocationID.x;
   wg_scratch[t] = v;
   barrier();
-  for (uint s = WG / 2u; s > 0u; s >>= 1u) {
-    if (t < s) wg_scratch[t] = max_nan(wg_scratch[t], wg_scratch[t + s]);
-    barrier();
+  if (t < WG_GROUPS) {
+    float m = wg_scratch[t * WG_RUN];
+    for (uint i = 1u; i < WG_RUN; ++i) m = max_nan(m, wg_scratch[t * WG_RUN + i]);
+    wg_runs[t] = m;
   }
-  float r = wg_scratch[0];
+  barrier();
+  float r = wg_runs[0];
+  for (uint g = 1u; g < WG_GROUPS; ++g) r = max_nan(r, wg_runs[g]);
   barrier();
   return r;
 }
