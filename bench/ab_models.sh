@@ -29,7 +29,12 @@ done
 if [[ -n $vision ]]; then
   read -r -a target <<<"$vision"
 else
-  [[ -f $model/config.json ]] || python3 bench/make_random_smollm2.py --out "$model" >&2 || exit 1
+  # Only the default folder is made here (SmolLM2-135M's shape): another name that is missing is
+  # an error, not a silent 135M model under, say, /tmp/smol17.
+  if [[ ! -f $model/config.json ]]; then
+    [[ $model == /tmp/smol ]] || { echo "ab_models: $model has no config.json (bench/make_random_smollm2.py makes one)" >&2; exit 2; }
+    python3 bench/make_random_smollm2.py --out "$model" >&2 || exit 1
+  fi
   target=(--model "$model")
 fi
 
