@@ -401,6 +401,7 @@ TEST(Session, ProgramsHaveTheirOwnListingAndProfile) {
   }
   EXPECT_THAT([&] { (void)s.listing(2); }, ThrowsMessage<Error>(HasSubstr("the session has 2 programs")));
   EXPECT_THAT([&] { (void)s.profile(2); }, ThrowsMessage<Error>(HasSubstr("the session has 2 programs")));
+  EXPECT_THAT([&] { (void)s.listing(SIZE_MAX); }, ThrowsMessage<Error>(HasSubstr("the session has 2 programs")));
 }
 
 }  // namespace mntest

@@ -324,20 +324,24 @@ SessionStats Session::stats() const {
   return {impl_->exe->recordings(), impl_->steps, impl_->planned.dispatches, impl_->planned.barriers};
 }
 
-// The commands of executable list `list` (0: the step, 1 + p: program p) and its dispatch times.
-static const std::vector<plan::Command>& commands_of(const Session::Impl& m, size_t list, const char* what) {
-  if (list == 0) return m.planned.program.commands;
-  if (list - 1 >= m.program_inputs.size())
-    throw Error(std::string(what) + "(" + std::to_string(list - 1) + "): the session has " +
+// Executable list 1 + program (run(program)'s), or an Error naming the call.
+static size_t program_list(const Session::Impl& m, size_t program, const char* what) {
+  if (program >= m.program_inputs.size())
+    throw Error(std::string(what) + "(" + std::to_string(program) + "): the session has " +
                 std::to_string(m.program_inputs.size()) + " programs (SessionOptions::programs)");
-  return m.planned.program.extra.at(list - 1);
+  return 1 + program;
+}
+
+// The commands of executable list `list`: 0 the step, 1 + p program p.
+static const std::vector<plan::Command>& commands_of(const Session::Impl& m, size_t list) {
+  return list == 0 ? m.planned.program.commands : m.planned.program.extra.at(list - 1);
 }
 
 static std::string listing_of(const Session::Impl& m, size_t list) {
   static const char* kBarrier[] = {"transfer -> compute", "compute -> compute", "compute -> transfer",
                                    "transfer -> host"};
   std::ostringstream o;
-  for (const plan::Command& c : commands_of(m, list, "listing")) {
+  for (const plan::Command& c : commands_of(m, list)) {
     if (auto* d = std::get_if<plan::Dispatch>(&c))
       o << "dispatch " << (d->generated >= 0 ? "generated" : kernels::kernel_name(d->kernel)) << " (" << d->groups[0]
         << "," << d->groups[1] << "," << d->groups[2] << ")  " << d->label << "\n";
@@ -352,7 +356,7 @@ static std::string listing_of(const Session::Impl& m, size_t list) {
 
 static std::vector<std::pair<std::string, double>> profile_of(const Session::Impl& m, size_t list) {
   if (!m.options.profile) throw Error("profile() needs SessionOptions{.profile = true}");
-  const std::vector<plan::Command>& commands = commands_of(m, list, "profile");
+  const std::vector<plan::Command>& commands = commands_of(m, list);
   std::vector<vk::DispatchTime> times = m.exe->dispatch_intervals_ns(list);
   std::vector<std::pair<std::string, double>> out;
   size_t i = 0;
@@ -365,10 +369,12 @@ static std::vector<std::pair<std::string, double>> profile_of(const Session::Imp
 }
 
 std::string Session::listing() const { return listing_of(*impl_, 0); }
-std::string Session::listing(size_t program) const { return listing_of(*impl_, 1 + program); }
+std::string Session::listing(size_t program) const {
+  return listing_of(*impl_, program_list(*impl_, program, "listing"));
+}
 std::vector<std::pair<std::string, double>> Session::profile() const { return profile_of(*impl_, 0); }
 std::vector<std::pair<std::string, double>> Session::profile(size_t program) const {
-  return profile_of(*impl_, 1 + program);
+  return profile_of(*impl_, program_list(*impl_, program, "profile"));
 }
 
 }  // namespace meganeura
