@@ -1,6 +1,7 @@
 // What the device probes (coopmat2/probe.cpp, sync/probe.cpp) share: bare Vulkan without the
 // library, so that a probe measures one kernel and nothing else. A failed call ends the program.
 #pragma once
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -61,7 +62,9 @@ struct Queue {
   VkDevice device = VK_NULL_HANDLE;
   VkQueue queue = VK_NULL_HANDLE;
   VkCommandBuffer cmd = VK_NULL_HANDLE;
+  VkQueryPool stamps = VK_NULL_HANDLE;  // median_us's two timestamps
   VkPhysicalDeviceMemoryProperties memory{};
+  float timestamp_ns = 1;  // a timestamp tick
 
   // The first physical device of a Vulkan 1.3 instance (no device yet: open() makes it).
   static Queue first_device() {
@@ -78,6 +81,9 @@ struct Queue {
     vkEnumeratePhysicalDevices(q.instance, &count, all.data());
     q.physical = all[0];
     vkGetPhysicalDeviceMemoryProperties(q.physical, &q.memory);
+    VkPhysicalDeviceProperties props;
+    vkGetPhysicalDeviceProperties(q.physical, &props);
+    q.timestamp_ns = props.limits.timestampPeriod;
     return q;
   }
 
@@ -103,6 +109,10 @@ struct Queue {
     cmd_info.commandPool = pool;
     cmd_info.commandBufferCount = 1;
     check(vkAllocateCommandBuffers(device, &cmd_info, &cmd), "vkAllocateCommandBuffers");
+    auto query_info = init<VkQueryPoolCreateInfo>(VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO);
+    query_info.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    query_info.queryCount = 2;
+    check(vkCreateQueryPool(device, &query_info, nullptr, &stamps), "vkCreateQueryPool");
   }
 
   // A buffer in the first memory type with `flags`, mapped where host-visible.
@@ -176,15 +186,6 @@ struct Queue {
     return b;
   }
 
-  VkQueryPool timestamps(uint32_t count) const {
-    auto info = init<VkQueryPoolCreateInfo>(VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO);
-    info.queryType = VK_QUERY_TYPE_TIMESTAMP;
-    info.queryCount = count;
-    VkQueryPool pool;
-    check(vkCreateQueryPool(device, &info, nullptr, &pool), "vkCreateQueryPool");
-    return pool;
-  }
-
   // A compute pipeline of `spirv` with specialisation constants (id, value); VK_NULL_HANDLE where
   // the driver refuses it.
   VkPipeline pipeline(const std::vector<char>& spirv, VkPipelineLayout layout,
@@ -213,6 +214,27 @@ struct Queue {
     if (vkCreateComputePipelines(device, VK_NULL_HANDLE, 1, &info, nullptr, &pipe) != VK_SUCCESS) pipe = VK_NULL_HANDLE;
     vkDestroyShaderModule(device, module, nullptr);
     return pipe;
+  }
+
+  // The median over `rounds` runs of the GPU µs between a timestamp before and one after what
+  // `record` records.
+  double median_us(int rounds, const std::function<void()>& record) const {
+    std::vector<double> us;
+    for (int round = 0; round < rounds; ++round) {
+      run([&] {
+        vkCmdResetQueryPool(cmd, stamps, 0, 2);
+        vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, stamps, 0);
+        record();
+        vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, stamps, 1);
+      });
+      uint64_t ticks[2];
+      check(vkGetQueryPoolResults(device, stamps, 0, 2, sizeof ticks, ticks, 8,
+                                  VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+            "vkGetQueryPoolResults");
+      us.push_back(static_cast<double>(ticks[1] - ticks[0]) * timestamp_ns / 1000.0);
+    }
+    std::sort(us.begin(), us.end());
+    return us[us.size() / 2];
   }
 
   // Points bindings 0.. of `set` at whole buffers, of `types[i]` (storage where none is given).

@@ -11,9 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <functional>
-#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -57,7 +55,6 @@ class Probe {
   Probe() : q(probe::Queue::first_device()) {
     VkPhysicalDeviceProperties props;
     vkGetPhysicalDeviceProperties(q.physical, &props);
-    timestamp_ns_ = props.limits.timestampPeriod;
     std::printf("device: %s\n", props.deviceName);
     describe();
     open_device();
@@ -81,10 +78,8 @@ class Probe {
   void describe();
   void open_device();
 
-  float timestamp_ns_ = 1;
   VkPipelineLayout layout_ = VK_NULL_HANDLE;
   VkDescriptorSet set_ = VK_NULL_HANDLE;
-  VkQueryPool queries_ = VK_NULL_HANDLE;
   uint32_t* shape_ = nullptr;  // the uniform buffer's M, N, K
 };
 
@@ -132,7 +127,6 @@ void Probe::open_device() {
   const probe::Bindings b = q.bindings(types, 16);     // push constants: M, N, K, B's first element
   layout_ = b.layout;
   set_ = b.set;
-  queries_ = q.timestamps(2);
 }
 
 void Probe::upload(const Buffer& dst, const Buffer& staging, const void* data, size_t bytes) {
@@ -163,34 +157,22 @@ double Probe::time_us(VkPipeline pipe, const Shape& s, const Tile& t, int reps) 
   uint32_t shape[4] = {s.m, s.n, s.k, 0};
   std::memcpy(shape_, shape, 12);  // the uniform copy (host-coherent: seen by the next submission)
   const uint64_t b_elements = uint64_t{s.n} * s.k, slices = std::max<uint64_t>(kMaxB / b_elements, 1);
-  std::vector<double> us;
-  for (int round = 0; round < 5; ++round) {
-    run([&] {
-      vkCmdResetQueryPool(cmd, queries_, 0, 2);
-      vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
-      vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout_, 0, 1, &set_, 0, nullptr);
-      vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_, 0);
-      for (int i = 0; i < reps; ++i) {
-        // B from another slice of its buffer each time (the last at 0, which max_error checks), as
-        // a model's layers read weights that are not in L2; kernels that do not read it ignore it.
-        shape[3] = static_cast<uint32_t>((reps - 1 - i) % slices * b_elements);
-        vkCmdPushConstants(cmd, layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof shape, shape);
-        vkCmdDispatch(cmd, (s.n + t.bn - 1) / t.bn, (s.m + t.bm - 1) / t.bm, 1);
-        auto barrier = init<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
-        barrier.srcAccessMask = barrier.dstAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-        vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
-                             &barrier, 0, nullptr, 0, nullptr);
-      }
-      vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_, 1);
-    });
-    uint64_t stamps[2];
-    check(vkGetQueryPoolResults(q.device, queries_, 0, 2, sizeof stamps, stamps, 8,
-                                VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
-          "vkGetQueryPoolResults");
-    us.push_back(static_cast<double>(stamps[1] - stamps[0]) * timestamp_ns_ / 1000.0 / reps);
-  }
-  std::sort(us.begin(), us.end());
-  return us[us.size() / 2];
+  return q.median_us(5, [&] {
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
+    vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, layout_, 0, 1, &set_, 0, nullptr);
+    for (int i = 0; i < reps; ++i) {
+      // B from another slice of its buffer each time (the last at 0, which max_error checks),
+      // as a model's layers read weights that are not in L2; kernels that do not read it
+      // ignore it.
+      shape[3] = static_cast<uint32_t>((reps - 1 - i) % slices * b_elements);
+      vkCmdPushConstants(cmd, layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof shape, shape);
+      vkCmdDispatch(cmd, (s.n + t.bn - 1) / t.bn, (s.m + t.bm - 1) / t.bm, 1);
+      auto barrier = init<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+      barrier.srcAccessMask = barrier.dstAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+      vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
+                           &barrier, 0, nullptr, 0, nullptr);
+    }
+  }) / reps;
 }
 
 // The SmolLM2-1.7B shape's products at 1 x 128 and 8 x 512 tokens, and 4096³.

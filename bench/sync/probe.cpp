@@ -1,7 +1,7 @@
 // meganeura-sync-probe: what it costs to order a decoding step's phases on this device — one
 // dispatch a phase behind a pipeline barrier (how programs run today), the same dispatches with
-// no barrier (wrong results; the launch cost alone), and one persistent dispatch whose
-// workgroups meet at a grid barrier (device-memory counters) between phases
+// no barrier (wrong results; the launch cost alone) or chained by device-memory counters, and one
+// persistent dispatch whose workgroups meet at a grid barrier between phases
 // (docs/performance.md, "Persistent decoding: what a phase costs").
 //   meganeura-sync-probe SHADER.spv [SMS [quick]]
 // SHADER is build/bench/sync/gemv_phases.spv; SMS the device's multiprocessors where the driver
@@ -12,9 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <functional>
-#include <iterator>
 #include <string>
 #include <vector>
 
@@ -47,16 +45,11 @@ class Device {
  public:
   Device();
   VkPipeline pipeline(const std::vector<char>& spirv, uint32_t persistent, uint32_t prefetch);
-  double median_us(int rounds, const std::function<void()>& record);  // GPU time of `record`
 
   probe::Queue q;
   VkPipelineLayout layout = VK_NULL_HANDLE;
   VkDescriptorSet set = VK_NULL_HANDLE;
   uint32_t sms = 0;
-
- private:
-  VkQueryPool queries_ = VK_NULL_HANDLE;
-  float timestamp_ns_ = 1;
 };
 
 Device::Device() : q(probe::Queue::first_device()) {
@@ -66,7 +59,6 @@ Device::Device() : q(probe::Queue::first_device()) {
   props.pNext = &sm;
   vkGetPhysicalDeviceProperties2(q.physical, &props);
   sms = sm.shaderSMCount;
-  timestamp_ns_ = props.properties.limits.timestampPeriod;
   std::printf("device: %s, %u SMs reported\n", props.properties.deviceName, sms);
   auto v12 = init<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
   v12.vulkanMemoryModel = v12.vulkanMemoryModelDeviceScope = VK_TRUE;  // gemv_phases_vmm.spv
@@ -76,32 +68,12 @@ Device::Device() : q(probe::Queue::first_device()) {
       q.bindings(std::vector<VkDescriptorType>(4, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER), sizeof(Push));
   layout = b.layout;
   set = b.set;
-  queries_ = q.timestamps(2);
 }
 
 VkPipeline Device::pipeline(const std::vector<char>& spirv, uint32_t persistent, uint32_t prefetch) {
   const VkPipeline pipe = q.pipeline(spirv, layout, {{1, persistent}, {2, prefetch}});
   if (!pipe) check(VK_ERROR_UNKNOWN, "vkCreateComputePipelines");
   return pipe;
-}
-
-double Device::median_us(int rounds, const std::function<void()>& record) {
-  std::vector<double> us;
-  for (int round = 0; round < rounds; ++round) {
-    q.run([&] {
-      vkCmdResetQueryPool(q.cmd, queries_, 0, 2);
-      vkCmdWriteTimestamp(q.cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_, 0);
-      record();
-      vkCmdWriteTimestamp(q.cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_, 1);
-    });
-    uint64_t stamps[2];
-    check(vkGetQueryPoolResults(q.device, queries_, 0, 2, sizeof stamps, stamps, 8,
-                                VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
-          "vkGetQueryPoolResults");
-    us.push_back(static_cast<double>(stamps[1] - stamps[0]) * timestamp_ns_ / 1000.0);
-  }
-  std::sort(us.begin(), us.end());
-  return us[us.size() / 2];
 }
 
 // Every earlier shader or transfer write before every later shader, transfer or host access.
@@ -148,7 +120,8 @@ int main(int argc, char** argv) {
   Device dev;
   const uint32_t sms = argc > 2 ? static_cast<uint32_t>(std::atoi(argv[2])) : dev.sms;
   if (sms == 0) {
-    std::fprintf(stderr, "sync-probe: the driver reports no SM count: give it as the second argument\n");
+    std::fprintf(stderr, "%s: the driver reports no SM count: give it as the second argument\n",
+                 program_invocation_short_name);
     return 2;
   }
   const VkMemoryPropertyFlags local = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT,
@@ -227,36 +200,37 @@ int main(int argc, char** argv) {
       vkCmdDispatch(cmd, grid, 1, 1);
       finish();
     };
+    auto timed_out = [&] { return *static_cast<const uint32_t*>(flag.mapped) != 0; };  // of the last run
     auto row = [&](const std::string& mode, double us) {
       std::printf("| %s | %u | %.0f | %s | %.1f | %.2f | %.0f | %.3g |\n", c.what.c_str(), n, c.weight_bytes / 1e6,
                   mode.c_str(), us, us / n, c.weight_bytes / us / 1e3, differs());
       std::fflush(stdout);
     };
-    dev.median_us(3, [&] { dispatches(true, per_phase); });  // warm-up: clocks up
-    const double barriers_us = dev.median_us(rounds, [&] { dispatches(true, per_phase); });
+    dev.q.median_us(3, [&] { dispatches(true, per_phase); });  // warm-up: clocks up
+    const double barriers_us = dev.q.median_us(rounds, [&] { dispatches(true, per_phase); });
     std::copy_n(static_cast<const float*>(acts_read.mapped), want.size(), want.begin());
     row("a dispatch a phase, barriers", barriers_us);
     row("a dispatch a phase, no barriers (wrong results)",
-        dev.median_us(rounds, [&] { dispatches(false, per_phase); }));
+        dev.q.median_us(rounds, [&] { dispatches(false, per_phase); }));
     row("… two pipelines taking turns, barriers",
-        dev.median_us(rounds, [&] { dispatches(true, per_phase, per_phase_prefetching); }));
+        dev.q.median_us(rounds, [&] { dispatches(true, per_phase, per_phase_prefetching); }));
     row("… two pipelines taking turns, no barriers (wrong results)",
-        dev.median_us(rounds, [&] { dispatches(false, per_phase, per_phase_prefetching); }));
+        dev.q.median_us(rounds, [&] { dispatches(false, per_phase, per_phase_prefetching); }));
     row("… two pipelines taking turns, chained by counters",
-        dev.median_us(rounds, [&] { dispatches(false, chained, chained_prefetching); }));
+        dev.q.median_us(rounds, [&] { dispatches(false, chained, chained_prefetching); }));
     for (const bool early : {false, true}) {
-      const double us = dev.median_us(rounds, [&] { dispatches(false, early ? chained_prefetching : chained); });
-      const bool timed_out = *static_cast<const uint32_t*>(flag.mapped) != 0;
+      const double us = dev.q.median_us(rounds, [&] { dispatches(false, early ? chained_prefetching : chained); });
       row(std::string("a dispatch a phase, chained by counters") + (early ? ", weights loaded before the wait" : "") +
-              (timed_out ? " (TIMED OUT)" : ""),
+              (timed_out() ? " (TIMED OUT)" : ""),
           us);
     }
     for (const bool early : {false, true})
       for (uint32_t per_sm : {1u, 2u}) {
-        const double us = dev.median_us(rounds, [&] { one_dispatch(per_sm * sms, early ? prefetching : persistent); });
-        const bool timed_out = *static_cast<const uint32_t*>(flag.mapped) != 0;
+        const double us =
+            dev.q.median_us(rounds, [&] { one_dispatch(per_sm * sms, early ? prefetching : persistent); });
         row("one persistent dispatch, " + std::to_string(per_sm) + " workgroups an SM" +
-                (early ? ", weights loaded before the wait" : "") + (timed_out ? " (TIMED OUT: not co-resident)" : ""),
+                (early ? ", weights loaded before the wait" : "") +
+                (timed_out() ? " (TIMED OUT: not co-resident)" : ""),
             us);
       }
   }
