@@ -224,6 +224,8 @@ Json decode(const Bench& b) {
   const int64_t sampled_at = gen.position() - 1;  // the position `logits` predict from
   // The same step without the logits' trip to the host (what the PyTorch twin times).
   j.times("run", stats(wall_ms(b.opt.warmup, b.opt.runs, [&] { gen.advance(token(gen.position(), vocab)); })));
+  // Workgroups of the persistent dispatch that decoded (0: the decode program did).
+  j.num("persistent_grid", gen.persistent_grid());
 
   auto g = decode_graph(b.config, go.max_seq + go.prefill_chunk);
   Session p = mn::build_inference_session(*g, {.profile = true, .optimize = b.opt.optimize});
@@ -244,6 +246,7 @@ Json decode(const Bench& b) {
     // The Generator's own decoding program (what the wall times run), profiled: it groups its
     // products beside the prefill's, which a decoding-only graph does not show.
     go.session.profile = true;
+    go.persistent = false;
     mn::models::Generator profiled(b.config, go);
     profiled.load(b.weights);
     profiled.prefill(prompt);

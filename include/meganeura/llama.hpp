@@ -15,6 +15,10 @@
 #include "meganeura/nn.hpp"
 #include "meganeura/session.hpp"
 
+namespace meganeura {
+class PersistentDecoder;  // runtime/persistent_decode.hpp
+}
+
 namespace meganeura::models {
 
 struct LlamaConfig {
@@ -83,10 +87,14 @@ struct GeneratorOptions {
   int64_t max_seq = 2048;      // tokens of prompt and output together
   int64_t prefill_chunk = 64;  // prompt tokens per prefill run
   SessionOptions session{};
+  // Decode each token with one persistent dispatch where the device allows it (docs/concepts.md,
+  // "Persistent decoding"); false, or MEGANEURA_PERSISTENT=0, keeps the recorded program.
+  bool persistent = true;
 };
 class Generator {
  public:
   Generator(const LlamaConfig& config, const GeneratorOptions& options = {});
+  ~Generator();
   void load(const Checkpoint& checkpoint);  // the model's weights (load_weights)
   Session& session() { return session_; }
   const Graph& graph() const { return *graph_; }
@@ -98,12 +106,23 @@ class Generator {
   // decode() without reading the logits back: they stay on the device.
   void advance(int32_t token);
   int64_t position() const { return position_; }  // tokens in the cache
+  // The persistent dispatch decodes (false: the decode program does, or it fell back after a
+  // grid barrier's wait ran out). Its workgroups, 0 when it does not.
+  bool persistent() const { return persistent_ != nullptr; }
+  uint32_t persistent_grid() const;
+  // Tests: the next persistent step's grid barrier waits in vain, as a grid that is not all
+  // resident would: the step falls back to the decode program, and persistent() turns false.
+  void arm_persistent_timeout_for_test();
 
  private:
+  void start_persistent();
   LlamaConfig config_;
   GeneratorOptions options_;
   std::unique_ptr<Graph> graph_;
+  int rope_cos_ = -1, rope_sin_ = -1;  // the rotary tables' graph nodes
   Session session_;
+  std::unique_ptr<PersistentDecoder> persistent_;
+  bool logits_persistent_ = false;  // the last decode's logits are the persistent decoder's
   int64_t position_ = 0;
 };
 

@@ -123,7 +123,8 @@ class Session {
  private:
   friend Session build_inference_session(const Graph&, const SessionOptions&);
   friend Session make_session(std::unique_ptr<Impl>);
-  friend class Trainer;  // completes a Cosine schedule's total_steps
+  friend class Trainer;            // completes a Cosine schedule's total_steps
+  friend Impl& impl_of(Session&);  // the library's own stages (runtime/session_impl.hpp)
   explicit Session(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

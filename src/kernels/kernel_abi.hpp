@@ -61,6 +61,7 @@ enum class Kernel : uint8_t {
   MatMulGemvSubgroup,       // MatMulGemv for [N, K] weights, its team sums through subgroup arithmetic
   MatMulCoop2StagedNV,      // MatMulCoopStagedNV at one exponent along K on workgroup-scope matrices (coopmat2)
   RotaryAppend,             // Rotary of one or two tensors with up to two KV cache appends (RotaryAppendParams)
+  DecodeStep,               // a Llama decoding step as one persistent dispatch (decode_step_abi.hpp)
   Count
 };
 

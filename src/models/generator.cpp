@@ -1,11 +1,17 @@
 // Generator: prefill and decode as two programs of one session over shared weights and caches.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <numeric>
+#include <set>
 
 #include "meganeura/error.hpp"
 #include "meganeura/llama.hpp"
+#include "runtime/persistent_decode.hpp"
 #include "trace/trace.hpp"
+#include "util/env.hpp"
+#include "util/log_topic.hpp"
 
 namespace meganeura::models {
 
@@ -37,6 +43,8 @@ Generator::Generator(const LlamaConfig& config, const GeneratorOptions& options)
         c.max_position_embeddings = std::max(c.max_position_embeddings, slots);
         Graph& g = *graph_;
         Llama model(g, c);
+        rope_cos_ = model.rope.cos_table.id();
+        rope_sin_ = model.rope.sin_table.id();
         std::vector<Llama::Cache> caches;
         for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
           const Shape s = model.cache_shape(1, slots);
@@ -48,7 +56,75 @@ Generator::Generator(const LlamaConfig& config, const GeneratorOptions& options)
         SessionOptions so = options.session;
         so.programs = {{"prefill.logits"}, {"decode.logits"}};
         return build_inference_session(g, so);
-      }()) {}
+      }()) {
+  if (options.persistent && util::env_on("MEGANEURA_PERSISTENT")) start_persistent();
+}
+
+Generator::~Generator() = default;
+
+namespace {
+
+std::vector<float> first_floats(const Node& n, size_t count) {
+  std::vector<float> v(count);
+  std::memcpy(v.data(), n.constant.data(), std::min(n.constant.size(), count * 4));
+  return v;
+}
+
+}  // namespace
+
+void Generator::start_persistent() {
+  const Graph& g = *graph_;
+  std::set<std::string, std::less<>> named;
+  for (int id = 0; id < g.size(); ++id)
+    if (g.node(id).op == Op::Parameter || g.node(id).op == Op::State) named.insert(g.node(id).name);
+  auto present = [&](const std::string& name) { return named.count(name) ? name : std::string(); };
+  const LlamaConfig& c = config_;
+  PersistentDecodeModel m;
+  m.hidden = c.hidden_size;
+  m.heads = c.num_attention_heads;
+  m.kv_heads = c.num_key_value_heads;
+  m.head_dim = c.head_dim;
+  m.ffn = c.intermediate_size;
+  m.vocab = c.vocab_size;
+  m.window = c.sliding_window;
+  m.slots = options_.max_seq + options_.prefill_chunk;
+  m.eps = static_cast<float>(c.rms_norm_eps);
+  m.embed = present("model.embed_tokens.weight");
+  m.final_norm = present("model.norm.weight");
+  m.lm_head = c.tie_word_embeddings ? m.embed : present("lm_head.weight");
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".", a = p + "self_attn.", f = p + "mlp.";
+    const std::string cache = "cache.layers." + std::to_string(l) + ".";
+    m.layers.push_back({present(p + "input_layernorm.weight"), present(a + "q_proj.weight"),
+                        present(a + "k_proj.weight"), present(a + "v_proj.weight"), present(a + "q_proj.bias"),
+                        present(a + "k_proj.bias"), present(a + "v_proj.bias"), present(a + "o_proj.weight"),
+                        present(a + "o_proj.bias"), present(p + "post_attention_layernorm.weight"),
+                        present(f + "gate_proj.weight"), present(f + "up_proj.weight"), present(f + "down_proj.weight"),
+                        present(f + "gate_proj.bias"), present(f + "up_proj.bias"), present(f + "down_proj.bias"),
+                        present(cache + "k"), present(cache + "v")});
+  }
+  const auto table = static_cast<size_t>(m.slots * m.head_dim);
+  m.cos = first_floats(g.node(rope_cos_), table);
+  m.sin = first_floats(g.node(rope_sin_), table);
+  // Where the device cannot take it, or no grid was resident, the decode program decodes.
+  const bool log = util::log_topic("persistent");
+  if (const std::string why = PersistentDecoder::unsupported(session_, m); !why.empty()) {
+    if (log) std::fprintf(stderr, "meganeura: persistent decoding off: %s\n", why.c_str());
+    return;
+  }
+  try {
+    persistent_ = std::make_unique<PersistentDecoder>(session_, m);
+    if (log) std::fprintf(stderr, "meganeura: persistent decoding on %u workgroups\n", persistent_->grid());
+  } catch (const Error& e) {
+    if (log) std::fprintf(stderr, "meganeura: persistent decoding off: %s\n", e.what());
+  }
+}
+
+uint32_t Generator::persistent_grid() const { return persistent_ ? persistent_->grid() : 0; }
+
+void Generator::arm_persistent_timeout_for_test() {
+  if (persistent_) persistent_->arm_timeout_for_test();
+}
 
 void Generator::load(const Checkpoint& checkpoint) { load_weights(session_, *graph_, checkpoint); }
 
@@ -79,7 +155,7 @@ std::vector<float> Generator::prefill(const std::vector<int32_t>& prompt) {
 
 std::vector<float> Generator::decode(int32_t token) {
   advance(token);
-  return session_.read_output("decode.logits").to_f32();
+  return logits_persistent_ ? persistent_->logits() : session_.read_output("decode.logits").to_f32();
 }
 
 void Generator::advance(int32_t token) {
@@ -87,6 +163,15 @@ void Generator::advance(int32_t token) {
   if (position_ >= options_.max_seq)
     throw Error("Generator::decode: the sequence is at max_seq (" + std::to_string(options_.max_seq) + " tokens)");
   trace::Scope scope("Generator decode", {{"position", position_}}, true);
+  logits_persistent_ = false;
+  if (persistent_) {
+    if (persistent_->step(token, position_)) {
+      logits_persistent_ = true;
+      ++position_;
+      return;
+    }
+    persistent_.reset();  // a grid barrier's wait ran out: the program redoes the step, and the rest
+  }
   session_.set_input("decode.ids", HostTensor::i32s({1, 1}, std::vector<int32_t>{token}));
   session_.set_input("decode.positions", one_i32(position_));
   session_.set_input("decode.start", one_i32(position_));

@@ -52,6 +52,8 @@ Session& Session::operator=(Session&&) noexcept = default;
 
 Session make_session(std::unique_ptr<Session::Impl> impl) { return Session(std::move(impl)); }
 
+Session::Impl& impl_of(Session& session) { return *session.impl_; }
+
 uint64_t Session::Impl::largest_buffer(const SessionOptions& options) {
   const auto ctx = vk::Context::get(options.device);
   const uint64_t largest = std::min<uint64_t>(ctx->max_allocation_size(), ctx->limits().maxStorageBufferRange);
@@ -105,6 +107,8 @@ std::unique_ptr<Session::Impl> Session::Impl::build(const Graph& g, const lower:
       impl->inputs.emplace(n.name, named);
     else if (n.op == Op::Parameter)
       impl->parameters.emplace(n.name, named);
+    else if (n.op == Op::State)
+      impl->states.emplace(n.name, named);
     else if (n.op == Op::Constant && !n.constant.empty())
       impl->exe->write(first_bytes(p.tensor[static_cast<size_t>(id)], n.constant.size()), n.constant);
   }

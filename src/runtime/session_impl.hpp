@@ -32,6 +32,7 @@ struct Session::Impl {
     Init init{};  // parameters: the default initialiser the graph recorded
   };
   std::map<std::string, Named, std::less<>> inputs, parameters;
+  std::map<std::string, Named, std::less<>> states;    // by Graph::state's name (KV caches, ...)
   std::vector<std::pair<std::string, Named>> outputs;  // Graph::outputs order
   std::vector<std::string> node_labels;                // for run-time errors
   std::vector<Op> node_ops;
@@ -130,5 +131,7 @@ struct Session::Impl {
 };
 
 Session make_session(std::unique_ptr<Session::Impl> impl);
+// A session's internals, for stages that work on its buffers (runtime/persistent_decode.cpp).
+Session::Impl& impl_of(Session& session);
 
 }  // namespace meganeura

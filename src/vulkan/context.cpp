@@ -63,6 +63,7 @@ VkDevice create_device(const DeviceProbe& d, uint32_t family, bool stats) {
   v12.uniformBufferStandardLayout = d.ubo_std430;  // the params blocks (Context::params_descriptor)
   v12.vulkanMemoryModel = d.memory_model;
   v12.vulkanMemoryModelDeviceScope = d.memory_model_device_scope;
+  v12.bufferDeviceAddress = d.device_address;
   auto coop_khr = init<VkPhysicalDeviceCooperativeMatrixFeaturesKHR>(
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR);
   coop_khr.cooperativeMatrix = VK_TRUE;
@@ -193,6 +194,8 @@ void Context::prepare_pipelines(std::span<const PipelineWant> wants) { impl_->pi
 void Context::save_pipeline_cache() { impl_->pipelines->save(); }
 
 uint64_t Context::max_allocation_size() const { return impl_->probe.max_allocation_size; }
+
+bool Context::device_addresses() const { return impl_->probe.device_address; }
 
 void Context::wait(VkFence fence, std::string_view what) {
   const double s = fence_timeout_s();

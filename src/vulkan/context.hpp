@@ -84,6 +84,8 @@ class Context {
   void check_allocation(VkResult r, std::string_view what, uint32_t memory_type = UINT32_MAX) const;
   // The largest single allocation the device allows (VkPhysicalDeviceMaintenance3Properties).
   uint64_t max_allocation_size() const;
+  // bufferDeviceAddress is enabled: device-local buffers have addresses (Buffer::device_address).
+  bool device_addresses() const;
 
   // Records `fn` into a one-shot command buffer, submits it and waits (uploads, downloads).
   void run_once(const std::function<void(VkCommandBuffer)>& fn);

@@ -203,12 +203,15 @@ DeviceProbe probe(const Instance& inst, VkPhysicalDevice pd, int index) {
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_UNIFORM_BUFFER_STANDARD_LAYOUT_FEATURES);
   auto memory_model =
       init<VkPhysicalDeviceVulkanMemoryModelFeatures>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES);
+  auto address = init<VkPhysicalDeviceBufferDeviceAddressFeatures>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_BUFFER_DEVICE_ADDRESS_FEATURES);
   auto features = init<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
   head = nullptr;
   if (v11) link(head, storage16);
   if (v12) {
     link(head, ubo_layout);
     link(head, memory_model);
+    link(head, address);
   }
   if (v12 || d.has_extension(VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME)) link(head, float16);
   if (d.info.coopmat_khr) link(head, coop_khr);
@@ -230,6 +233,7 @@ DeviceProbe probe(const Instance& inst, VkPhysicalDevice pd, int index) {
   // matmul_coop2.glsl: workgroup-scope matrices of its tile sizes, loaded and stored through
   // tensor layouts, finished element by element; on top of the KHR extension and 16-bit storage.
   d.maintenance4 = maintenance4.maintenance4;
+  d.device_address = address.bufferDeviceAddress;
   d.info.coopmat2_nv = d.info.coopmat2_nv && d.info.coopmat_khr && d.storage16 && d.info.fp16 && d.maintenance4 &&
                        coop2.cooperativeMatrixWorkgroupScope && coop2.cooperativeMatrixFlexibleDimensions &&
                        coop2.cooperativeMatrixTensorAddressing && coop2.cooperativeMatrixPerElementOperations;

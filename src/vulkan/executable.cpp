@@ -307,4 +307,13 @@ uint64_t Executable::device_bytes() const {
   return total;
 }
 
+uint64_t Executable::device_address(plan::Slice s) const {
+  impl_->check_slice(s, "a device address");
+  const uint64_t base = impl_->buffers[s.buffer].device_address();
+  if (base == 0)
+    throw DeviceError("the " + impl_->descs[s.buffer].name + " has no device address on " + impl_->ctx->info().name +
+                      " (bufferDeviceAddress is not offered, or the buffer is host memory)");
+  return base + s.offset;
+}
+
 }  // namespace meganeura::vk

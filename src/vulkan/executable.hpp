@@ -58,6 +58,9 @@ class Executable {
   // them), in command order; empty as dispatch_times_ns() is.
   std::vector<DispatchTime> dispatch_intervals_ns(size_t list) const;
   uint64_t device_bytes() const;  // total bytes of device-local buffers
+  // Where a slice of a device-local buffer starts, for shaders that reach tensors through
+  // addresses (Context::device_addresses() must hold: a DeviceError otherwise).
+  uint64_t device_address(plan::Slice s) const;
 
  private:
   struct Impl;

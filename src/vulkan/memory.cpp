@@ -95,6 +95,8 @@ Buffer::Buffer(const Context& ctx, std::string_view name, uint64_t size, plan::M
     // Uniform too: the params buffer is bound as one (Context::params_descriptor).
     info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT |
                  VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+    const bool addressed = memory == plan::Memory::DeviceLocal && ctx.device_addresses();
+    if (addressed) info.usage |= VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT;
     info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
     const std::string asked = "the " + what + " (" + format_bytes(size) + ")";
     ctx.check_allocation(fault::allocate([&] { return vkCreateBuffer(device_, &info, nullptr, &buffer_); }), asked);
@@ -106,12 +108,20 @@ Buffer::Buffer(const Context& ctx, std::string_view name, uint64_t size, plan::M
     auto alloc = init<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO);
     alloc.allocationSize = req.size;
     alloc.memoryTypeIndex = type;
+    auto flags = init<VkMemoryAllocateFlagsInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO);
+    flags.flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT;
+    if (addressed) alloc.pNext = &flags;
     ctx.check_allocation(fault::allocate([&] { return vkAllocateMemory(device_, &alloc, nullptr, &memory_); }), asked,
                          type);
     held_ = &ctx.held_bytes(type);
     held_size_ = alloc.allocationSize;
     *held_ += held_size_;
     check(vkBindBufferMemory(device_, buffer_, memory_, 0), "vkBindBufferMemory (" + what + ")");
+    if (addressed) {
+      auto at = init<VkBufferDeviceAddressInfo>(VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO);
+      at.buffer = buffer_;
+      address_ = vkGetBufferDeviceAddress(device_, &at);
+    }
 
     // Device-local buffers are never mapped, even where they could be (lavapipe, integrated
     // GPUs), so the staging path is exercised everywhere.
@@ -135,6 +145,7 @@ Buffer::Buffer(Buffer&& o) noexcept
       memory_(std::exchange(o.memory_, VK_NULL_HANDLE)),
       mapped_(std::exchange(o.mapped_, nullptr)),
       size_(o.size_),
+      address_(o.address_),
       coherent_(o.coherent_),
       held_(std::exchange(o.held_, nullptr)),
       held_size_(o.held_size_) {}
@@ -147,6 +158,7 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
     memory_ = std::exchange(o.memory_, VK_NULL_HANDLE);
     mapped_ = std::exchange(o.mapped_, nullptr);
     size_ = o.size_;
+    address_ = o.address_;
     coherent_ = o.coherent_;
     held_ = std::exchange(o.held_, nullptr);
     held_size_ = o.held_size_;

@@ -26,6 +26,9 @@ class Buffer {
   VkBuffer handle() const { return buffer_; }
   uint64_t size() const { return size_; }   // as allocated: at least 4 bytes, a multiple of 4
   void* mapped() const { return mapped_; }  // null for DeviceLocal buffers
+  // The buffer's address for shaders (GL_EXT_buffer_reference): device-local buffers have one
+  // where Context::device_addresses(); 0 otherwise.
+  uint64_t device_address() const { return address_; }
   // Make device writes visible to the host / host writes visible to the device where the memory
   // type is not coherent; no-ops otherwise.
   void invalidate() const;
@@ -41,6 +44,7 @@ class Buffer {
   VkDeviceMemory memory_ = VK_NULL_HANDLE;
   void* mapped_ = nullptr;
   uint64_t size_ = 0;
+  uint64_t address_ = 0;
   bool coherent_ = true;
   std::atomic<uint64_t>* held_ = nullptr;  // the heap's Context::held_bytes, while memory_ lives
   uint64_t held_size_ = 0;

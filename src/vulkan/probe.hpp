@@ -30,6 +30,9 @@ struct DeviceProbe {
   // maintenance4 (Vulkan 1.3): kernels compiled for Vulkan 1.3 size their workgroup with
   // LocalSizeId (matmul_coop2.glsl).
   bool maintenance4 = false;
+  // bufferDeviceAddress (Vulkan 1.2): the persistent decoding kernel reaches every tensor of a
+  // model through a table of addresses (runtime/persistent_decode.hpp).
+  bool device_address = false;
 
   bool has_extension(const char* name) const;
 };

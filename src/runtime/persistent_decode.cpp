@@ -1,0 +1,305 @@
+#include "runtime/persistent_decode.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/decode_step_abi.hpp"
+#include "kernels/kernel_abi.hpp"
+#include "runtime/session_impl.hpp"
+#include "util/env.hpp"
+#include "vulkan/executable.hpp"
+
+namespace meganeura {
+namespace {
+
+using kernels::DecodeStepParams;
+
+// The decoder's own buffers.
+enum : uint32_t { kParams, kStatus, kTable, kSync, kStep, kScratch, kZero, kReadback, kBuffers };
+
+// Polls of a grid barrier before it gives up: a step's (far beyond any phase's legitimate wait,
+// well inside the fence timeout) and the co-residency probe's (each wave of a grid too large
+// to be resident waits this long).
+constexpr uint32_t kStepSpins = 1u << 22, kProbeSpins = 1u << 14;
+
+uint64_t align256(uint64_t n) { return (n + 255) / 256 * 256; }
+
+struct Scratch {
+  uint64_t x = 0, q = 0, partial = 0, h = 0, logits = 0, bytes = 0;
+};
+Scratch scratch_layout(const PersistentDecodeModel& m) {
+  Scratch s;
+  uint64_t at = 0;
+  auto take = [&](uint64_t floats) {
+    const uint64_t here = at;
+    at += align256(floats * 4);
+    return here;
+  };
+  s.x = take(static_cast<uint64_t>(m.hidden));
+  s.q = take(static_cast<uint64_t>(m.heads * m.head_dim));
+  s.partial = take(static_cast<uint64_t>(m.heads) * kernels::kDecodeAttnBlocks * static_cast<uint64_t>(m.head_dim + 2));
+  s.h = take(static_cast<uint64_t>(m.ffn));
+  s.logits = take(static_cast<uint64_t>(m.vocab));
+  s.bytes = at;
+  return s;
+}
+
+uint32_t stage_floats(const PersistentDecodeModel& m) {
+  const int64_t n = std::max({m.hidden, m.heads * m.head_dim, m.ffn});
+  return static_cast<uint32_t>((n + 3) / 4 * 4);
+}
+
+// decode_step.comp's shared memory: the staged vector, a q row and a chunk's probabilities a
+// subgroup, the workgroup reductions' words (common.glsl), the grid flag.
+uint64_t shared_bytes(const PersistentDecodeModel& m, uint32_t subgroup) {
+  const uint64_t warps = kernels::kWorkgroupSize / subgroup;
+  return 4 * (uint64_t{stage_floats(m)} + warps * static_cast<uint64_t>(m.head_dim) + warps * subgroup +
+              kernels::kWorkgroupSize + 16 + 1);
+}
+
+// The grids to try, largest first: MEGANEURA_PERSISTENT_GRID where set; one workgroup on a CPU
+// (llvmpipe runs workgroups one after another on few threads); a workgroup an SM where the
+// device says how many it has; else powers of two down to 32.
+std::vector<uint32_t> grid_candidates(const DeviceInfo& info) {
+  const uint64_t forced = util::env_number("MEGANEURA_PERSISTENT_GRID", 65535, 0, "a number of workgroups");
+  if (forced > 0) return {static_cast<uint32_t>(forced)};
+  if (info.type == "CPU") return {1};
+  if (info.multiprocessors > 0) return {info.multiprocessors};
+  return {256, 128, 64, 32};
+}
+
+std::vector<plan::Command> step_list(uint32_t grid, const Scratch& s, const PersistentDecodeModel& m,
+                                     uint64_t table_bytes, uint32_t subgroup) {
+  plan::Dispatch d;
+  d.kernel = kernels::Kernel::DecodeStep;
+  d.spec = {subgroup, stage_floats(m), static_cast<uint32_t>(m.head_dim)};
+  d.params = {kParams, 0, sizeof(DecodeStepParams)};
+  d.tensors = {{kTable, 0, table_bytes}, {kSync, 0, 8}, {kStep, 0, 8}};
+  d.groups = {grid, 1, 1};
+  d.label = "decode_step (persistent, " + std::to_string(grid) + " workgroups)";
+  const uint64_t logits = static_cast<uint64_t>(m.vocab) * 4;
+  using B = plan::Barrier;
+  return {B{B::ComputeToCompute},  // the session's programs wrote the caches
+          plan::Copy{{kZero, 0, 8}, {kSync, 0, 8}},
+          B{B::TransferToCompute},
+          d,
+          B{B::ComputeToCompute},  // the session's programs read the caches next
+          B{B::ComputeToTransfer},
+          plan::Copy{{kScratch, s.logits, logits}, {kReadback, 0, logits}},
+          B{B::TransferToHost}};
+}
+
+}  // namespace
+
+struct PersistentDecoder::Impl {
+  Session::Impl* session = nullptr;
+  PersistentDecodeModel model;
+  Scratch scratch;
+  std::vector<uint32_t> grids;  // one command list each
+  size_t list = 0;              // the one in use
+  std::unique_ptr<vk::Executable> exe;
+  DecodeStepParams params{};
+  uint32_t diagnostics = 0;  // MEGANEURA_PERSISTENT_DIAG: flags that skip phases (timing only)
+
+  void write_params(uint32_t flags, uint32_t spins) {
+    params.flags = flags | diagnostics;
+    params.spin_limit = spins;
+    exe->write({kParams, 0, sizeof(params)}, std::as_bytes(std::span(&params, 1)));
+  }
+  kernels::Status take_status() {
+    auto* st = static_cast<kernels::Status*>(exe->mapped(kStatus));
+    kernels::Status s = *st;
+    std::memset(st, 0, sizeof(*st));
+    return s;
+  }
+  // Where the session keeps the parameter or state `name` ("": absent, 0), checked to be f32 [floats].
+  uint64_t address(const std::string& name, uint64_t floats) const {
+    if (name.empty()) return 0;
+    const auto& params = session->parameters;
+    auto it = params.find(name);
+    if (it == params.end()) {
+      it = session->states.find(name);
+      if (it == session->states.end()) throw Error("persistent decoding: the session has no \"" + name + "\"");
+    }
+    const plan::Slice s = session->planned.tensor.at(static_cast<size_t>(it->second.tensor));
+    if (it->second.dtype != f32 || s.size != floats * 4)
+      throw Error("persistent decoding: \"" + name + "\" is " + std::string(dtype_name(it->second.dtype)) + " " +
+                  shape_str(it->second.shape) + ", not f32 of " + std::to_string(floats) + " values");
+    return session->exe->device_address(s);
+  }
+  std::vector<uint64_t> table() const;
+  void probe();
+};
+
+std::vector<uint64_t> PersistentDecoder::Impl::table() const {
+  using namespace kernels;
+  const PersistentDecodeModel& m = model;
+  const auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
+  const uint64_t h = u(m.hidden), d = u(m.head_dim), q = u(m.heads) * d, kv = u(m.kv_heads) * d, f = u(m.ffn);
+  const uint64_t own = exe->device_address({kScratch, 0, scratch.bytes});
+  std::vector<uint64_t> t(kDecodeGlobals + m.layers.size() * kDecodeLayerEntries, 0);
+  t[kDecodeEmbed] = address(m.embed, u(m.vocab) * h);
+  t[kDecodeFinalNorm] = address(m.final_norm, h);
+  t[kDecodeLmHead] = address(m.lm_head, u(m.vocab) * h);
+  t[kDecodeCos] = own + scratch.bytes;  // the tables follow the scratch (see the constructor)
+  t[kDecodeSin] = t[kDecodeCos] + align256(u(m.slots) * d * 4);
+  t[kDecodeX] = own + scratch.x;
+  t[kDecodeQ] = own + scratch.q;
+  t[kDecodePartial] = own + scratch.partial;
+  t[kDecodeH] = own + scratch.h;
+  t[kDecodeLogits] = own + scratch.logits;
+  for (size_t l = 0; l < m.layers.size(); ++l) {
+    const PersistentDecodeModel::Layer& L = m.layers[l];
+    uint64_t* e = t.data() + kDecodeGlobals + l * kDecodeLayerEntries;
+    e[kDecodeLn1] = address(L.ln1, h);
+    e[kDecodeWq] = address(L.wq, q * h);
+    e[kDecodeWk] = address(L.wk, kv * h);
+    e[kDecodeWv] = address(L.wv, kv * h);
+    e[kDecodeBq] = address(L.bq, q);
+    e[kDecodeBk] = address(L.bk, kv);
+    e[kDecodeBv] = address(L.bv, kv);
+    e[kDecodeWo] = address(L.wo, h * q);
+    e[kDecodeBo] = address(L.bo, h);
+    e[kDecodeLn2] = address(L.ln2, h);
+    e[kDecodeWgate] = address(L.wgate, f * h);
+    e[kDecodeWup] = address(L.wup, f * h);
+    e[kDecodeWdown] = address(L.wdown, h * f);
+    e[kDecodeBgate] = address(L.bgate, f);
+    e[kDecodeBup] = address(L.bup, f);
+    e[kDecodeBdown] = address(L.bdown, h);
+    e[kDecodeKCache] = address(L.k_cache, u(m.slots) * kv);
+    e[kDecodeVCache] = address(L.v_cache, u(m.slots) * kv);
+  }
+  return t;
+}
+
+// The first candidate grid whose workgroups all pass one grid barrier together.
+void PersistentDecoder::Impl::probe() {
+  kernels::Status s{};
+  for (size_t i = 0; i < grids.size(); ++i) {
+    write_params(kernels::DECODE_FLAG_PROBE, kProbeSpins);
+    exe->run(i);
+    s = take_status();
+    if (s.code == kernels::STATUS_OK) {
+      list = i;
+      write_params(0, kStepSpins);
+      return;
+    }
+  }
+  throw Error("persistent decoding: no grid of " + std::to_string(grids.back()) +
+              " workgroups or more was resident at once on " + session->ctx->info().name + " (status " +
+              std::to_string(s.code) + ")");
+}
+
+std::string PersistentDecoder::unsupported(Session& session, const PersistentDecodeModel& m) {
+  const auto& ctx = *impl_of(session).ctx;
+  const DeviceInfo& info = ctx.info();
+  if (!ctx.device_addresses()) return info.name + " offers no bufferDeviceAddress";
+  if (!info.subgroup_arithmetic || info.subgroup_size == 0 || kernels::kWorkgroupSize % info.subgroup_size != 0)
+    return info.name + " offers no subgroup arithmetic of a size that divides the workgroup";
+  if (m.layers.empty() || m.hidden % 4 || m.ffn % 4 || m.head_dim % 4 || m.heads % m.kv_heads)
+    return "hidden, intermediate and head sizes must be multiples of 4, and heads a multiple of kv_heads";
+  if (m.cos.size() != static_cast<size_t>(m.slots * m.head_dim) || m.sin.size() != m.cos.size())
+    return "rotary tables of slots x head_dim are needed";
+  const uint64_t shared = shared_bytes(m, info.subgroup_size);
+  if (shared > info.shared_memory)
+    return "the kernel would need " + std::to_string(shared) + " bytes of shared memory, more than the " +
+           std::to_string(info.shared_memory) + " of " + info.name;
+  return "";
+}
+
+PersistentDecoder::PersistentDecoder(Session& session, const PersistentDecodeModel& m)
+    : impl_(std::make_unique<Impl>()) {
+  if (const std::string why = unsupported(session, m); !why.empty()) throw Error("persistent decoding: " + why);
+  Impl& d = *impl_;
+  d.session = &impl_of(session);
+  d.model = m;
+  d.scratch = scratch_layout(m);
+  const auto& ctx = d.session->ctx;
+  d.grids = grid_candidates(ctx->info());
+  const uint32_t subgroup = ctx->info().subgroup_size;
+
+  const uint64_t table_bytes = (kernels::kDecodeGlobals + m.layers.size() * kernels::kDecodeLayerEntries) * 8;
+  const uint64_t rope_bytes = align256(static_cast<uint64_t>(m.slots * m.head_dim) * 4);
+  plan::Program program;
+  program.buffers = {{"persistent decoding's params", align256(sizeof(DecodeStepParams)), plan::Memory::DeviceLocal},
+                     {"persistent decoding's status block", sizeof(kernels::Status), plan::Memory::HostShared},
+                     {"persistent decoding's address table", table_bytes, plan::Memory::DeviceLocal},
+                     {"persistent decoding's barrier counters", 8, plan::Memory::DeviceLocal},
+                     {"persistent decoding's token and position", 8, plan::Memory::HostShared},
+                     {"persistent decoding's scratch", d.scratch.bytes + 2 * rope_bytes, plan::Memory::DeviceLocal},
+                     {"persistent decoding's zeros", 8, plan::Memory::DeviceLocal},
+                     {"persistent decoding's logits", static_cast<uint64_t>(m.vocab) * 4, plan::Memory::Readback}};
+  program.status_buffer = kStatus;
+  program.commands = step_list(d.grids[0], d.scratch, m, table_bytes, subgroup);
+  for (size_t i = 1; i < d.grids.size(); ++i)
+    program.extra.push_back(step_list(d.grids[i], d.scratch, m, table_bytes, subgroup));
+  d.exe = std::make_unique<vk::Executable>(ctx, program);
+
+  d.exe->write({kZero, 0, 8}, std::vector<std::byte>(8));
+  std::memset(d.exe->mapped(kStatus), 0, sizeof(kernels::Status));
+  const uint64_t table_at = d.scratch.bytes;
+  d.exe->write({kScratch, table_at, m.cos.size() * 4}, std::as_bytes(std::span(m.cos)));
+  d.exe->write({kScratch, table_at + rope_bytes, m.sin.size() * 4}, std::as_bytes(std::span(m.sin)));
+  const std::vector<uint64_t> table = d.table();
+  d.exe->write({kTable, 0, table_bytes}, std::as_bytes(std::span(table)));
+
+  const auto u = [](int64_t v) { return static_cast<uint32_t>(v); };
+  d.params = {u(m.hidden),
+              u(m.heads),
+              u(m.kv_heads),
+              u(m.head_dim),
+              u(m.ffn),
+              u(m.vocab),
+              u(m.layers.size()),
+              u(m.window),
+              u(m.slots),
+              0,
+              kStepSpins,
+              0,
+              m.eps,
+              1.0f / std::sqrt(static_cast<float>(m.head_dim)),
+              0.0f,
+              0.0f};
+  d.probe();
+  d.diagnostics = static_cast<uint32_t>(
+      util::env_number("MEGANEURA_PERSISTENT_DIAG", 2047, 0, "a mask of decode_step.comp's SKIP_ flags"));
+  if (d.diagnostics) d.write_params(0, kStepSpins);
+}
+
+PersistentDecoder::~PersistentDecoder() = default;
+
+bool PersistentDecoder::step(int32_t token, int64_t position) {
+  Impl& d = *impl_;
+  if (token < 0 || token >= d.model.vocab)
+    throw RuntimeDataError("decoding: token " + std::to_string(token) + " is outside the vocabulary [0, " +
+                           std::to_string(d.model.vocab) + ")");
+  if (position < 0 || position >= d.model.slots)
+    throw RuntimeDataError("decoding: position " + std::to_string(position) + " is outside the cache's " +
+                           std::to_string(d.model.slots) + " slots");
+  auto* in = static_cast<int32_t*>(d.exe->mapped(kStep));
+  in[0] = token;
+  in[1] = static_cast<int32_t>(position);
+  d.exe->run(d.list);
+  const kernels::Status s = d.take_status();
+  if (d.params.flags != d.diagnostics) d.write_params(0, kStepSpins);  // an armed test timeout fires once
+  if (s.code == kernels::STATUS_OK) return true;
+  if (s.code == kernels::STATUS_GRID_TIMEOUT) return false;
+  if (s.code == kernels::STATUS_SUBGROUP_SIZE)
+    throw DeviceError("the device ran the persistent decoding kernel with subgroups of " + std::to_string(s.value) +
+                      ", not the " + std::to_string(s.limit) + " it reports");
+  throw RuntimeDataError("the persistent decoding kernel reported status " + std::to_string(s.code));
+}
+
+std::vector<float> PersistentDecoder::logits() const {
+  std::vector<float> out(static_cast<size_t>(impl_->model.vocab));
+  std::memcpy(out.data(), impl_->exe->mapped(kReadback), out.size() * 4);
+  return out;
+}
+
+uint32_t PersistentDecoder::grid() const { return impl_->grids[impl_->list]; }
+
+void PersistentDecoder::arm_timeout_for_test() { impl_->write_params(kernels::DECODE_FLAG_ONE_SHORT, 1000); }
+
+}  // namespace meganeura
