@@ -73,7 +73,13 @@ std::vector<int32_t> tokens(size_t n, uint64_t seed, int64_t vocab) {
   return t;
 }
 
-TEST(PersistentDecoding, MatchesTheDecodeProgram) {
+// On lavapipe the persistent dispatch is off unless forced (one workgroup is slower than the
+// program there): every test here forces it.
+struct PersistentDecoding : ::testing::Test {
+  mntest::ScopedEnv on{"MEGANEURA_PERSISTENT", "1"};
+};
+
+TEST_F(PersistentDecoding, MatchesTheDecodeProgram) {
   struct Case {
     const char* what;
     models::LlamaConfig c;
@@ -102,7 +108,7 @@ TEST(PersistentDecoding, MatchesTheDecodeProgram) {
   }
 }
 
-TEST(PersistentDecoding, AWaitThatRunsOutHandsTheStepToTheProgram) {
+TEST_F(PersistentDecoding, AWaitThatRunsOutHandsTheStepToTheProgram) {
   const models::LlamaConfig c = config(4, 2, 8, false, false, 0);
   auto p = pair_of(c, 64, 11);
   ASSERT_TRUE(p->fast.persistent());
@@ -120,7 +126,7 @@ TEST(PersistentDecoding, AWaitThatRunsOutHandsTheStepToTheProgram) {
   EXPECT_LE(worst_relative(p->fast.decode(t[6]), p->program.decode(t[6])), 2e-5);
 }
 
-TEST(PersistentDecoding, ATokenOutsideTheVocabularyIsAnError) {
+TEST_F(PersistentDecoding, ATokenOutsideTheVocabularyIsAnError) {
   const models::LlamaConfig c = config(4, 2, 8, false, false, 0);
   auto p = pair_of(c, 64, 21);
   p->fast.prefill({1, 2, 3});
@@ -132,10 +138,20 @@ TEST(PersistentDecoding, ATokenOutsideTheVocabularyIsAnError) {
   }
 }
 
-TEST(PersistentDecoding, MEGANEURA_PERSISTENTTurnsItOff) {
-  mntest::ScopedEnv off("MEGANEURA_PERSISTENT", "0");
-  models::Generator g(config(4, 2, 8, false, false, 0), {.max_seq = 16});
-  EXPECT_FALSE(g.persistent());
+TEST_F(PersistentDecoding, MEGANEURA_PERSISTENTTurnsItOffAndOn) {
+  const models::LlamaConfig c = config(4, 2, 8, false, false, 0);
+  {
+    mntest::ScopedEnv off("MEGANEURA_PERSISTENT", "0");
+    EXPECT_FALSE(models::Generator(c, {.max_seq = 16}).persistent());
+  }
+  {
+    mntest::ScopedEnv on("MEGANEURA_PERSISTENT", "1");
+    EXPECT_TRUE(models::Generator(c, {.max_seq = 16}).persistent());
+    EXPECT_FALSE(models::Generator(c, {.max_seq = 16, .persistent = false}).persistent());
+  }
+  mntest::ScopedEnv unset("MEGANEURA_PERSISTENT", std::nullopt);
+  EXPECT_EQ(models::Generator(c, {.max_seq = 16}).persistent(), default_device_info().type != "CPU")
+      << "on by default, except on a CPU";
 }
 
 }  // namespace

@@ -88,7 +88,8 @@ struct GeneratorOptions {
   int64_t prefill_chunk = 64;  // prompt tokens per prefill run
   SessionOptions session{};
   // Decode each token with one persistent dispatch where the device allows it (docs/concepts.md,
-  // "Persistent decoding"); false, or MEGANEURA_PERSISTENT=0, keeps the recorded program.
+  // "Persistent decoding"; GPUs only unless MEGANEURA_PERSISTENT=1); false, or
+  // MEGANEURA_PERSISTENT=0, keeps the recorded program.
   bool persistent = true;
 };
 class Generator {

@@ -57,7 +57,7 @@ Generator::Generator(const LlamaConfig& config, const GeneratorOptions& options)
         so.programs = {{"prefill.logits"}, {"decode.logits"}};
         return build_inference_session(g, so);
       }()) {
-  if (options.persistent && util::env_on("MEGANEURA_PERSISTENT")) start_persistent();
+  if (options.persistent) start_persistent();
 }
 
 Generator::~Generator() = default;
@@ -108,6 +108,12 @@ void Generator::start_persistent() {
   m.sin = first_floats(g.node(rope_sin_), table);
   // Where the device cannot take it, or no grid was resident, the decode program decodes.
   const bool log = util::log_topic("persistent");
+  const std::string wanted = util::env_choice("MEGANEURA_PERSISTENT", {"0", "1"});
+  if (wanted == "0") return;
+  if (wanted.empty() && PersistentDecoder::slower_than_program(session_)) {
+    if (log) std::fprintf(stderr, "meganeura: persistent decoding off on a CPU (MEGANEURA_PERSISTENT=1 forces it)\n");
+    return;
+  }
   if (const std::string why = PersistentDecoder::unsupported(session_, m); !why.empty()) {
     if (log) std::fprintf(stderr, "meganeura: persistent decoding off: %s\n", why.c_str());
     return;

@@ -209,6 +209,8 @@ std::string PersistentDecoder::unsupported(Session& session, const PersistentDec
   return "";
 }
 
+bool PersistentDecoder::slower_than_program(Session& session) { return impl_of(session).ctx->info().type == "CPU"; }
+
 PersistentDecoder::PersistentDecoder(Session& session, const PersistentDecodeModel& m)
     : impl_(std::make_unique<Impl>()) {
   if (const std::string why = unsupported(session, m); !why.empty()) throw Error("persistent decoding: " + why);
