@@ -302,24 +302,36 @@ void attention_phase(uint l, uint position) {
   Live values = Live(layer_at(l, L_VCACHE)), q = Live(global_at(T_Q));
   for (uint item = first_warp; item < p.heads * kb.blocks; item += all_warps) {
     const uint h = item / kb.blocks, b = item % kb.blocks, head_at = (h / group) * D;
-    for (uint d = lane; d < D; d += SUBGROUP) q_rows[warp][d] = q.v[h * D + d];
-    subgroupMemoryBarrierShared();
-    subgroupBarrier();
+    float q_own[DS];  // this lane's share of q, on its way with the first chunk's K and V
+    for (uint i = 0u; i < DS; ++i) q_own[i] = lane + i * SUBGROUP < D ? q.v[h * D + lane + i * SUBGROUP] : 0.0f;
     float m = -F_INF, denominator = 0.0f, acc[DS];
     for (uint i = 0u; i < DS; ++i) acc[i] = 0.0f;
     const uint c_end = min((b + 1u) * kb.per, kb.chunks);
     for (uint c = b * kb.per; c < c_end; ++c) {
       const uint first_key = kb.lo + c * SUBGROUP, key = first_key + lane;
       const bool live = key <= position;
-      float s = -F_INF;
-      if (live) {
-        const uint at = (key * kvd + head_at) / 4u;
-        float d_acc = 0.0f;
-        for (uint d4 = 0u; d4 < D / 4u; ++d4)
-          d_acc += dot(keys.v[at + d4], vec4(q_rows[warp][4u * d4], q_rows[warp][4u * d4 + 1u],
-                                             q_rows[warp][4u * d4 + 2u], q_rows[warp][4u * d4 + 3u]));
-        s = d_acc * p.scale;
+      const uint n = min(SUBGROUP, position + 1u - first_key);
+      // The chunk's K row (a key a lane) and V rows (all of them, a dim a lane), issued together.
+      const uint k_at = (key * kvd + head_at) / 4u;
+      vec4 k_row[HEAD_DIM / 4u];
+      for (uint d4 = 0u; d4 < D / 4u; ++d4) k_row[d4] = live ? keys.v[k_at + d4] : vec4(0.0f);
+      float v[SUBGROUP][DS];
+      for (uint u = 0u; u < SUBGROUP; ++u)
+        for (uint i = 0u; i < DS; ++i) {
+          const uint d = lane + i * SUBGROUP;
+          v[u][i] = u < n && d < D ? values.v[(first_key + u) * kvd + head_at + d] : 0.0f;
+        }
+      if (c == b * kb.per) {  // q into shared memory, for every lane's dot product
+        for (uint i = 0u; i < DS; ++i)
+          if (lane + i * SUBGROUP < D) q_rows[warp][lane + i * SUBGROUP] = q_own[i];
+        subgroupMemoryBarrierShared();
+        subgroupBarrier();
       }
+      float d_acc = 0.0f;
+      for (uint d4 = 0u; d4 < D / 4u; ++d4)
+        d_acc += dot(k_row[d4], vec4(q_rows[warp][4u * d4], q_rows[warp][4u * d4 + 1u], q_rows[warp][4u * d4 + 2u],
+                                     q_rows[warp][4u * d4 + 3u]));
+      const float s = live ? d_acc * p.scale : -F_INF;
       const float m_new = max(m, subgroupMax(s));  // finite: a chunk's first key is live
       const float fix = exp(m - m_new), pr = live ? exp(s - m_new) : 0.0f;
       denominator = denominator * fix + subgroupAdd(pr);
@@ -327,13 +339,6 @@ void attention_phase(uint l, uint position) {
       subgroupMemoryBarrierShared();
       subgroupBarrier();
       for (uint i = 0u; i < DS; ++i) acc[i] *= fix;
-      const uint n = min(SUBGROUP, position + 1u - first_key);
-      float v[SUBGROUP][DS];  // the chunk's rows of V, all on their way at once
-      for (uint u = 0u; u < SUBGROUP; ++u)
-        for (uint i = 0u; i < DS; ++i) {
-          const uint d = lane + i * SUBGROUP;
-          v[u][i] = u < n && d < D ? values.v[(first_key + u) * kvd + head_at + d] : 0.0f;
-        }
       for (uint u = 0u; u < SUBGROUP; ++u) {
         const float pj = u < n ? probs[warp][u] : 0.0f;
         for (uint i = 0u; i < DS; ++i) acc[i] += pj * v[u][i];
