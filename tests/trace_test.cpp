@@ -218,6 +218,44 @@ TEST(Trace, DISABLED_TracedSessionsChild) {
   }
 }
 
+// A Generator decoding with the persistent dispatch (MEGANEURA_PERSISTENT=1 from the parent):
+// each decoding step is a CPU slice holding one GPU step of one dispatch, decode_step.
+TEST(Trace, DISABLED_PersistentDecodingChild) {
+  const char* path = std::getenv("MEGANEURA_TRACE");
+  if (!path) GTEST_SKIP() << "run by Trace.PersistentDecodingIsOneDispatchAStep";
+  uint32_t grid = 0;
+  {
+    models::LlamaConfig c;
+    c.vocab_size = 50;
+    c.hidden_size = 16;
+    c.intermediate_size = 24;
+    c.num_hidden_layers = 1;
+    c.num_attention_heads = c.num_key_value_heads = 2;
+    c.head_dim = 8;
+    models::Generator gen(c, {.max_seq = 8});
+    ASSERT_TRUE(gen.persistent());
+    grid = gen.persistent_grid();
+    gen.prefill({1, 2});
+    gen.decode(3);
+    gen.decode(4);
+  }
+  const DecodedTrace trace = decode_trace(read_bytes(path));
+  const Tracks t = find_tracks(trace);
+  ASSERT_TRUE(t.gpu);
+  std::vector<int> steps;
+  for (int i : DecodedTrace::roots(*t.gpu))
+    if (t.gpu->slices[static_cast<size_t>(i)].name == "decode step (persistent)") steps.push_back(i);
+  ASSERT_EQ(steps.size(), 2u) << "one GPU step a decoded token";
+  for (int step : steps) {
+    const std::vector<std::string> dispatches = check_dispatches(*t.gpu, step);
+    ASSERT_EQ(dispatches.size(), 1u);
+    EXPECT_EQ(dispatches[0], "decode_step (persistent, " + std::to_string(grid) + " workgroups)");
+  }
+  int cpu_steps = 0;
+  for (const TraceSlice& slice : t.cpu->slices) cpu_steps += slice.name == "decode step (persistent)";
+  EXPECT_EQ(cpu_steps, 2);
+}
+
 // A session that is never destroyed: the trace is written at exit. Held by a static, so that
 // LeakSanitizer sees it reachable, not leaked (this child must exit 0 in sanitizer builds too).
 TEST(Trace, DISABLED_SessionAliveAtExitChild) {
@@ -249,6 +287,16 @@ ChildRun run_child(const std::string& test, const std::string& trace_path, const
 TEST(Trace, RecordsBuildPhasesStepsAndEveryDispatch) {
   TempDir dir;
   const ChildRun child = run_child("Trace.DISABLED_TracedSessionsChild", dir / "run.pftrace", dir / "child.log");
+  ASSERT_GT(child.pid, 0);
+  EXPECT_EQ(child.status, 0) << read_bytes(dir / "child.log");
+  EXPECT_THAT(read_bytes(dir / "child.log"), HasSubstr("[  PASSED  ] 1 test")) << "the child did not run its test";
+}
+
+TEST(Trace, PersistentDecodingIsOneDispatchAStep) {
+  TempDir dir;
+  const ChildRun child = run_self_child(
+      "Trace.DISABLED_PersistentDecodingChild", {"MEGANEURA_TRACE=", "MEGANEURA_PERSISTENT="},
+      {"MEGANEURA_TRACE=" + std::string(dir / "run.pftrace"), "MEGANEURA_PERSISTENT=1"}, dir / "child.log");
   ASSERT_GT(child.pid, 0);
   EXPECT_EQ(child.status, 0) << read_bytes(dir / "child.log");
   EXPECT_THAT(read_bytes(dir / "child.log"), HasSubstr("[  PASSED  ] 1 test")) << "the child did not run its test";

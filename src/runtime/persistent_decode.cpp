@@ -99,6 +99,7 @@ struct PersistentDecoder::Impl {
   std::vector<uint32_t> grids;  // one command list each
   size_t list = 0;              // the one in use
   std::unique_ptr<vk::Executable> exe;
+  plan::Program program;  // exe's commands, for the trace
   DecodeStepParams params{};
   uint32_t diagnostics = 0;  // MEGANEURA_PERSISTENT_DIAG: flags that skip phases (timing only)
 
@@ -237,7 +238,11 @@ PersistentDecoder::PersistentDecoder(Session& session, const PersistentDecodeMod
   program.commands = step_list(d.grids[0], d.scratch, m, table_bytes, subgroup);
   for (size_t i = 1; i < d.grids.size(); ++i)
     program.extra.push_back(step_list(d.grids[i], d.scratch, m, table_bytes, subgroup));
-  d.exe = std::make_unique<vk::Executable>(ctx, program);
+  // Timestamps where the session has them (SessionOptions::profile, MEGANEURA_TRACE): the trace
+  // shows the step as one GPU slice.
+  d.exe = std::make_unique<vk::Executable>(
+      ctx, program, vk::ExecutableOptions{.timestamps = d.session->options.profile || trace::global()});
+  d.program = std::move(program);
 
   d.exe->write({kZero, 0, 8}, std::vector<std::byte>(8));
   std::memset(d.exe->mapped(kStatus), 0, sizeof(kernels::Status));
@@ -283,7 +288,9 @@ bool PersistentDecoder::step(int32_t token, int64_t position) {
   auto* in = static_cast<int32_t*>(d.exe->mapped(kStep));
   in[0] = token;
   in[1] = static_cast<int32_t>(position);
-  d.exe->run(d.list);
+  const auto& commands = d.list == 0 ? d.program.commands : d.program.extra.at(d.list - 1);
+  run_traced(*d.exe, d.list, commands, "decode step (persistent)",
+             {{"session", static_cast<int64_t>(d.session->trace_hold->id())}, {"position", position}});
   const kernels::Status s = d.take_status();
   if (d.params.flags != d.diagnostics) d.write_params(0, kStepSpins);  // an armed test timeout fires once
   if (s.code == kernels::STATUS_OK) return true;
