@@ -33,17 +33,23 @@ inline std::vector<double> wall_ms(int warmup, int runs, const std::function<voi
 }
 
 // Runs f `warmup` times, then `runs` times; returns the GPU ms of each timed run: the sum of the
-// profiled session's dispatch times after it.
-inline std::vector<double> gpu_ms(int warmup, int runs, const meganeura::Session& s, const std::function<void()>& f) {
+// dispatch times `profile` gives after it.
+using Profile = std::vector<std::pair<std::string, double>>;
+inline std::vector<double> gpu_ms(int warmup, int runs, const std::function<void()>& f,
+                                  const std::function<Profile()>& profile) {
   for (int i = 0; i < warmup; ++i) f();
   std::vector<double> ms;
   for (int i = 0; i < runs; ++i) {
     f();
     double ns = 0;
-    for (const auto& [label, t] : s.profile()) ns += t;
+    for (const auto& [label, t] : profile()) ns += t;
     ms.push_back(ns / 1e6);
   }
   return ms;
+}
+// The same for a profiled session's steps.
+inline std::vector<double> gpu_ms(int warmup, int runs, const meganeura::Session& s, const std::function<void()>& f) {
+  return gpu_ms(warmup, runs, f, [&] { return s.profile(); });
 }
 
 // Where a step's GPU time goes: dispatches grouped by their label's first word (the op or kernel,

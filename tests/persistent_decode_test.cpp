@@ -138,6 +138,26 @@ TEST_F(PersistentDecoding, ATokenOutsideTheVocabularyIsAnError) {
   }
 }
 
+// Generator::decode_profile: the dispatch that decoded, persistent or the program's.
+TEST_F(PersistentDecoding, DecodeProfileIsWhatDecoded) {
+  for (bool persistent : {true, false}) {
+    SCOPED_TRACE(persistent ? "persistent" : "program");
+    models::Generator g(config(4, 2, 8, false, false, 0),
+                        {.max_seq = 16, .session = {.profile = true}, .persistent = persistent});
+    fill(g.session(), 5);
+    g.prefill({1, 2, 3});
+    g.decode(4);
+    const auto profile = g.decode_profile();
+    if (persistent) {
+      ASSERT_EQ(profile.size(), 1u);
+      EXPECT_EQ(profile[0].first.rfind("decode_step (persistent, ", 0), 0u) << profile[0].first;
+    } else {
+      EXPECT_GT(profile.size(), 5u);
+    }
+    for (const auto& [label, ns] : profile) EXPECT_GT(ns, 0.0) << label;
+  }
+}
+
 TEST_F(PersistentDecoding, MEGANEURA_PERSISTENTTurnsItOffAndOn) {
   const models::LlamaConfig c = config(4, 2, 8, false, false, 0);
   {

@@ -111,6 +111,9 @@ class Generator {
   // grid barrier's wait ran out). Its workgroups, 0 when it does not.
   bool persistent() const { return persistent_ != nullptr; }
   uint32_t persistent_grid() const;
+  // With SessionOptions::profile: (label, GPU ns) of each dispatch of the last decoding step —
+  // the persistent dispatch, or the decoding program's (session().profile(1)).
+  std::vector<std::pair<std::string, double>> decode_profile() const;
   // Tests: the next persistent step's grid barrier waits in vain, as a grid that is not all
   // resident would: the step falls back to the decode program, and persistent() turns false.
   void arm_persistent_timeout_for_test();

@@ -126,6 +126,10 @@ void Generator::start_persistent() {
   }
 }
 
+std::vector<std::pair<std::string, double>> Generator::decode_profile() const {
+  return logits_persistent_ ? persistent_->profile() : session_.profile(1);
+}
+
 uint32_t Generator::persistent_grid() const { return persistent_ ? persistent_->grid() : 0; }
 
 void Generator::arm_persistent_timeout_for_test() {

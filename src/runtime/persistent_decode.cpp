@@ -307,6 +307,16 @@ std::vector<float> PersistentDecoder::logits() const {
   return out;
 }
 
+std::vector<std::pair<std::string, double>> PersistentDecoder::profile() const {
+  const Impl& d = *impl_;
+  const std::vector<vk::DispatchTime> t = d.exe->dispatch_intervals_ns(d.list);
+  if (t.empty()) return {};
+  const auto& commands = d.list == 0 ? d.program.commands : d.program.extra.at(d.list - 1);
+  for (const plan::Command& c : commands)
+    if (const auto* dispatch = std::get_if<plan::Dispatch>(&c)) return {{dispatch->label, t[0].end_ns - t[0].begin_ns}};
+  return {};
+}
+
 uint32_t PersistentDecoder::grid() const { return impl_->grids[impl_->list]; }
 
 void PersistentDecoder::arm_timeout_for_test() { impl_->write_params(kernels::DECODE_FLAG_ONE_SHORT, 1000); }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "meganeura/session.hpp"
@@ -46,7 +47,10 @@ class PersistentDecoder {
   // when a grid barrier's wait ran out: nothing this step wrote can be trusted then.
   bool step(int32_t token, int64_t position);
   std::vector<float> logits() const;  // of the last step()
-  uint32_t grid() const;              // workgroups of the dispatch
+  // (label, GPU ns) of the last step()'s dispatch, where the session records timestamps
+  // (SessionOptions::profile, MEGANEURA_TRACE); empty otherwise.
+  std::vector<std::pair<std::string, double>> profile() const;
+  uint32_t grid() const;  // workgroups of the dispatch
   // Tests: the next step()'s first barrier waits for one arrival more than will come.
   void arm_timeout_for_test();
 
