@@ -368,7 +368,7 @@ TEST(Session, ProgramsRunWhatTheirOutputsNeed) {
     s.run(1);
     FAIL() << "program 1 ran without its input";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("input \"b\""), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("run(1) before these were set: input \"b\""), std::string::npos) << e.what();
   }
   EXPECT_THROW(s.run(2), Error);
   EXPECT_THROW(build_inference_session(g, {.programs = {{"nope"}}}), NameError);

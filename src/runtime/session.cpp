@@ -234,7 +234,7 @@ void Session::Impl::fill_defaults() {
   for (auto& [name, parameter] : parameters) fill_default(name, parameter);
 }
 
-void Session::Impl::check_inputs_set(const std::vector<std::string>* only) const {
+void Session::Impl::check_inputs_set(std::string_view call, const std::vector<std::string>* only) const {
   std::string unset;
   for (auto* m : {&inputs, &parameters})
     for (auto& [name, n] : *m) {
@@ -243,7 +243,7 @@ void Session::Impl::check_inputs_set(const std::vector<std::string>* only) const
         unset +=
             (unset.empty() ? "" : ", ") + (std::string(m == &inputs ? "input" : "parameter") + " \"" + name + "\"");
     }
-  if (!unset.empty()) throw Error("step() before these were set: " + unset);
+  if (!unset.empty()) throw Error(std::string(call) + " before these were set: " + unset);
 }
 
 void Session::run(size_t program) {
@@ -251,7 +251,8 @@ void Session::run(size_t program) {
     throw Error("run(" + std::to_string(program) + "): the session has " +
                 std::to_string(impl_->program_inputs.size()) + " programs (SessionOptions::programs)");
   impl_->fill_defaults();
-  impl_->check_inputs_set(&impl_->program_inputs[program]);  // only the inputs this program reads
+  // Only the inputs this program reads.
+  impl_->check_inputs_set("run(" + std::to_string(program) + ")", &impl_->program_inputs[program]);
   impl_->refresh_derived();
   impl_->run_list(1 + program);
   ++impl_->steps;
@@ -260,7 +261,7 @@ void Session::run(size_t program) {
 
 void Session::step() {
   impl_->fill_defaults();
-  impl_->check_inputs_set();
+  impl_->check_inputs_set("step()");
   impl_->refresh_derived();
   impl_->run_list(0);
   ++impl_->steps;

@@ -109,7 +109,8 @@ struct Session::Impl {
   void fill_defaults();
   void fill_default(const std::string& name, Named& parameter);
   // Throws naming every parameter, and every input (or every one in `only`), never set.
-  void check_inputs_set(const std::vector<std::string>* only = nullptr) const;
+  // `call` ("step()", "run(1)") names what was asked in the error.
+  void check_inputs_set(std::string_view call, const std::vector<std::string>* only = nullptr) const;
   // Per SessionOptions::programs entry (extra command list 1 + i): the inputs it reads.
   std::vector<std::vector<std::string>> program_inputs;
   // Runs command list `list` (0: the step; 1 + i: extra list i) and, with MEGANEURA_TRACE, traces

@@ -69,7 +69,7 @@ void Session::evaluate() {
   if (!impl_->train)
     throw Error("evaluate() is for training sessions; an inference session's step() is already forward-only");
   impl_->fill_defaults();
-  impl_->check_inputs_set();
+  impl_->check_inputs_set("evaluate()");
   impl_->refresh_derived();
   impl_->run_list(1);
   impl_->evaluated = true;
