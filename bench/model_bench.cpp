@@ -72,8 +72,6 @@ std::vector<int32_t> iota_from(int64_t start, int64_t n) {
   return v;
 }
 
-HostTensor one_i32(int64_t v) { return HostTensor::i32s({1}, std::vector<int32_t>{static_cast<int32_t>(v)}); }
-
 // With --listing: `text` to <dir>/<file>.
 void write_listing_file(const Options& o, const std::string& file, const std::string& text) {
   if (o.listing.empty()) return;
