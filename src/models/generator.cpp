@@ -73,6 +73,14 @@ std::vector<float> first_floats(const Node& n, size_t count) {
 }  // namespace
 
 void Generator::start_persistent() {
+  // Where the device cannot take it, or no grid was resident, the decode program decodes.
+  const bool log = util::log_topic("persistent");
+  const std::string wanted = util::env_choice("MEGANEURA_PERSISTENT", {"0", "1"});
+  if (wanted == "0") return;
+  if (wanted.empty() && PersistentDecoder::slower_than_program(session_)) {
+    if (log) std::fprintf(stderr, "meganeura: persistent decoding off on a CPU (MEGANEURA_PERSISTENT=1 forces it)\n");
+    return;
+  }
   const Graph& g = *graph_;
   std::set<std::string, std::less<>> named;
   for (int id = 0; id < g.size(); ++id)
@@ -106,22 +114,10 @@ void Generator::start_persistent() {
   const auto table = static_cast<size_t>(m.slots * m.head_dim);
   m.cos = first_floats(g.node(rope_cos_), table);
   m.sin = first_floats(g.node(rope_sin_), table);
-  // Where the device cannot take it, or no grid was resident, the decode program decodes.
-  const bool log = util::log_topic("persistent");
-  const std::string wanted = util::env_choice("MEGANEURA_PERSISTENT", {"0", "1"});
-  if (wanted == "0") return;
-  if (wanted.empty() && PersistentDecoder::slower_than_program(session_)) {
-    if (log) std::fprintf(stderr, "meganeura: persistent decoding off on a CPU (MEGANEURA_PERSISTENT=1 forces it)\n");
-    return;
-  }
-  if (const std::string why = PersistentDecoder::unsupported(session_, m); !why.empty()) {
-    if (log) std::fprintf(stderr, "meganeura: persistent decoding off: %s\n", why.c_str());
-    return;
-  }
   try {
     persistent_ = std::make_unique<PersistentDecoder>(session_, m);
     if (log) std::fprintf(stderr, "meganeura: persistent decoding on %u workgroups\n", persistent_->grid());
-  } catch (const Error& e) {
+  } catch (const Error& e) {  // the device cannot take it, or no grid was resident
     if (log) std::fprintf(stderr, "meganeura: persistent decoding off: %s\n", e.what());
   }
 }

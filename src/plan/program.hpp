@@ -65,6 +65,8 @@ struct Program {
   // Further command lists over the same buffers, each recorded once too (a training session's
   // forward-only evaluation pass). Executable::run(1 + i) runs extra[i].
   std::vector<std::vector<Command>> extra;
+  // Command list `i` as Executable::run(i) numbers them: 0 the step, 1 + k extra[k].
+  const std::vector<Command>& list(size_t i) const { return i == 0 ? commands : extra.at(i - 1); }
   // Kernels generated from the graph (fused elementwise chains), compiled when the program is
   // made real (vk::Executable) and cached on disk.
   std::vector<kernels::GeneratedKernel> generated;

@@ -193,8 +193,10 @@ void PersistentDecoder::Impl::probe() {
               std::to_string(s.code) + ")");
 }
 
-std::string PersistentDecoder::unsupported(Session& session, const PersistentDecodeModel& m) {
-  const auto& ctx = *impl_of(session).ctx;
+namespace {
+
+// Why the session's device cannot run `m` this way, or "" when it can.
+std::string unsupported(const vk::Context& ctx, const PersistentDecodeModel& m) {
   const DeviceInfo& info = ctx.info();
   if (!ctx.device_addresses()) return info.name + " offers no bufferDeviceAddress";
   if (!info.subgroup_arithmetic || info.subgroup_size == 0 || kernels::kWorkgroupSize % info.subgroup_size != 0)
@@ -210,13 +212,15 @@ std::string PersistentDecoder::unsupported(Session& session, const PersistentDec
   return "";
 }
 
+}  // namespace
+
 bool PersistentDecoder::slower_than_program(Session& session) { return impl_of(session).ctx->info().type == "CPU"; }
 
 PersistentDecoder::PersistentDecoder(Session& session, const PersistentDecodeModel& m)
     : impl_(std::make_unique<Impl>()) {
-  if (const std::string why = unsupported(session, m); !why.empty()) throw Error("persistent decoding: " + why);
   Impl& d = *impl_;
   d.session = &impl_of(session);
+  if (const std::string why = unsupported(*d.session->ctx, m); !why.empty()) throw Error("persistent decoding: " + why);
   d.model = m;
   d.scratch = scratch_layout(m);
   const auto& ctx = d.session->ctx;
@@ -288,8 +292,7 @@ bool PersistentDecoder::step(int32_t token, int64_t position) {
   auto* in = static_cast<int32_t*>(d.exe->mapped(kStep));
   in[0] = token;
   in[1] = static_cast<int32_t>(position);
-  const auto& commands = d.list == 0 ? d.program.commands : d.program.extra.at(d.list - 1);
-  run_traced(*d.exe, d.list, commands, "decode step (persistent)",
+  run_traced(*d.exe, d.program, d.list, "decode step (persistent)",
              {{"session", static_cast<int64_t>(d.session->trace_hold->id())}, {"position", position}});
   const kernels::Status s = d.take_status();
   if (d.params.flags != d.diagnostics) d.write_params(0, kStepSpins);  // an armed test timeout fires once
@@ -311,8 +314,7 @@ std::vector<std::pair<std::string, double>> PersistentDecoder::profile() const {
   const Impl& d = *impl_;
   const std::vector<vk::DispatchTime> t = d.exe->dispatch_intervals_ns(d.list);
   if (t.empty()) return {};
-  const auto& commands = d.list == 0 ? d.program.commands : d.program.extra.at(d.list - 1);
-  for (const plan::Command& c : commands)
+  for (const plan::Command& c : d.program.list(d.list))
     if (const auto* dispatch = std::get_if<plan::Dispatch>(&c)) return {{dispatch->label, t[0].end_ns - t[0].begin_ns}};
   return {};
 }

@@ -31,13 +31,12 @@ struct PersistentDecodeModel {
 
 class PersistentDecoder {
  public:
-  // Why `session`'s device cannot run `model` this way, or "" when it can.
-  static std::string unsupported(Session& session, const PersistentDecodeModel& model);
   // On a CPU (lavapipe) the dispatch is one workgroup, which llvmpipe runs on one thread, while
   // the program's dispatches spread over all of them: 2.2 times slower on two cores.
   static bool slower_than_program(Session& session);
-  // Builds the decoder and probes for a resident grid; throws Error when unsupported() says why,
-  // or when no grid was found resident.
+  // Builds the decoder and probes for a resident grid; throws Error saying why the device cannot
+  // run `model` this way (no bufferDeviceAddress, sizes, shared memory), or that no grid was
+  // found resident.
   PersistentDecoder(Session& session, const PersistentDecodeModel& model);
   ~PersistentDecoder();
   PersistentDecoder(const PersistentDecoder&) = delete;

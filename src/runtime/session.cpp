@@ -246,15 +246,21 @@ void Session::Impl::check_inputs_set(std::string_view call, const std::vector<st
   if (!unset.empty()) throw Error(std::string(call) + " before these were set: " + unset);
 }
 
+// Executable list 1 + program (run(program)'s), or an Error naming the call.
+static size_t program_list(const Session::Impl& m, size_t program, const char* what) {
+  if (program >= m.program_inputs.size())
+    throw Error(std::string(what) + "(" + std::to_string(program) + "): the session has " +
+                std::to_string(m.program_inputs.size()) + " programs (SessionOptions::programs)");
+  return 1 + program;
+}
+
 void Session::run(size_t program) {
-  if (program >= impl_->program_inputs.size())
-    throw Error("run(" + std::to_string(program) + "): the session has " +
-                std::to_string(impl_->program_inputs.size()) + " programs (SessionOptions::programs)");
+  const size_t list = program_list(*impl_, program, "run");
   impl_->fill_defaults();
   // Only the inputs this program reads.
   impl_->check_inputs_set("run(" + std::to_string(program) + ")", &impl_->program_inputs[program]);
   impl_->refresh_derived();
-  impl_->run_list(1 + program);
+  impl_->run_list(list);
   ++impl_->steps;
   impl_->check_status();
 }
@@ -329,24 +335,11 @@ SessionStats Session::stats() const {
   return {impl_->exe->recordings(), impl_->steps, impl_->planned.dispatches, impl_->planned.barriers};
 }
 
-// Executable list 1 + program (run(program)'s), or an Error naming the call.
-static size_t program_list(const Session::Impl& m, size_t program, const char* what) {
-  if (program >= m.program_inputs.size())
-    throw Error(std::string(what) + "(" + std::to_string(program) + "): the session has " +
-                std::to_string(m.program_inputs.size()) + " programs (SessionOptions::programs)");
-  return 1 + program;
-}
-
-// The commands of executable list `list`: 0 the step, 1 + p program p.
-static const std::vector<plan::Command>& commands_of(const Session::Impl& m, size_t list) {
-  return list == 0 ? m.planned.program.commands : m.planned.program.extra.at(list - 1);
-}
-
 static std::string listing_of(const Session::Impl& m, size_t list) {
   static const char* kBarrier[] = {"transfer -> compute", "compute -> compute", "compute -> transfer",
                                    "transfer -> host"};
   std::ostringstream o;
-  for (const plan::Command& c : commands_of(m, list)) {
+  for (const plan::Command& c : m.planned.program.list(list)) {
     if (auto* d = std::get_if<plan::Dispatch>(&c))
       o << "dispatch " << (d->generated >= 0 ? "generated" : kernels::kernel_name(d->kernel)) << " (" << d->groups[0]
         << "," << d->groups[1] << "," << d->groups[2] << ")  " << d->label << "\n";
@@ -361,7 +354,7 @@ static std::string listing_of(const Session::Impl& m, size_t list) {
 
 static std::vector<std::pair<std::string, double>> profile_of(const Session::Impl& m, size_t list) {
   if (!m.options.profile) throw Error("profile() needs SessionOptions{.profile = true}");
-  const std::vector<plan::Command>& commands = commands_of(m, list);
+  const std::vector<plan::Command>& commands = m.planned.program.list(list);
   std::vector<vk::DispatchTime> times = m.exe->dispatch_intervals_ns(list);
   std::vector<std::pair<std::string, double>> out;
   size_t i = 0;

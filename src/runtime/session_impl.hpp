@@ -132,10 +132,10 @@ struct Session::Impl {
 };
 
 Session make_session(std::unique_ptr<Session::Impl> impl);
-// Runs command list `list` of `exe` (`commands` are its commands) and, with MEGANEURA_TRACE, traces
-// it as `name`: a CPU slice around submit and wait, a GPU slice per dispatch (the executable's
+// Runs command list `list` of `exe` (made from `program`) and, with MEGANEURA_TRACE, traces it as
+// `name`: a CPU slice around submit and wait, a GPU slice per dispatch (the executable's
 // timestamps; src/runtime/session_trace.cpp).
-void run_traced(vk::Executable& exe, size_t list, const std::vector<plan::Command>& commands, const std::string& name,
+void run_traced(vk::Executable& exe, const plan::Program& program, size_t list, const std::string& name,
                 const trace::Args& args);
 // A session's internals, for stages that work on its buffers (runtime/persistent_decode.cpp).
 Session::Impl& impl_of(Session& session);

@@ -41,7 +41,7 @@ std::vector<trace::GpuSlice> gpu_slices(const std::vector<plan::Command>& comman
 
 }  // namespace
 
-void run_traced(vk::Executable& exe, size_t list, const std::vector<plan::Command>& commands, const std::string& name,
+void run_traced(vk::Executable& exe, const plan::Program& program, size_t list, const std::string& name,
                 const trace::Args& args) {
   trace::Collector* tc = trace::global();
   if (!tc || !tc->take_step()) return exe.run(list);
@@ -51,13 +51,12 @@ void run_traced(vk::Executable& exe, size_t list, const std::vector<plan::Comman
     submit = trace::now_ns();  // inside the CPU slice, so the GPU step starts within it
     exe.run(list);
   }
-  tc->gpu_step(name, submit, gpu_slices(commands, exe.dispatch_intervals_ns(list)), args);
+  tc->gpu_step(name, submit, gpu_slices(program.list(list), exe.dispatch_intervals_ns(list)), args);
 }
 
 void Session::Impl::run_list(size_t list) {
   if (!trace::global()) return exe->run(list);
-  const auto& commands = list == 0 ? planned.program.commands : planned.program.extra.at(list - 1);
-  run_traced(*exe, list, commands, list_name(*this, list),
+  run_traced(*exe, planned.program, list, list_name(*this, list),
              {{"session", static_cast<int64_t>(trace_hold->id())}, {"step", static_cast<int64_t>(steps)}});
 }
 
