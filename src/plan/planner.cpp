@@ -12,12 +12,23 @@ using lower::Role;
 
 static uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
+// What to call tensor `t` in an error: its graph node, else the call that writes it (a staged
+// copy of weights, a kernel's scratch), else what has no node and no writer: packed weights.
+static std::string tensor_name(const lower::Lowered& low, const Graph& g, size_t t) {
+  const lower::TensorDesc& d = low.tensors[t];
+  if (d.node >= 0) return "tensor \"" + g.label(d.node) + "\"";
+  for (const lower::KernelCall& c : low.calls)
+    for (const lower::Access& a : c.tensors)
+      if (a.write && static_cast<size_t>(a.tensor) == t) return "the tensor that \"" + c.label + "\" writes";
+  return "tensor \"packed weights\"";
+}
+
 // A tensor must fit one buffer: bindings address a single allocation.
-static void check_fits(const lower::TensorDesc& d, const Graph& g, uint64_t max_bytes) {
-  if (d.bytes > max_bytes)
-    throw OutOfMemoryError("tensor \"" + (d.node >= 0 ? g.label(d.node) : std::string("packed weights")) + "\" needs " +
-                           std::to_string(d.bytes) + " bytes, more than the device's largest buffer (" +
-                           std::to_string(max_bytes) + " bytes)");
+static void check_fits(const lower::Lowered& low, const Graph& g, size_t t, uint64_t max_bytes) {
+  const uint64_t bytes = low.tensors[t].bytes;
+  if (bytes > max_bytes)
+    throw OutOfMemoryError(tensor_name(low, g, t) + " needs " + std::to_string(bytes) +
+                           " bytes, more than the device's largest buffer (" + std::to_string(max_bytes) + " bytes)");
 }
 
 // Persistent tensors (parameters, constants, inputs) are packed one after another; when `more`
@@ -30,7 +41,7 @@ static void pack(std::vector<Slice>& where, const lower::Lowered& low, const Gra
   for (size_t t = 0; t < low.tensors.size(); ++t) {
     const lower::TensorDesc& d = low.tensors[t];
     if (d.alias_of >= 0 || !wanted(d.role)) continue;
-    check_fits(d, g, max_bytes);
+    check_fits(low, g, t, max_bytes);
     if (more && *fill > 0 && *fill + d.bytes > max_bytes) {
       const uint32_t next = more->empty() ? kBufferCount : more->back().first + 1;
       more->push_back({next, 0});
@@ -66,7 +77,7 @@ static std::vector<uint64_t> place_arena(std::vector<Slice>& where, const lower:
     const lower::TensorDesc& d = low.tensors[t];
     bool arena = d.role == Role::Intermediate || d.role == Role::Scratch;
     if (d.alias_of >= 0 || !arena || first[t] < 0) continue;
-    check_fits(d, g, opts.max_buffer_bytes);
+    check_fits(low, g, t, opts.max_buffer_bytes);
     items.push_back({d.bytes, first[t], d.output ? end : last[t]});
     ids.push_back(t);
   }
