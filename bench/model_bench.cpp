@@ -208,6 +208,7 @@ Json decode(const Bench& b) {
   j.times("run", stats(wall_ms(b.opt.warmup, b.opt.runs, [&] { gen.advance(token(gen.position(), vocab)); })));
   // Workgroups of the persistent dispatch that decoded (0: the decode program did).
   j.num("persistent_grid", gen.persistent_grid());
+  j.str("persistent_weights", gen.persistent_weights());  // "f16", "f32", "" (the program)
 
   go.session.profile = true;
   mn::models::Generator timed(b.config, go);

@@ -158,6 +158,73 @@ TEST_F(PersistentDecoding, DecodeProfileIsWhatDecoded) {
   }
 }
 
+// At matmul precision high the step reads an f16 copy of the weight matrices, each row scaled by
+// a power of two: within f16's rounding of the program's exact f32 (k % 8 == 4 included: the
+// intermediate size 44, q of 3 x 12). At highest (the other tests) it reads f32.
+TEST_F(PersistentDecoding, F16WeightsAtHighPrecision) {
+  mntest::ScopedEnv high("MEGANEURA_MATMUL_PRECISION", "high");
+  const models::LlamaConfig cases[] = {config(4, 2, 8, false, false, 0), config(3, 1, 12, true, true, 0)};
+  uint64_t seed = 31;
+  for (const models::LlamaConfig& c : cases) {
+    auto p = pair_of(c, 64, seed++);
+    ASSERT_TRUE(p->fast.persistent());
+    EXPECT_EQ(p->fast.persistent_weights(), "f16");
+    const std::vector<int32_t> t = tokens(9, seed++, c.vocab_size);
+    const std::vector<int32_t> prompt(t.begin(), t.begin() + 4);
+    p->fast.prefill(prompt);
+    p->program.prefill(prompt);
+    double worst = 0;
+    for (size_t i = 4; i < t.size(); ++i) {
+      const double e = worst_relative(p->fast.decode(t[i]), p->program.decode(t[i]));
+      EXPECT_LE(e, 2e-3) << "decoding token " << i;
+      worst = std::max(worst, e);
+    }
+    EXPECT_GT(worst, 1e-6) << "f16 weights round: an exact match means f32 was read";
+  }
+  mntest::ScopedEnv f32("MEGANEURA_DECODE_WEIGHTS", "f32");
+  EXPECT_EQ(models::Generator(cases[0], {.max_seq = 16}).persistent_weights(), "f32");
+}
+
+// Each row takes its own exponent: LM head rows 1e20 and 1e-20 apart keep their 11 bits (one
+// exponent a matrix would flush the small rows to zero and the large ones to infinity).
+TEST_F(PersistentDecoding, F16RowsKeepTheirOwnRange) {
+  mntest::ScopedEnv high("MEGANEURA_MATMUL_PRECISION", "high");
+  const models::LlamaConfig c = config(4, 2, 8, false, false, 0);
+  auto p = pair_of(c, 32, 41);
+  const std::string head = "lm_head.weight";
+  const Shape shape = p->fast.session().parameter_info(head).shape;
+  std::vector<float> w = p->fast.session().read_parameter(head).to_f32();
+  std::vector<double> row_scale(static_cast<size_t>(shape[0]));
+  for (size_t r = 0; r < row_scale.size(); ++r) {
+    row_scale[r] = r % 3 == 0 ? 1e20 : r % 3 == 1 ? 1e-20 : 1.0;
+    for (int64_t k = 0; k < shape[1]; ++k)
+      w[r * static_cast<size_t>(shape[1]) + static_cast<size_t>(k)] *= static_cast<float>(row_scale[r]);
+  }
+  p->fast.session().set_parameter(head, HostTensor::f32s(shape, w));
+  p->program.session().set_parameter(head, HostTensor::f32s(shape, w));
+  p->fast.prefill({1, 2, 3});
+  p->program.prefill({1, 2, 3});
+  std::vector<float> got = p->fast.decode(4), want = p->program.decode(4);
+  for (size_t r = 0; r < got.size(); ++r) {
+    got[r] = static_cast<float>(got[r] / row_scale[r]);
+    want[r] = static_cast<float>(want[r] / row_scale[r]);
+  }
+  EXPECT_LE(worst_relative(got, want), 2e-3);
+}
+
+// The copy is made again after any parameter write, at the next step.
+TEST_F(PersistentDecoding, F16WeightsFollowAParameterWrite) {
+  mntest::ScopedEnv high("MEGANEURA_MATMUL_PRECISION", "high");
+  const models::LlamaConfig c = config(4, 2, 8, false, false, 0);
+  auto p = pair_of(c, 32, 51);
+  p->fast.prefill({1, 2, 3});
+  p->program.prefill({1, 2, 3});
+  EXPECT_LE(worst_relative(p->fast.decode(4), p->program.decode(4)), 2e-3);
+  fill(p->fast.session(), 52);
+  fill(p->program.session(), 52);
+  EXPECT_LE(worst_relative(p->fast.decode(5), p->program.decode(5)), 2e-3) << "new weights";
+}
+
 TEST_F(PersistentDecoding, MEGANEURA_PERSISTENTTurnsItOffAndOn) {
   const models::LlamaConfig c = config(4, 2, 8, false, false, 0);
   {

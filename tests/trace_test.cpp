@@ -232,8 +232,10 @@ TEST(Trace, DISABLED_PersistentDecodingChild) {
     c.num_hidden_layers = 1;
     c.num_attention_heads = c.num_key_value_heads = 2;
     c.head_dim = 8;
+    mntest::ScopedEnv high("MEGANEURA_MATMUL_PRECISION", "high");  // f16 weights: their copy is traced
     models::Generator gen(c, {.max_seq = 8});
     ASSERT_TRUE(gen.persistent());
+    ASSERT_EQ(gen.persistent_weights(), "f16");
     grid = gen.persistent_grid();
     gen.prefill({1, 2});
     gen.decode(3);
@@ -249,8 +251,12 @@ TEST(Trace, DISABLED_PersistentDecodingChild) {
   for (int step : steps) {
     const std::vector<std::string> dispatches = check_dispatches(*t.gpu, step);
     ASSERT_EQ(dispatches.size(), 1u);
-    EXPECT_EQ(dispatches[0], "decode_step (persistent, " + std::to_string(grid) + " workgroups)");
+    EXPECT_EQ(dispatches[0], "decode_step (persistent, " + std::to_string(grid) + " workgroups, f16 weights)");
   }
+  int copies = 0;
+  for (int i : DecodedTrace::roots(*t.gpu))
+    copies += t.gpu->slices[static_cast<size_t>(i)].name == "persistent decoding's weights to f16";
+  EXPECT_EQ(copies, 1) << "the weights are copied once: no parameter was written between the steps";
   int cpu_steps = 0;
   for (const TraceSlice& slice : t.cpu->slices) cpu_steps += slice.name == "decode step (persistent)";
   EXPECT_EQ(cpu_steps, 2);

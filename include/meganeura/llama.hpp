@@ -111,6 +111,10 @@ class Generator {
   // grid barrier's wait ran out). Its workgroups, 0 when it does not.
   bool persistent() const { return persistent_ != nullptr; }
   uint32_t persistent_grid() const;
+  // The weights the persistent dispatch reads: "f16" (a copy, each row scaled by a power of two
+  // into f16's range, at matmul precision high or medium: half the bytes a step), "f32" (as they
+  // are: MEGANEURA_MATMUL_PRECISION=highest or MEGANEURA_DECODE_WEIGHTS=f32); "" when it does not decode.
+  std::string persistent_weights() const;
   // With SessionOptions::profile: (label, GPU ns) of each dispatch of the last decoding step —
   // the persistent dispatch, or the decoding program's (session().profile(1)).
   std::vector<std::pair<std::string, double>> decode_profile() const;

@@ -23,7 +23,8 @@
 // weights as plain loads, what this step writes and another workgroup reads (x, q, the caches,
 // the partials, h) `coherent`, past each SM's L1, which keeps stale lines otherwise.
 // Spec: 1 SUBGROUP (the device's size), 2 STAGE (floats of the staged vector, a multiple of 4),
-// 3 HEAD_DIM (the model's, a multiple of 4).
+// 3 HEAD_DIM (the model's, a multiple of 4), 4 F16_WEIGHTS (1: the weight matrices are
+// decode_weights.comp's f16 rows, each with its exponent; 0: f32).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_buffer_reference : require
 #extension GL_EXT_buffer_reference_uvec2 : require
@@ -31,10 +32,12 @@
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #define MN_WORKGROUP_REDUCE
 #include "common.glsl"
+#include "stage_scale.glsl"
 
 layout(constant_id = 1) const uint SUBGROUP = 32u;
 layout(constant_id = 2) const uint STAGE = 2048u;
 layout(constant_id = 3) const uint HEAD_DIM = 64u;
+layout(constant_id = 4) const uint F16_WEIGHTS = 0u;
 
 // decode_step_abi.hpp mirrors these.
 const uint STATUS_GRID_TIMEOUT = 3u;
@@ -143,9 +146,10 @@ void stage_copy(uvec2 src, uint n) {
 }
 
 // ---- products: a subgroup two rows of [N, K] (K % 4 == 0) at a time --------------------------
-// Each lane keeps U loads a row on their way. A subgroup loads its first item's first U before
-// the grid barrier that precedes the phase (they do not depend on it), and each item's next
-// item's while it finishes this one.
+// Each lane keeps U 16-byte loads a row on their way (4 k of f32 weights, 8 of f16). A subgroup
+// loads its first item's first U before the grid barrier that precedes the phase (they do not
+// depend on it), and each item's next item's while it finishes this one. A row of f16 weights
+// starts with 16 bytes holding its exponent (decode_weights.comp), loaded with its first U.
 const uint U = 4u;  // loads a lane keeps on their way a row
 struct Rows2 {
   uvec2 wa, wb;
@@ -154,6 +158,7 @@ struct Rows2 {
 };
 struct Loads {
   vec4 a[U], b[U];
+  int ea, eb;  // F16_WEIGHTS: the rows' exponents (load_first's)
 };
 const uint P_QKV = 0u, P_O = 1u, P_GATE_UP = 2u, P_DOWN = 3u, P_HEAD = 4u;
 
@@ -162,6 +167,9 @@ uint phase_k4s(uint ph) {
   if (ph == P_DOWN) return p.ffn / 4u;
   return p.hidden / 4u;
 }
+// A weight row's 16-byte loads (chunks): k / 4 of f32, ceil(k / 8) of f16 after the exponent's.
+uint row_chunks(uint k4s) { return F16_WEIGHTS != 0u ? (k4s + 1u) / 2u : k4s; }
+uint row_stride(uint chunks) { return F16_WEIGHTS != 0u ? chunks + 1u : chunks; }
 // Pairs of the q and k rotary halves, then v rows two by two.
 uint qkv_items() { return (p.heads + p.kv_heads) * (HEAD_DIM / 2u) + (p.kv_heads * HEAD_DIM + 1u) / 2u; }
 uint phase_items(uint ph) {
@@ -183,43 +191,66 @@ Rows2 phase_rows(uint ph, uint l, uint item) {
   return Rows2(w, w, r0, r0 + half_d, true);
 }
 
-Loads load_at(Rows2 r, uint k4s, uint k0);
-Loads load_first(Rows2 r, uint k4s) { return load_at(r, k4s, lane); }
-// This subgroup's first loads of phase `ph` (none where it has no item there).
-Loads prefetch(uint ph, uint l) {
-  if (first_warp < phase_items(ph)) return load_first(phase_rows(ph, l, first_warp), phase_k4s(ph));
-  Loads none;
-  for (uint i = 0u; i < U; ++i) none.a[i] = none.b[i] = vec4(0.0f);
-  return none;
-}
-
-Loads load_at(Rows2 r, uint k4s, uint k0) {
-  Loads f;
-  for (uint i = 0u; i < U; ++i) {
-    const uint k4 = k0 + i * SUBGROUP;
-    f.a[i] = k4 < k4s ? Rows4(r.wa).v[r.ra * k4s + k4] : vec4(0.0f);
-    f.b[i] = k4 < k4s && r.b ? Rows4(r.wb).v[r.rb * k4s + k4] : vec4(0.0f);
+Loads load_at(Rows2 r, uint chunks, uint k0);
+Loads load_first(Rows2 r, uint chunks) {
+  Loads f = load_at(r, chunks, lane);
+  if (F16_WEIGHTS != 0u) {
+    const uint stride = row_stride(chunks);
+    f.ea = floatBitsToInt(Rows4(r.wa).v[r.ra * stride].x);
+    f.eb = r.b ? floatBitsToInt(Rows4(r.wb).v[r.rb * stride].x) : 0;
   }
   return f;
 }
-void consume(inout vec2 acc, Loads f, uint k0, uint k4s) {
+// This subgroup's first loads of phase `ph` (none where it has no item there).
+Loads prefetch(uint ph, uint l) {
+  if (first_warp < phase_items(ph)) return load_first(phase_rows(ph, l, first_warp), row_chunks(phase_k4s(ph)));
+  Loads none;
+  for (uint i = 0u; i < U; ++i) none.a[i] = none.b[i] = vec4(0.0f);
+  none.ea = none.eb = 0;
+  return none;
+}
+
+Loads load_at(Rows2 r, uint chunks, uint k0) {
+  const uint stride = row_stride(chunks), first = F16_WEIGHTS != 0u ? 1u : 0u;
+  Loads f;
   for (uint i = 0u; i < U; ++i) {
-    const uint k4 = k0 + i * SUBGROUP;
-    if (k4 < k4s) acc += vec2(dot(staged[k4], f.a[i]), dot(staged[k4], f.b[i]));
+    const uint c = k0 + i * SUBGROUP;
+    f.a[i] = c < chunks ? Rows4(r.wa).v[r.ra * stride + first + c] : vec4(0.0f);
+    f.b[i] = c < chunks && r.b ? Rows4(r.wb).v[r.rb * stride + first + c] : vec4(0.0f);
+  }
+  f.ea = f.eb = 0;
+  return f;
+}
+// Chunk c of f16 weights (8 k, its bits in `w`) with the staged vector (k4s vec4s; the second
+// half of the last chunk is padding where k % 8 == 4).
+float dot8(uint c, vec4 w, uint k4s) {
+  const uvec4 h = floatBitsToUint(w);
+  const float lo = dot(staged[2u * c], vec4(unpackHalf2x16(h.x), unpackHalf2x16(h.y)));
+  return 2u * c + 1u < k4s ? lo + dot(staged[2u * c + 1u], vec4(unpackHalf2x16(h.z), unpackHalf2x16(h.w))) : lo;
+}
+void consume(inout vec2 acc, Loads f, uint k0, uint chunks, uint k4s) {
+  for (uint i = 0u; i < U; ++i) {
+    const uint c = k0 + i * SUBGROUP;
+    if (c >= chunks) continue;
+    if (F16_WEIGHTS != 0u)
+      acc += vec2(dot8(c, f.a[i], k4s), dot8(c, f.b[i], k4s));
+    else
+      acc += vec2(dot(staged[c], f.a[i]), dot(staged[c], f.b[i]));
   }
 }
 
-// Both rows' dot products with `staged`, in every lane; `f`: their first loads. Each batch of
-// loads is issued before the one before it is used: two batches on their way.
+// Both rows' dot products with `staged` (k4s vec4s), in every lane; `f`: their first loads. Each
+// batch of loads is issued before the one before it is used: two batches on their way.
 vec2 dot2(Rows2 r, uint k4s, Loads f) {
+  const uint chunks = row_chunks(k4s);
   vec2 acc = vec2(0.0f);
   uint k0 = lane;
-  for (; k0 + U * SUBGROUP < k4s; k0 += U * SUBGROUP) {
-    const Loads next = load_at(r, k4s, k0 + U * SUBGROUP);
-    consume(acc, f, k0, k4s);
+  for (; k0 + U * SUBGROUP < chunks; k0 += U * SUBGROUP) {
+    const Loads next = load_at(r, chunks, k0 + U * SUBGROUP);
+    consume(acc, f, k0, chunks, k4s);
     f = next;
   }
-  consume(acc, f, k0, k4s);
+  consume(acc, f, k0, chunks, k4s);
   return vec2(subgroupAdd(acc.x), subgroupAdd(acc.y));
 }
 
@@ -275,8 +306,9 @@ void products(uint ph, uint l, uint position, float scale, Loads f) {
   for (uint item = first_warp; item < items; item += all_warps) {
     const Rows2 r = phase_rows(ph, l, item);
     const Loads now = f;
-    if (item + all_warps < items) f = load_first(phase_rows(ph, l, item + all_warps), k4s);  // on their way
-    const vec2 s = dot2(r, k4s, now) * scale;
+    if (item + all_warps < items) f = load_first(phase_rows(ph, l, item + all_warps), row_chunks(k4s));  // on their way
+    vec2 s = dot2(r, k4s, now) * scale;
+    if (F16_WEIGHTS != 0u) s = vec2(stage_unscale(s.x, now.ea), stage_unscale(s.y, now.eb));
     if (lane == 0u) store(ph, l, item, r, s, position);
   }
 }

@@ -13,6 +13,16 @@ struct DecodeStepParams {
   float eps, scale, pad0, pad1;
 };
 
+// DecodeWeights (decode_weights.comp): binding 2 the jobs, two uvec4 a matrix: (source address,
+// destination address) as uint32 pairs, then (rows, k, 0, 0). A matrix [rows, k] of f32 becomes
+// rows of decode_weights_row_bytes(k): 16 bytes holding the row's exponent e (an int, then zeros),
+// then the row times 2^e as f16, two a word (the even k in the low half), zero past k to a
+// multiple of 8. DecodeStep reads its weights so with spec 4 F16_WEIGHTS = 1.
+struct DecodeWeightsParams {
+  uint32_t jobs, pad0, pad1, pad2;
+};
+inline constexpr uint64_t decode_weights_row_bytes(uint64_t k) { return 16 + (k + 7) / 8 * 16; }
+
 // Blocks a head's keys split into at most in the attention phase (ATTN_BLOCKS in the kernel).
 inline constexpr uint32_t kDecodeAttnBlocks = 16;
 

@@ -62,6 +62,7 @@ enum class Kernel : uint8_t {
   MatMulCoop2StagedNV,      // MatMulCoopStagedNV at one exponent along K on workgroup-scope matrices (coopmat2)
   RotaryAppend,             // Rotary of one or two tensors with up to two KV cache appends (RotaryAppendParams)
   DecodeStep,               // a Llama decoding step as one persistent dispatch (decode_step_abi.hpp)
+  DecodeWeights,            // DecodeStep's weights rounded to f16 a row at an exponent (decode_step_abi.hpp)
   Count
 };
 

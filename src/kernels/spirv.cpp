@@ -19,6 +19,7 @@
 #include "cross_entropy_finish.spv.h"
 #include "cross_entropy_rows.spv.h"
 #include "decode_step.spv.h"
+#include "decode_weights.spv.h"
 #include "elementwise.spv.h"
 #include "gather.spv.h"
 #include "matmul.spv.h"
@@ -120,6 +121,7 @@ constexpr Entry entry(Kernel k) {
     case Kernel::MatMulCoop2StagedNV: return {"matmul_coop2_staged_nv", MN_COOP2(mn_spv_matmul_coop2_staged_nv)};
     case Kernel::RotaryAppend: return {"rotary_append", mn_spv_rotary_append};
     case Kernel::DecodeStep: return {"decode_step", mn_spv_decode_step};
+    case Kernel::DecodeWeights: return {"decode_weights", mn_spv_decode_weights};
     case Kernel::Count: break;
   }
   return {};

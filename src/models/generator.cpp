@@ -116,7 +116,10 @@ void Generator::start_persistent() {
   m.sin = first_floats(g.node(rope_sin_), table);
   try {
     persistent_ = std::make_unique<PersistentDecoder>(session_, m);
-    if (log) std::fprintf(stderr, "meganeura: persistent decoding on %u workgroups\n", persistent_->grid());
+    if (log)
+      std::fprintf(stderr, "meganeura: persistent decoding on %u workgroups, %s weights%s%s\n", persistent_->grid(),
+                   persistent_->weights().c_str(), persistent_->why_f32_weights().empty() ? "" : ": ",
+                   persistent_->why_f32_weights().c_str());
   } catch (const Error& e) {  // the device cannot take it, or no grid was resident
     if (log) std::fprintf(stderr, "meganeura: persistent decoding off: %s\n", e.what());
   }
@@ -127,6 +130,8 @@ std::vector<std::pair<std::string, double>> Generator::decode_profile() const {
 }
 
 uint32_t Generator::persistent_grid() const { return persistent_ ? persistent_->grid() : 0; }
+
+std::string Generator::persistent_weights() const { return persistent_ ? persistent_->weights() : std::string(); }
 
 void Generator::arm_persistent_timeout_for_test() {
   if (persistent_) persistent_->arm_timeout_for_test();

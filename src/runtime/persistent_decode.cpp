@@ -8,6 +8,7 @@
 #include "kernels/kernel_abi.hpp"
 #include "runtime/session_impl.hpp"
 #include "util/env.hpp"
+#include "util/log_topic.hpp"
 #include "vulkan/executable.hpp"
 
 namespace meganeura {
@@ -15,8 +16,10 @@ namespace {
 
 using kernels::DecodeStepParams;
 
-// The decoder's own buffers.
-enum : uint32_t { kParams, kStatus, kTable, kSync, kStep, kScratch, kZero, kReadback, kBuffers };
+// The decoder's own buffers; with f16 weights, their jobs and then a buffer a layer and one for
+// the LM head.
+enum : uint32_t { kParams, kStatus, kTable, kSync, kStep, kScratch, kZero, kReadback, kJobs, kWeights };
+constexpr uint64_t kWeightsParamsAt = 256;  // DecodeWeightsParams in kParams, after the step's
 
 // Polls of a grid barrier before it gives up: a step's (far beyond any phase's legitimate wait,
 // well inside the fence timeout) and the co-residency probe's (each wave of a grid too large
@@ -69,15 +72,68 @@ std::vector<uint32_t> grid_candidates(const DeviceInfo& info) {
   return {256, 128, 64, 32};
 }
 
+// The f16 copy of the weights (decode_weights.comp's rows): where each matrix goes, a buffer a
+// layer and one for the LM head.
+struct F16Weights {
+  struct Matrix {
+    std::string name;
+    uint64_t rows = 0, k = 0;
+    uint32_t buffer = 0;
+    uint64_t offset = 0;
+  };
+  std::vector<Matrix> matrices;        // the layers' (kDecodeWq.. order below), then the LM head
+  std::vector<uint64_t> buffer_bytes;  // kWeights + i
+};
+F16Weights f16_layout(const PersistentDecodeModel& m) {
+  F16Weights w;
+  const auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
+  const uint64_t h = u(m.hidden), q = u(m.heads * m.head_dim), kv = u(m.kv_heads * m.head_dim), f = u(m.ffn);
+  auto add = [&](const std::string& name, uint64_t rows, uint64_t k) {
+    const auto buffer = static_cast<uint32_t>(w.buffer_bytes.size() - 1);
+    w.matrices.push_back({name, rows, k, kWeights + buffer, w.buffer_bytes.back()});
+    w.buffer_bytes.back() += align256(rows * kernels::decode_weights_row_bytes(k));
+  };
+  for (const PersistentDecodeModel::Layer& L : m.layers) {
+    w.buffer_bytes.push_back(0);
+    add(L.wq, q, h);
+    add(L.wk, kv, h);
+    add(L.wv, kv, h);
+    add(L.wo, h, q);
+    add(L.wgate, f, h);
+    add(L.wup, f, h);
+    add(L.wdown, h, f);
+  }
+  w.buffer_bytes.push_back(0);
+  add(m.lm_head, u(m.vocab), h);
+  return w;
+}
+constexpr uint32_t kMatricesALayer = 7;
+constexpr uint32_t kLayerMatrix[kMatricesALayer] = {kernels::kDecodeWq,   kernels::kDecodeWk,    kernels::kDecodeWv,
+                                                    kernels::kDecodeWo,   kernels::kDecodeWgate, kernels::kDecodeWup,
+                                                    kernels::kDecodeWdown};
+
+// The list that rounds the weights to f16: after whatever wrote the parameters (uploads, or a
+// default initialisation), one dispatch over every matrix.
+std::vector<plan::Command> weights_list(const F16Weights& w, uint32_t groups) {
+  plan::Dispatch d;
+  d.kernel = kernels::Kernel::DecodeWeights;
+  d.params = {kParams, kWeightsParamsAt, sizeof(kernels::DecodeWeightsParams)};
+  d.tensors = {{kJobs, 0, w.matrices.size() * 32}};
+  d.groups = {groups, 1, 1};
+  d.label = "decode_weights (" + std::to_string(w.matrices.size()) + " matrices to f16)";
+  using B = plan::Barrier;
+  return {B{B::TransferToCompute}, B{B::ComputeToCompute}, d, B{B::ComputeToCompute}};
+}
+
 std::vector<plan::Command> step_list(uint32_t grid, const Scratch& s, const PersistentDecodeModel& m,
-                                     uint64_t table_bytes, uint32_t subgroup) {
+                                     uint64_t table_bytes, uint32_t subgroup, bool f16) {
   plan::Dispatch d;
   d.kernel = kernels::Kernel::DecodeStep;
-  d.spec = {subgroup, stage_floats(m), static_cast<uint32_t>(m.head_dim)};
+  d.spec = {subgroup, stage_floats(m), static_cast<uint32_t>(m.head_dim), f16 ? 1u : 0u};
   d.params = {kParams, 0, sizeof(DecodeStepParams)};
   d.tensors = {{kTable, 0, table_bytes}, {kSync, 0, 8}, {kStep, 0, 8}};
   d.groups = {grid, 1, 1};
-  d.label = "decode_step (persistent, " + std::to_string(grid) + " workgroups)";
+  d.label = "decode_step (persistent, " + std::to_string(grid) + " workgroups, " + (f16 ? "f16" : "f32") + " weights)";
   const uint64_t logits = static_cast<uint64_t>(m.vocab) * 4;
   using B = plan::Barrier;
   return {B{B::ComputeToCompute},  // the session's programs wrote the caches
@@ -101,7 +157,11 @@ struct PersistentDecoder::Impl {
   std::unique_ptr<vk::Executable> exe;
   plan::Program program;  // exe's commands, for the trace
   DecodeStepParams params{};
-  uint32_t diagnostics = 0;  // MEGANEURA_PERSISTENT_DIAG: flags that skip phases (timing only)
+  uint32_t diagnostics = 0;            // MEGANEURA_PERSISTENT_DIAG: flags that skip phases (timing only)
+  std::string f32_why;                 // why the weights are read as f32; "" where they are f16
+  F16Weights f16;                      // where the f16 weights are (no matrices where f32)
+  size_t weights_list = 0;             // the command list that writes them
+  uint64_t weights_of = ~uint64_t{0};  // the session's parameter_writes they were made from
 
   void write_params(uint32_t flags, uint32_t spins) {
     params.flags = flags | diagnostics;
@@ -130,6 +190,9 @@ struct PersistentDecoder::Impl {
     return session->exe->device_address(s);
   }
   std::vector<uint64_t> table() const;
+  std::vector<uint32_t> jobs() const;
+  // Rounds the weights to f16 again where a parameter was written since.
+  void refresh_weights();
   void probe();
 };
 
@@ -172,7 +235,36 @@ std::vector<uint64_t> PersistentDecoder::Impl::table() const {
     e[kDecodeKCache] = address(L.k_cache, u(m.slots) * kv);
     e[kDecodeVCache] = address(L.v_cache, u(m.slots) * kv);
   }
+  // With f16 weights the matrices are read from their copies instead.
+  for (size_t i = 0; i < f16.matrices.size(); ++i) {
+    const F16Weights::Matrix& w = f16.matrices[i];
+    const uint64_t at = exe->device_address({w.buffer, w.offset, w.rows * decode_weights_row_bytes(w.k)});
+    const size_t l = i / kMatricesALayer;
+    if (l < m.layers.size())
+      t[kDecodeGlobals + l * kDecodeLayerEntries + kLayerMatrix[i % kMatricesALayer]] = at;
+    else
+      t[kDecodeLmHead] = at;
+  }
   return t;
+}
+
+std::vector<uint32_t> PersistentDecoder::Impl::jobs() const {
+  std::vector<uint32_t> j;
+  for (const F16Weights::Matrix& w : f16.matrices) {
+    const uint64_t src = address(w.name, w.rows * w.k);
+    const uint64_t dst = exe->device_address({w.buffer, w.offset, w.rows * kernels::decode_weights_row_bytes(w.k)});
+    j.insert(j.end(),
+             {static_cast<uint32_t>(src), static_cast<uint32_t>(src >> 32), static_cast<uint32_t>(dst),
+              static_cast<uint32_t>(dst >> 32), static_cast<uint32_t>(w.rows), static_cast<uint32_t>(w.k), 0, 0});
+  }
+  return j;
+}
+
+void PersistentDecoder::Impl::refresh_weights() {
+  if (f16.matrices.empty() || weights_of == session->parameter_writes) return;
+  run_traced(*exe, program, weights_list, "persistent decoding's weights to f16",
+             {{"session", static_cast<int64_t>(session->trace_hold->id())}});
+  weights_of = session->parameter_writes;
 }
 
 // The first candidate grid whose workgroups all pass one grid barrier together.
@@ -212,6 +304,23 @@ std::string unsupported(const vk::Context& ctx, const PersistentDecodeModel& m) 
   return "";
 }
 
+// Why the step should read its weights as f32 rather than as an f16 copy ("": f16). The copy
+// follows the matmul precision: f16 scaled a row at a time is `high`'s class (11 significant bits,
+// f32's range), so `highest` keeps f32; MEGANEURA_DECODE_WEIGHTS picks either. A training
+// session's optimizer writes its weights every step, which the copy would not follow.
+std::string f32_weights_why(const Session::Impl& s, const F16Weights& w, uint64_t largest_buffer) {
+  const std::string asked = util::env_choice("MEGANEURA_DECODE_WEIGHTS", {"f32", "f16"});
+  if (asked == "f32") return "MEGANEURA_DECODE_WEIGHTS=f32";
+  if (s.train) return "a training session's weights change every step";
+  if (asked.empty() && util::env_choice("MEGANEURA_MATMUL_PRECISION", {"highest", "high", "medium"}) == "highest")
+    return "MEGANEURA_MATMUL_PRECISION=highest";
+  for (uint64_t bytes : w.buffer_bytes)
+    if (bytes > largest_buffer)
+      return "a layer's f16 weights (" + std::to_string(bytes) + " bytes) exceed the device's largest allocation (" +
+             std::to_string(largest_buffer) + ")";
+  return "";
+}
+
 }  // namespace
 
 bool PersistentDecoder::slower_than_program(Session& session) { return impl_of(session).ctx->info().type == "CPU"; }
@@ -229,19 +338,38 @@ PersistentDecoder::PersistentDecoder(Session& session, const PersistentDecodeMod
 
   const uint64_t table_bytes = (kernels::kDecodeGlobals + m.layers.size() * kernels::kDecodeLayerEntries) * 8;
   const uint64_t rope_bytes = align256(static_cast<uint64_t>(m.slots * m.head_dim) * 4);
+  d.f16 = f16_layout(m);
+  d.f32_why = f32_weights_why(*d.session, d.f16, ctx->max_allocation_size());
+  if (!d.f32_why.empty()) d.f16 = {};
+  const bool f16 = d.f32_why.empty();
   plan::Program program;
-  program.buffers = {{"persistent decoding's params", align256(sizeof(DecodeStepParams)), plan::Memory::DeviceLocal},
+  program.buffers = {{"persistent decoding's params", kWeightsParamsAt + 256, plan::Memory::DeviceLocal},
                      {"persistent decoding's status block", sizeof(kernels::Status), plan::Memory::HostShared},
                      {"persistent decoding's address table", table_bytes, plan::Memory::DeviceLocal},
                      {"persistent decoding's barrier counters", 8, plan::Memory::DeviceLocal},
                      {"persistent decoding's token and position", 8, plan::Memory::HostShared},
                      {"persistent decoding's scratch", d.scratch.bytes + 2 * rope_bytes, plan::Memory::DeviceLocal},
                      {"persistent decoding's zeros", 8, plan::Memory::DeviceLocal},
-                     {"persistent decoding's logits", static_cast<uint64_t>(m.vocab) * 4, plan::Memory::Readback}};
+                     {"persistent decoding's logits", static_cast<uint64_t>(m.vocab) * 4, plan::Memory::Readback},
+                     {"persistent decoding's f16 jobs", std::max<uint64_t>(d.f16.matrices.size() * 32, 32),
+                      plan::Memory::DeviceLocal}};
+  for (size_t i = 0; i < d.f16.buffer_bytes.size(); ++i)
+    program.buffers.push_back({i + 1 < d.f16.buffer_bytes.size()
+                                   ? "persistent decoding's f16 weights of layer " + std::to_string(i)
+                                   : std::string("persistent decoding's f16 LM head"),
+                               d.f16.buffer_bytes[i], plan::Memory::DeviceLocal});
   program.status_buffer = kStatus;
-  program.commands = step_list(d.grids[0], d.scratch, m, table_bytes, subgroup);
+  program.commands = step_list(d.grids[0], d.scratch, m, table_bytes, subgroup, f16);
   for (size_t i = 1; i < d.grids.size(); ++i)
-    program.extra.push_back(step_list(d.grids[i], d.scratch, m, table_bytes, subgroup));
+    program.extra.push_back(step_list(d.grids[i], d.scratch, m, table_bytes, subgroup, f16));
+  if (f16) {
+    // A subgroup a row, enough workgroups for every SM several times over.
+    const auto rows = static_cast<uint64_t>(std::max(m.vocab, m.ffn));
+    const auto groups = static_cast<uint32_t>(
+        std::min<uint64_t>((rows * subgroup + kernels::kWorkgroupSize - 1) / kernels::kWorkgroupSize, 1024));
+    program.extra.push_back(weights_list(d.f16, groups));
+    d.weights_list = program.extra.size();  // extra list i is list 1 + i
+  }
   // Timestamps where the session has them (SessionOptions::profile, MEGANEURA_TRACE): the trace
   // shows the step as one GPU slice.
   d.exe = std::make_unique<vk::Executable>(
@@ -255,6 +383,12 @@ PersistentDecoder::PersistentDecoder(Session& session, const PersistentDecodeMod
   d.exe->write({kScratch, table_at + rope_bytes, m.sin.size() * 4}, std::as_bytes(std::span(m.sin)));
   const std::vector<uint64_t> table = d.table();
   d.exe->write({kTable, 0, table_bytes}, std::as_bytes(std::span(table)));
+  if (f16) {
+    const std::vector<uint32_t> jobs = d.jobs();
+    d.exe->write({kJobs, 0, jobs.size() * 4}, std::as_bytes(std::span(jobs)));
+    const kernels::DecodeWeightsParams wp{static_cast<uint32_t>(d.f16.matrices.size()), 0, 0, 0};
+    d.exe->write({kParams, kWeightsParamsAt, sizeof(wp)}, std::as_bytes(std::span(&wp, 1)));
+  }
 
   const auto u = [](int64_t v) { return static_cast<uint32_t>(v); };
   d.params = {u(m.hidden),
@@ -289,6 +423,7 @@ bool PersistentDecoder::step(int32_t token, int64_t position) {
   if (position < 0 || position >= d.model.slots)
     throw RuntimeDataError("decoding: position " + std::to_string(position) + " is outside the cache's " +
                            std::to_string(d.model.slots) + " slots");
+  d.refresh_weights();
   auto* in = static_cast<int32_t*>(d.exe->mapped(kStep));
   in[0] = token;
   in[1] = static_cast<int32_t>(position);
@@ -320,6 +455,9 @@ std::vector<std::pair<std::string, double>> PersistentDecoder::profile() const {
 }
 
 uint32_t PersistentDecoder::grid() const { return impl_->grids[impl_->list]; }
+
+std::string PersistentDecoder::weights() const { return impl_->f32_why.empty() ? "f16" : "f32"; }
+const std::string& PersistentDecoder::why_f32_weights() const { return impl_->f32_why; }
 
 void PersistentDecoder::arm_timeout_for_test() { impl_->write_params(kernels::DECODE_FLAG_ONE_SHORT, 1000); }
 

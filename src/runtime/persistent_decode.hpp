@@ -50,6 +50,11 @@ class PersistentDecoder {
   // (SessionOptions::profile, MEGANEURA_TRACE); empty otherwise.
   std::vector<std::pair<std::string, double>> profile() const;
   uint32_t grid() const;  // workgroups of the dispatch
+  // "f16" where the step reads an f16 copy of the weight matrices (each row scaled by a power of
+  // two; made at the first step after any parameter write), "f32" where it reads them as they
+  // are; why_f32_weights() says why ("" for f16).
+  std::string weights() const;
+  const std::string& why_f32_weights() const;
   // Tests: the next step()'s first barrier waits for one arrival more than will come.
   void arm_timeout_for_test();
 

@@ -128,7 +128,11 @@ struct Session::Impl {
   void wrote_parameter(Named& parameter) {
     parameter.set = true;
     derived_stale = true;
+    ++parameter_writes;
   }
+  // How many times a parameter was written, for copies made from them outside the derived list
+  // (the persistent decoder's f16 weights).
+  uint64_t parameter_writes = 0;
 };
 
 Session make_session(std::unique_ptr<Session::Impl> impl);
