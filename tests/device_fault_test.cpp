@@ -298,6 +298,31 @@ TEST(HungStep, ABadTimeoutIsAnError) {
               HasSubstr("MEGANEURA_TIMEOUT_S=soon is not a positive number"));
 }
 
+// MEGANEURA_SPIN_US: waits poll their fence that long before sleeping (off on a CPU device by
+// default); read when a device is made, so the case makes new ones. A bad value names the variable.
+TEST(FenceSpin, PollingWaitsGiveTheSameResults) {
+  const Doubling d;
+  auto doubled = [](Session& s) {
+    s.step();
+    const std::vector<float> y = s.read_output("y").to_f32();
+    for (size_t k = 0; k < y.size(); ++k) ASSERT_EQ(y[k], 2.0f * static_cast<float>(k)) << k;
+  };
+  {
+    mntest::ScopedEnv spin("MEGANEURA_SPIN_US", "200000");
+    retire_the_device();  // the next device polls
+    Session s = d.session();
+    for (int i = 0; i < 3; ++i) doubled(s);
+    fault::arm_device_lost(fault::Loss::AtSubmit);  // and the one after is made anew
+    EXPECT_THROW(s.step(), DeviceError);
+  }
+  {
+    mntest::ScopedEnv spin("MEGANEURA_SPIN_US", "soon");
+    EXPECT_THAT(mntest::message_of<Error>([&] { d.session(); }), HasSubstr("MEGANEURA_SPIN_US=soon: expected"));
+  }
+  Session after = d.session();
+  doubled(after);
+}
+
 // A device that binds fewer storage buffers to a stage than a kernel needs (a few mobile GPUs
 // allow 4 to 8): the build names the kernel and the limit, and a later build on a device with
 // room succeeds.

@@ -4,6 +4,7 @@
 #pragma once
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 
@@ -28,6 +29,8 @@ struct Context::Impl {
   DeviceProbe probe;
   DeviceHandle device;
   std::mutex queue_mutex;  // vkQueueSubmit needs the queue externally synchronized
+  // How long a wait polls its fence before sleeping in vkWaitForFences (MEGANEURA_SPIN_US).
+  std::chrono::microseconds spin{0};
   std::atomic<bool> lost{false};
   // Bytes of each heap held by this context's buffers: what out-of-memory messages report where
   // the driver has no VK_EXT_memory_budget (lavapipe, older drivers).
