@@ -6,6 +6,7 @@
 
 #include "kernels/decode_step_abi.hpp"
 #include "kernels/kernel_abi.hpp"
+#include "runtime/decode_weights_copy.hpp"
 #include "runtime/session_impl.hpp"
 #include "util/env.hpp"
 #include "util/log_topic.hpp"
@@ -72,59 +73,6 @@ std::vector<uint32_t> grid_candidates(const DeviceInfo& info) {
   return {256, 128, 64, 32};
 }
 
-// The f16 copy of the weights (decode_weights.comp's rows): where each matrix goes, a buffer a
-// layer and one for the LM head.
-struct F16Weights {
-  struct Matrix {
-    std::string name;
-    uint64_t rows = 0, k = 0;
-    uint32_t buffer = 0;
-    uint64_t offset = 0;
-  };
-  std::vector<Matrix> matrices;        // the layers' (kDecodeWq.. order below), then the LM head
-  std::vector<uint64_t> buffer_bytes;  // kWeights + i
-};
-F16Weights f16_layout(const PersistentDecodeModel& m) {
-  F16Weights w;
-  const auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
-  const uint64_t h = u(m.hidden), q = u(m.heads * m.head_dim), kv = u(m.kv_heads * m.head_dim), f = u(m.ffn);
-  auto add = [&](const std::string& name, uint64_t rows, uint64_t k) {
-    const auto buffer = static_cast<uint32_t>(w.buffer_bytes.size() - 1);
-    w.matrices.push_back({name, rows, k, kWeights + buffer, w.buffer_bytes.back()});
-    w.buffer_bytes.back() += align256(rows * kernels::decode_weights_row_bytes(k));
-  };
-  for (const PersistentDecodeModel::Layer& L : m.layers) {
-    w.buffer_bytes.push_back(0);
-    add(L.wq, q, h);
-    add(L.wk, kv, h);
-    add(L.wv, kv, h);
-    add(L.wo, h, q);
-    add(L.wgate, f, h);
-    add(L.wup, f, h);
-    add(L.wdown, h, f);
-  }
-  w.buffer_bytes.push_back(0);
-  add(m.lm_head, u(m.vocab), h);
-  return w;
-}
-constexpr uint32_t kMatricesALayer = 7;
-constexpr uint32_t kLayerMatrix[kMatricesALayer] = {kernels::kDecodeWq,   kernels::kDecodeWk,    kernels::kDecodeWv,
-                                                    kernels::kDecodeWo,   kernels::kDecodeWgate, kernels::kDecodeWup,
-                                                    kernels::kDecodeWdown};
-
-// The list that rounds the weights to f16: after whatever wrote the parameters (uploads, or a
-// default initialisation), one dispatch over every matrix.
-std::vector<plan::Command> weights_list(const F16Weights& w, uint32_t groups) {
-  plan::Dispatch d;
-  d.kernel = kernels::Kernel::DecodeWeights;
-  d.params = {kParams, kWeightsParamsAt, sizeof(kernels::DecodeWeightsParams)};
-  d.tensors = {{kJobs, 0, w.matrices.size() * 32}};
-  d.groups = {groups, 1, 1};
-  d.label = "decode_weights (" + std::to_string(w.matrices.size()) + " matrices to f16)";
-  using B = plan::Barrier;
-  return {B{B::TransferToCompute}, B{B::ComputeToCompute}, d, B{B::ComputeToCompute}};
-}
-
 std::vector<plan::Command> step_list(uint32_t grid, const Scratch& s, const PersistentDecodeModel& m,
                                      uint64_t table_bytes, uint32_t subgroup, bool f16) {
   plan::Dispatch d;
@@ -159,7 +107,7 @@ struct PersistentDecoder::Impl {
   DecodeStepParams params{};
   uint32_t diagnostics = 0;            // MEGANEURA_PERSISTENT_DIAG: flags that skip phases (timing only)
   std::string f32_why;                 // why the weights are read as f32; "" where they are f16
-  F16Weights f16;                      // where the f16 weights are (no matrices where f32)
+  DecodeWeightsCopy f16;               // where the f16 weights are (no matrices where f32)
   size_t weights_list = 0;             // the command list that writes them
   uint64_t weights_of = ~uint64_t{0};  // the session's parameter_writes they were made from
 
@@ -190,7 +138,9 @@ struct PersistentDecoder::Impl {
     return session->exe->device_address(s);
   }
   std::vector<uint64_t> table() const;
-  std::vector<uint32_t> jobs() const;
+  uint64_t copy_address(const DecodeWeightsCopy::Matrix& w) const {
+    return exe->device_address({w.buffer, w.offset, w.bytes()});
+  }
   // Rounds the weights to f16 again where a parameter was written since.
   void refresh_weights();
   void probe();
@@ -236,28 +186,8 @@ std::vector<uint64_t> PersistentDecoder::Impl::table() const {
     e[kDecodeVCache] = address(L.v_cache, u(m.slots) * kv);
   }
   // With f16 weights the matrices are read from their copies instead.
-  for (size_t i = 0; i < f16.matrices.size(); ++i) {
-    const F16Weights::Matrix& w = f16.matrices[i];
-    const uint64_t at = exe->device_address({w.buffer, w.offset, w.rows * decode_weights_row_bytes(w.k)});
-    const size_t l = i / kMatricesALayer;
-    if (l < m.layers.size())
-      t[kDecodeGlobals + l * kDecodeLayerEntries + kLayerMatrix[i % kMatricesALayer]] = at;
-    else
-      t[kDecodeLmHead] = at;
-  }
+  for (const DecodeWeightsCopy::Matrix& w : f16.matrices) t[w.table_entry] = copy_address(w);
   return t;
-}
-
-std::vector<uint32_t> PersistentDecoder::Impl::jobs() const {
-  std::vector<uint32_t> j;
-  for (const F16Weights::Matrix& w : f16.matrices) {
-    const uint64_t src = address(w.name, w.rows * w.k);
-    const uint64_t dst = exe->device_address({w.buffer, w.offset, w.rows * kernels::decode_weights_row_bytes(w.k)});
-    j.insert(j.end(),
-             {static_cast<uint32_t>(src), static_cast<uint32_t>(src >> 32), static_cast<uint32_t>(dst),
-              static_cast<uint32_t>(dst >> 32), static_cast<uint32_t>(w.rows), static_cast<uint32_t>(w.k), 0, 0});
-  }
-  return j;
 }
 
 void PersistentDecoder::Impl::refresh_weights() {
@@ -304,23 +234,6 @@ std::string unsupported(const vk::Context& ctx, const PersistentDecodeModel& m) 
   return "";
 }
 
-// Why the step should read its weights as f32 rather than as an f16 copy ("": f16). The copy
-// follows the matmul precision: f16 scaled a row at a time is `high`'s class (11 significant bits,
-// f32's range), so `highest` keeps f32; MEGANEURA_DECODE_WEIGHTS picks either. A training
-// session's optimizer writes its weights every step, which the copy would not follow.
-std::string f32_weights_why(const Session::Impl& s, const F16Weights& w, uint64_t largest_buffer) {
-  const std::string asked = util::env_choice("MEGANEURA_DECODE_WEIGHTS", {"f32", "f16"});
-  if (asked == "f32") return "MEGANEURA_DECODE_WEIGHTS=f32";
-  if (s.train) return "a training session's weights change every step";
-  if (asked.empty() && util::env_choice("MEGANEURA_MATMUL_PRECISION", {"highest", "high", "medium"}) == "highest")
-    return "MEGANEURA_MATMUL_PRECISION=highest";
-  for (uint64_t bytes : w.buffer_bytes)
-    if (bytes > largest_buffer)
-      return "a layer's f16 weights (" + std::to_string(bytes) + " bytes) exceed the device's largest allocation (" +
-             std::to_string(largest_buffer) + ")";
-  return "";
-}
-
 }  // namespace
 
 bool PersistentDecoder::slower_than_program(Session& session) { return impl_of(session).ctx->info().type == "CPU"; }
@@ -338,8 +251,8 @@ PersistentDecoder::PersistentDecoder(Session& session, const PersistentDecodeMod
 
   const uint64_t table_bytes = (kernels::kDecodeGlobals + m.layers.size() * kernels::kDecodeLayerEntries) * 8;
   const uint64_t rope_bytes = align256(static_cast<uint64_t>(m.slots * m.head_dim) * 4);
-  d.f16 = f16_layout(m);
-  d.f32_why = f32_weights_why(*d.session, d.f16, ctx->max_allocation_size());
+  d.f16 = DecodeWeightsCopy::of(m, kWeights);
+  d.f32_why = d.f16.why_f32(d.session->train.has_value(), ctx->max_allocation_size());
   if (!d.f32_why.empty()) d.f16 = {};
   const bool f16 = d.f32_why.empty();
   plan::Program program;
@@ -363,11 +276,8 @@ PersistentDecoder::PersistentDecoder(Session& session, const PersistentDecodeMod
   for (size_t i = 1; i < d.grids.size(); ++i)
     program.extra.push_back(step_list(d.grids[i], d.scratch, m, table_bytes, subgroup, f16));
   if (f16) {
-    // A subgroup a row, enough workgroups for every SM several times over.
-    const auto rows = static_cast<uint64_t>(std::max(m.vocab, m.ffn));
-    const auto groups = static_cast<uint32_t>(
-        std::min<uint64_t>((rows * subgroup + kernels::kWorkgroupSize - 1) / kernels::kWorkgroupSize, 1024));
-    program.extra.push_back(weights_list(d.f16, groups));
+    program.extra.push_back(d.f16.commands({kParams, kWeightsParamsAt, sizeof(kernels::DecodeWeightsParams)},
+                                           {kJobs, 0, d.f16.matrices.size() * 32}, subgroup));
     d.weights_list = program.extra.size();  // extra list i is list 1 + i
   }
   // Timestamps where the session has them (SessionOptions::profile, MEGANEURA_TRACE): the trace
@@ -384,7 +294,9 @@ PersistentDecoder::PersistentDecoder(Session& session, const PersistentDecodeMod
   const std::vector<uint64_t> table = d.table();
   d.exe->write({kTable, 0, table_bytes}, std::as_bytes(std::span(table)));
   if (f16) {
-    const std::vector<uint32_t> jobs = d.jobs();
+    const std::vector<uint32_t> jobs =
+        d.f16.jobs([&](const DecodeWeightsCopy::Matrix& w) { return d.address(w.name, w.rows * w.k); },
+                   [&](const DecodeWeightsCopy::Matrix& w) { return d.copy_address(w); });
     d.exe->write({kJobs, 0, jobs.size() * 4}, std::as_bytes(std::span(jobs)));
     const kernels::DecodeWeightsParams wp{static_cast<uint32_t>(d.f16.matrices.size()), 0, 0, 0};
     d.exe->write({kParams, kWeightsParamsAt, sizeof(wp)}, std::as_bytes(std::span(&wp, 1)));
