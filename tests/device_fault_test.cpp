@@ -7,8 +7,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -158,6 +161,65 @@ TEST(DeviceOutOfMemory, EveryAllocationOfALlamaSessionFailsCleanly) {
   const uint64_t total = fail_every_allocation(llama_inference);
   EXPECT_GT(total, 10u) << "the scenario makes too few allocations to mean anything";
   std::printf("llama inference: %llu device allocations, each failed once\n", static_cast<unsigned long long>(total));
+}
+
+// A Generator decoding with the persistent dispatch (forced on lavapipe) and its f16 weight copy
+// (precision high): each device allocation of its build fails in turn. One in the session is
+// an OutOfMemoryError (the build is retried); one in the decoder is absorbed: it is made again
+// without the optional copy, reading the f32 weights. Either way it decodes, as the clean run
+// does to the copy's rounding.
+TEST(DeviceOutOfMemory, EveryAllocationOfAPersistentGeneratorFailsCleanly) {
+  mntest::ScopedEnv persistent("MEGANEURA_PERSISTENT", "1"), high("MEGANEURA_MATMUL_PRECISION", "high");
+  models::LlamaConfig c = tiny_llama();
+  c.num_hidden_layers = 1;
+  auto decoded = [&](Attempts& attempt, uint64_t fail_at, std::string& weights) {
+    fault::arm_allocation(fail_at);
+    auto g = attempt([&] { return std::make_unique<models::Generator>(c, models::GeneratorOptions{.max_seq = 16}); });
+    const uint64_t made = fault::allocations_counted();
+    fault::arm_allocation(0);
+    EXPECT_TRUE(g->persistent());
+    weights = g->persistent_weights();
+    g->prefill({1, 2, 3});
+    g->decode(4);
+    std::vector<float> logits = g->decode(5);
+    logits.push_back(static_cast<float>(made));
+    return logits;
+  };
+  Attempts none;
+  std::string weights;
+  decoded(none, 0, weights);  // warm-up: kernels compiled, pipelines cached in the context
+  std::vector<float> clean = decoded(none, 0, weights);
+  EXPECT_EQ(weights, "f16");
+  const auto total = static_cast<uint64_t>(clean.back());
+  clean.pop_back();
+  int absorbed = 0;
+  for (uint64_t n = 1; n <= total; ++n) {
+    SCOPED_TRACE("allocation " + std::to_string(n) + " of " + std::to_string(total));
+    Attempts attempts;
+    std::vector<float> got;
+    try {
+      got = decoded(attempts, n, weights);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "escaped: " << e.what();
+      continue;
+    }
+    got.pop_back();
+    EXPECT_LE(attempts.errors.size(), 1u);
+    if (attempts.errors.empty()) {  // the decoder's: absorbed
+      ++absorbed;
+      EXPECT_EQ(weights, "f32");
+    }
+    double top = 0, worst = 0;
+    for (size_t i = 0; i < clean.size(); ++i) {
+      top = std::max(top, std::abs(static_cast<double>(clean[i])));
+      worst = std::max(worst, std::abs(static_cast<double>(got[i]) - clean[i]));
+    }
+    EXPECT_LE(worst, 2e-3 * top);
+  }
+  EXPECT_GT(absorbed, 0) << "no allocation of the decoder was failed";
+  std::printf("persistent generator: %llu device allocations, each failed once; %d absorbed by the decoder\n",
+              static_cast<unsigned long long>(total), absorbed);
+  retire_the_device();
 }
 
 TEST(DeviceOutOfMemory, EveryAllocationOfAnMlpTrainingRunFailsCleanly) {

@@ -143,6 +143,8 @@ struct PersistentDecoder::Impl {
   }
   // Rounds the weights to f16 again where a parameter was written since.
   void refresh_weights();
+  // The program and executable, with the f16 copy where `f16` has matrices; their constants written.
+  void build(uint32_t subgroup);
   void probe();
 };
 
@@ -156,7 +158,7 @@ std::vector<uint64_t> PersistentDecoder::Impl::table() const {
   t[kDecodeEmbed] = address(m.embed, u(m.vocab) * h);
   t[kDecodeFinalNorm] = address(m.final_norm, h);
   t[kDecodeLmHead] = address(m.lm_head, u(m.vocab) * h);
-  t[kDecodeCos] = own + scratch.bytes;  // the tables follow the scratch (see the constructor)
+  t[kDecodeCos] = own + scratch.bytes;  // the tables follow the scratch (see build())
   t[kDecodeSin] = t[kDecodeCos] + align256(u(m.slots) * d * 4);
   t[kDecodeX] = own + scratch.x;
   t[kDecodeQ] = own + scratch.q;
@@ -195,6 +197,58 @@ void PersistentDecoder::Impl::refresh_weights() {
   run_traced(*exe, program, weights_list, "persistent decoding's weights to f16",
              {{"session", static_cast<int64_t>(session->trace_hold->id())}});
   weights_of = session->parameter_writes;
+}
+
+void PersistentDecoder::Impl::build(uint32_t subgroup) {
+  const PersistentDecodeModel& m = model;
+  const uint64_t table_bytes = (kernels::kDecodeGlobals + m.layers.size() * kernels::kDecodeLayerEntries) * 8;
+  const uint64_t rope_bytes = align256(static_cast<uint64_t>(m.slots * m.head_dim) * 4);
+  const bool f16_weights = !f16.matrices.empty();
+  plan::Program p;
+  p.buffers = {
+      {"persistent decoding's params", kWeightsParamsAt + 256, plan::Memory::DeviceLocal},
+      {"persistent decoding's status block", sizeof(kernels::Status), plan::Memory::HostShared},
+      {"persistent decoding's address table", table_bytes, plan::Memory::DeviceLocal},
+      {"persistent decoding's barrier counters", 8, plan::Memory::DeviceLocal},
+      {"persistent decoding's token and position", 8, plan::Memory::HostShared},
+      {"persistent decoding's scratch", scratch.bytes + 2 * rope_bytes, plan::Memory::DeviceLocal},
+      {"persistent decoding's zeros", 8, plan::Memory::DeviceLocal},
+      {"persistent decoding's logits", static_cast<uint64_t>(m.vocab) * 4, plan::Memory::Readback},
+      {"persistent decoding's f16 jobs", std::max<uint64_t>(f16.matrices.size() * 32, 32), plan::Memory::DeviceLocal}};
+  for (size_t i = 0; i < f16.buffer_bytes.size(); ++i)
+    p.buffers.push_back({i + 1 < f16.buffer_bytes.size()
+                             ? "persistent decoding's f16 weights of layer " + std::to_string(i)
+                             : std::string("persistent decoding's f16 LM head"),
+                         f16.buffer_bytes[i], plan::Memory::DeviceLocal});
+  p.status_buffer = kStatus;
+  p.commands = step_list(grids[0], scratch, m, table_bytes, subgroup, f16_weights);
+  for (size_t i = 1; i < grids.size(); ++i)
+    p.extra.push_back(step_list(grids[i], scratch, m, table_bytes, subgroup, f16_weights));
+  if (f16_weights) {
+    p.extra.push_back(f16.commands({kParams, kWeightsParamsAt, sizeof(kernels::DecodeWeightsParams)},
+                                   {kJobs, 0, f16.matrices.size() * 32}, subgroup));
+    weights_list = p.extra.size();  // extra list i is list 1 + i
+  }
+  // Timestamps where the session has them (SessionOptions::profile, MEGANEURA_TRACE): the trace
+  // shows the step as one GPU slice.
+  exe = std::make_unique<vk::Executable>(
+      session->ctx, p, vk::ExecutableOptions{.timestamps = session->options.profile || trace::global()});
+  program = std::move(p);
+
+  exe->write({kZero, 0, 8}, std::vector<std::byte>(8));
+  std::memset(exe->mapped(kStatus), 0, sizeof(kernels::Status));
+  exe->write({kScratch, scratch.bytes, m.cos.size() * 4}, std::as_bytes(std::span(m.cos)));  // after the scratch
+  exe->write({kScratch, scratch.bytes + rope_bytes, m.sin.size() * 4}, std::as_bytes(std::span(m.sin)));
+  const std::vector<uint64_t> addresses = table();
+  exe->write({kTable, 0, table_bytes}, std::as_bytes(std::span(addresses)));
+  if (f16_weights) {
+    const std::vector<uint32_t> jobs =
+        f16.jobs([&](const DecodeWeightsCopy::Matrix& w) { return address(w.name, w.rows * w.k); },
+                 [&](const DecodeWeightsCopy::Matrix& w) { return copy_address(w); });
+    exe->write({kJobs, 0, jobs.size() * 4}, std::as_bytes(std::span(jobs)));
+    const kernels::DecodeWeightsParams wp{static_cast<uint32_t>(f16.matrices.size()), 0, 0, 0};
+    exe->write({kParams, kWeightsParamsAt, sizeof(wp)}, std::as_bytes(std::span(&wp, 1)));
+  }
 }
 
 // The first candidate grid whose workgroups all pass one grid barrier together.
@@ -249,59 +303,9 @@ PersistentDecoder::PersistentDecoder(Session& session, const PersistentDecodeMod
   d.grids = grid_candidates(ctx->info());
   const uint32_t subgroup = ctx->info().subgroup_size;
 
-  const uint64_t table_bytes = (kernels::kDecodeGlobals + m.layers.size() * kernels::kDecodeLayerEntries) * 8;
-  const uint64_t rope_bytes = align256(static_cast<uint64_t>(m.slots * m.head_dim) * 4);
   d.f16 = DecodeWeightsCopy::of(m, kWeights);
   d.f32_why = d.f16.why_f32(d.session->train.has_value(), ctx->max_allocation_size());
   if (!d.f32_why.empty()) d.f16 = {};
-  const bool f16 = d.f32_why.empty();
-  plan::Program program;
-  program.buffers = {{"persistent decoding's params", kWeightsParamsAt + 256, plan::Memory::DeviceLocal},
-                     {"persistent decoding's status block", sizeof(kernels::Status), plan::Memory::HostShared},
-                     {"persistent decoding's address table", table_bytes, plan::Memory::DeviceLocal},
-                     {"persistent decoding's barrier counters", 8, plan::Memory::DeviceLocal},
-                     {"persistent decoding's token and position", 8, plan::Memory::HostShared},
-                     {"persistent decoding's scratch", d.scratch.bytes + 2 * rope_bytes, plan::Memory::DeviceLocal},
-                     {"persistent decoding's zeros", 8, plan::Memory::DeviceLocal},
-                     {"persistent decoding's logits", static_cast<uint64_t>(m.vocab) * 4, plan::Memory::Readback},
-                     {"persistent decoding's f16 jobs", std::max<uint64_t>(d.f16.matrices.size() * 32, 32),
-                      plan::Memory::DeviceLocal}};
-  for (size_t i = 0; i < d.f16.buffer_bytes.size(); ++i)
-    program.buffers.push_back({i + 1 < d.f16.buffer_bytes.size()
-                                   ? "persistent decoding's f16 weights of layer " + std::to_string(i)
-                                   : std::string("persistent decoding's f16 LM head"),
-                               d.f16.buffer_bytes[i], plan::Memory::DeviceLocal});
-  program.status_buffer = kStatus;
-  program.commands = step_list(d.grids[0], d.scratch, m, table_bytes, subgroup, f16);
-  for (size_t i = 1; i < d.grids.size(); ++i)
-    program.extra.push_back(step_list(d.grids[i], d.scratch, m, table_bytes, subgroup, f16));
-  if (f16) {
-    program.extra.push_back(d.f16.commands({kParams, kWeightsParamsAt, sizeof(kernels::DecodeWeightsParams)},
-                                           {kJobs, 0, d.f16.matrices.size() * 32}, subgroup));
-    d.weights_list = program.extra.size();  // extra list i is list 1 + i
-  }
-  // Timestamps where the session has them (SessionOptions::profile, MEGANEURA_TRACE): the trace
-  // shows the step as one GPU slice.
-  d.exe = std::make_unique<vk::Executable>(
-      ctx, program, vk::ExecutableOptions{.timestamps = d.session->options.profile || trace::global()});
-  d.program = std::move(program);
-
-  d.exe->write({kZero, 0, 8}, std::vector<std::byte>(8));
-  std::memset(d.exe->mapped(kStatus), 0, sizeof(kernels::Status));
-  const uint64_t table_at = d.scratch.bytes;
-  d.exe->write({kScratch, table_at, m.cos.size() * 4}, std::as_bytes(std::span(m.cos)));
-  d.exe->write({kScratch, table_at + rope_bytes, m.sin.size() * 4}, std::as_bytes(std::span(m.sin)));
-  const std::vector<uint64_t> table = d.table();
-  d.exe->write({kTable, 0, table_bytes}, std::as_bytes(std::span(table)));
-  if (f16) {
-    const std::vector<uint32_t> jobs =
-        d.f16.jobs([&](const DecodeWeightsCopy::Matrix& w) { return d.address(w.name, w.rows * w.k); },
-                   [&](const DecodeWeightsCopy::Matrix& w) { return d.copy_address(w); });
-    d.exe->write({kJobs, 0, jobs.size() * 4}, std::as_bytes(std::span(jobs)));
-    const kernels::DecodeWeightsParams wp{static_cast<uint32_t>(d.f16.matrices.size()), 0, 0, 0};
-    d.exe->write({kParams, kWeightsParamsAt, sizeof(wp)}, std::as_bytes(std::span(&wp, 1)));
-  }
-
   const auto u = [](int64_t v) { return static_cast<uint32_t>(v); };
   d.params = {u(m.hidden),
               u(m.heads),
@@ -319,7 +323,19 @@ PersistentDecoder::PersistentDecoder(Session& session, const PersistentDecodeMod
               1.0f / std::sqrt(static_cast<float>(m.head_dim)),
               0.0f,
               0.0f};
-  d.probe();
+  // The executable, its constants and the probe; an allocation that fails with the f16 copy makes
+  // them again without it (the copy is an option: the step then reads the f32 weights, in less
+  // memory).
+  try {
+    d.build(subgroup);
+    d.probe();
+  } catch (const OutOfMemoryError& e) {
+    if (d.f16.matrices.empty()) throw;
+    d.f32_why = std::string("the f16 copy did not fit (") + e.what() + ")";
+    d.f16 = {};
+    d.build(subgroup);
+    d.probe();
+  }
   d.diagnostics = static_cast<uint32_t>(
       util::env_number("MEGANEURA_PERSISTENT_DIAG", 2047, 0, "a mask of decode_step.comp's SKIP_ flags"));
   if (d.diagnostics) d.write_params(0, kStepSpins);
