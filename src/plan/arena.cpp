@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <numeric>
 
+#include "util/align.hpp"
+
 namespace meganeura::plan {
 
-static uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+using util::align_up;
 
 namespace {
 

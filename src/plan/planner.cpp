@@ -5,12 +5,13 @@
 #include "meganeura/error.hpp"
 #include "plan/arena.hpp"
 #include "plan/schedule.hpp"
+#include "util/align.hpp"
 
 namespace meganeura::plan {
 
 using lower::Role;
 
-static uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+using util::align_up;
 
 // What to call tensor `t` in an error: its graph node, else the call that writes it (a staged
 // copy of weights, a kernel's scratch), else what has no node and no writer: packed weights.

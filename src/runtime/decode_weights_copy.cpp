@@ -4,13 +4,11 @@
 
 #include "kernels/kernel_abi.hpp"
 #include "runtime/persistent_decode.hpp"
+#include "runtime/stage_options.hpp"
+#include "util/align.hpp"
 #include "util/env.hpp"
 
 namespace meganeura {
-
-namespace {
-uint64_t align256(uint64_t n) { return (n + 255) / 256 * 256; }
-}  // namespace
 
 DecodeWeightsCopy DecodeWeightsCopy::of(const PersistentDecodeModel& m, uint32_t first) {
   using namespace kernels;
@@ -20,7 +18,7 @@ DecodeWeightsCopy DecodeWeightsCopy::of(const PersistentDecodeModel& m, uint32_t
   auto add = [&](const std::string& name, uint64_t rows, uint64_t k, uint32_t entry) {
     const auto buffer = first + static_cast<uint32_t>(w.buffer_bytes.size() - 1);
     w.matrices.push_back({name, rows, k, buffer, w.buffer_bytes.back(), entry});
-    w.buffer_bytes.back() += align256(w.matrices.back().bytes());
+    w.buffer_bytes.back() += util::align_up(w.matrices.back().bytes(), 256);
   };
   for (size_t l = 0; l < m.layers.size(); ++l) {
     const PersistentDecodeModel::Layer& L = m.layers[l];
@@ -43,8 +41,7 @@ std::string DecodeWeightsCopy::why_f32(bool training, uint64_t largest_buffer) c
   const std::string asked = util::env_choice("MEGANEURA_DECODE_WEIGHTS", {"f32", "f16"});
   if (asked == "f32") return "MEGANEURA_DECODE_WEIGHTS=f32";
   if (training) return "a training session's weights change every step";
-  if (asked.empty() && util::env_choice("MEGANEURA_MATMUL_PRECISION", {"highest", "high", "medium"}) == "highest")
-    return "MEGANEURA_MATMUL_PRECISION=highest";
+  if (asked.empty() && runtime::matmul_precision() == "highest") return "MEGANEURA_MATMUL_PRECISION=highest";
   for (uint64_t bytes : buffer_bytes)
     if (bytes > largest_buffer)
       return "a layer's f16 weights (" + std::to_string(bytes) + " bytes) exceed the device's largest allocation (" +

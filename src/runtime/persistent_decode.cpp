@@ -8,8 +8,8 @@
 #include "kernels/kernel_abi.hpp"
 #include "runtime/decode_weights_copy.hpp"
 #include "runtime/session_impl.hpp"
+#include "util/align.hpp"
 #include "util/env.hpp"
-#include "util/log_topic.hpp"
 #include "vulkan/executable.hpp"
 
 namespace meganeura {
@@ -27,17 +27,16 @@ constexpr uint64_t kWeightsParamsAt = 256;  // DecodeWeightsParams in kParams, a
 // to be resident waits this long).
 constexpr uint32_t kStepSpins = 1u << 22, kProbeSpins = 1u << 14;
 
-uint64_t align256(uint64_t n) { return (n + 255) / 256 * 256; }
-
+// Offsets in the decoder's scratch buffer: what a step writes, and the rotary tables.
 struct Scratch {
-  uint64_t x = 0, q = 0, partial = 0, h = 0, logits = 0, bytes = 0;
+  uint64_t x = 0, q = 0, partial = 0, h = 0, logits = 0, cos = 0, sin = 0, bytes = 0;
 };
 Scratch scratch_layout(const PersistentDecodeModel& m) {
   Scratch s;
   uint64_t at = 0;
   auto take = [&](uint64_t floats) {
     const uint64_t here = at;
-    at += align256(floats * 4);
+    at += util::align_up(floats * 4, 256);
     return here;
   };
   s.x = take(static_cast<uint64_t>(m.hidden));
@@ -45,6 +44,8 @@ Scratch scratch_layout(const PersistentDecodeModel& m) {
   s.partial = take(static_cast<uint64_t>(m.heads) * kernels::kDecodeAttnBlocks * static_cast<uint64_t>(m.head_dim + 2));
   s.h = take(static_cast<uint64_t>(m.ffn));
   s.logits = take(static_cast<uint64_t>(m.vocab));
+  s.cos = take(static_cast<uint64_t>(m.slots * m.head_dim));
+  s.sin = take(static_cast<uint64_t>(m.slots * m.head_dim));
   s.bytes = at;
   return s;
 }
@@ -158,8 +159,8 @@ std::vector<uint64_t> PersistentDecoder::Impl::table() const {
   t[kDecodeEmbed] = address(m.embed, u(m.vocab) * h);
   t[kDecodeFinalNorm] = address(m.final_norm, h);
   t[kDecodeLmHead] = address(m.lm_head, u(m.vocab) * h);
-  t[kDecodeCos] = own + scratch.bytes;  // the tables follow the scratch (see build())
-  t[kDecodeSin] = t[kDecodeCos] + align256(u(m.slots) * d * 4);
+  t[kDecodeCos] = own + scratch.cos;
+  t[kDecodeSin] = own + scratch.sin;
   t[kDecodeX] = own + scratch.x;
   t[kDecodeQ] = own + scratch.q;
   t[kDecodePartial] = own + scratch.partial;
@@ -202,7 +203,6 @@ void PersistentDecoder::Impl::refresh_weights() {
 void PersistentDecoder::Impl::build(uint32_t subgroup) {
   const PersistentDecodeModel& m = model;
   const uint64_t table_bytes = (kernels::kDecodeGlobals + m.layers.size() * kernels::kDecodeLayerEntries) * 8;
-  const uint64_t rope_bytes = align256(static_cast<uint64_t>(m.slots * m.head_dim) * 4);
   const bool f16_weights = !f16.matrices.empty();
   plan::Program p;
   p.buffers = {
@@ -211,7 +211,7 @@ void PersistentDecoder::Impl::build(uint32_t subgroup) {
       {"persistent decoding's address table", table_bytes, plan::Memory::DeviceLocal},
       {"persistent decoding's barrier counters", 8, plan::Memory::DeviceLocal},
       {"persistent decoding's token and position", 8, plan::Memory::HostShared},
-      {"persistent decoding's scratch", scratch.bytes + 2 * rope_bytes, plan::Memory::DeviceLocal},
+      {"persistent decoding's scratch", scratch.bytes, plan::Memory::DeviceLocal},
       {"persistent decoding's zeros", 8, plan::Memory::DeviceLocal},
       {"persistent decoding's logits", static_cast<uint64_t>(m.vocab) * 4, plan::Memory::Readback},
       {"persistent decoding's f16 jobs", std::max<uint64_t>(f16.matrices.size() * 32, 32), plan::Memory::DeviceLocal}};
@@ -237,8 +237,8 @@ void PersistentDecoder::Impl::build(uint32_t subgroup) {
 
   exe->write({kZero, 0, 8}, std::vector<std::byte>(8));
   std::memset(exe->mapped(kStatus), 0, sizeof(kernels::Status));
-  exe->write({kScratch, scratch.bytes, m.cos.size() * 4}, std::as_bytes(std::span(m.cos)));  // after the scratch
-  exe->write({kScratch, scratch.bytes + rope_bytes, m.sin.size() * 4}, std::as_bytes(std::span(m.sin)));
+  exe->write({kScratch, scratch.cos, m.cos.size() * 4}, std::as_bytes(std::span(m.cos)));
+  exe->write({kScratch, scratch.sin, m.sin.size() * 4}, std::as_bytes(std::span(m.sin)));
   const std::vector<uint64_t> addresses = table();
   exe->write({kTable, 0, table_bytes}, std::as_bytes(std::span(addresses)));
   if (f16_weights) {

@@ -46,13 +46,15 @@ lower::MatMulTiers::Coop coop_of(const DeviceInfo& d, bool bf16) {
 
 }  // namespace
 
+std::string matmul_precision() { return env_choice("MEGANEURA_MATMUL_PRECISION", {"highest", "high", "medium"}); }
+
 lower::MatMulTiers matmul_tiers(const DeviceInfo& device) {
   lower::MatMulTiers t;
   // PyTorch's float32 matmul precision levels (torch.set_float32_matmul_precision): highest is
   // exact f32; high (the default) is TF32's class, f16 with 11 significant bits scaled per block
   // into f32's range; medium allows bf16 (8 bits), where the KHR bf16 kernel was built and the
   // device offers it, else it is high.
-  const std::string precision = env_choice("MEGANEURA_MATMUL_PRECISION", {"highest", "high", "medium"});
+  const std::string precision = matmul_precision();
   if (precision == "medium" && coop_of(device, true) != lower::MatMulTiers::Coop::None) t.bf16 = true;
   if (precision != "highest" && env_on("MEGANEURA_COOPMAT")) t.coop = coop_of(device, t.bf16);
   t.gemv = env_on("MEGANEURA_GEMV");

@@ -2,6 +2,8 @@
 // session's lowering are read (docs/environment.md). Stages themselves read none: lowering gets
 // a LowerOptions, the optimizer its arguments.
 #pragma once
+#include <string>
+
 #include "lower/lowered.hpp"
 #include "meganeura/device.hpp"
 
@@ -28,6 +30,10 @@ namespace meganeura::runtime {
 //                               blocks of rows wherever the head dims allow (tests)
 // Throws Error on a value it does not know, or on a forced tier the device lacks.
 lower::MatMulTiers matmul_tiers(const DeviceInfo& device);
+
+// MEGANEURA_MATMUL_PRECISION as set: "highest", "high", "medium", or "" (the default, high);
+// an Error on any other value. The persistent decoder's weights follow it too.
+std::string matmul_precision();
 
 // Lowering's options for a session on `device`; `optimizing`: the session runs the optimizer,
 // whose fusions lowering's fusion passes belong to. Also reads MEGANEURA_FUSE_ELEMENTWISE=0,
